@@ -1,0 +1,152 @@
+"""Masked multi-head attention (Im & Cho, 2017, eq. 7-9; masks of Section 3.1).
+
+Shape legend: B batch, T tokens, D model width (d_e), H heads, K = D / H (d_k).
+"""
+
+import math
+
+import keras
+from keras import ops
+
+from dsan_tf import masks
+from dsan_tf.layers.utils import clone_initializer
+
+
+@keras.saving.register_keras_serializable(package="dsan_tf")
+class MaskedMultiHeadAttention(keras.layers.Layer):
+    """Multi-head self-attention with the directional and distance masks.
+
+    head_h = softmax(Q_h K_hᵀ / √K + M_dir + α·M_dis) V_h (eq. 8), heads concatenated
+    and projected by W^O (eq. 7). Q, K, V carry no bias and are layer-normalised per
+    head; W^O has a bias and is followed by LayerNorm and dropout (docs/FIDELITY.md).
+
+    Masked keys (direction, diagonal, padding) get weight exactly 0. A query with no
+    visible key (the first token forward, the last backward, a one-token sentence, a
+    padded query) gets a zero output vector rather than NaN.
+
+    Args:
+        num_heads: int, H. D must be divisible by H.
+        direction: `"forward"` or `"backward"`.
+        use_direction_mask: bool. False masks only the diagonal (an ablation).
+        use_distance_mask: bool. False drops α·M_dis (the paper's Table 1 ablation).
+        distance_alpha: float, α (the paper uses 1.5). Not trained.
+        dropout: float, dropout rate on the attention output.
+        layer_norm_epsilon: float.
+        kernel_initializer: initializer for the projections.
+
+    Call arguments:
+        inputs: float [B, T, D].
+        padding_mask: optional bool [B, T], True on real tokens.
+        training: bool.
+        return_attention_scores: bool; also return the weights [B, H, T, T].
+
+    Returns:
+        float [B, T, D] (and the weights when asked).
+    """
+
+    def __init__(self, num_heads, direction="forward", use_direction_mask=True,
+                 use_distance_mask=True, distance_alpha=1.5, dropout=0.1,
+                 layer_norm_epsilon=1e-5, kernel_initializer="glorot_uniform", **kwargs):
+        super().__init__(**kwargs)
+        if direction not in masks.DIRECTIONS:
+            raise ValueError(f"direction must be one of {masks.DIRECTIONS}, got {direction!r}.")
+        self.num_heads = num_heads
+        self.direction = direction
+        self.use_direction_mask = use_direction_mask
+        self.use_distance_mask = use_distance_mask
+        self.distance_alpha = distance_alpha
+        self.dropout = dropout
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+
+    def build(self, inputs_shape):
+        width = inputs_shape[-1]
+        if width % self.num_heads:
+            raise ValueError(f"width {width} is not divisible by num_heads={self.num_heads}.")
+        self.key_dim = width // self.num_heads
+        head_shape = tuple(inputs_shape[:-1]) + (self.num_heads, self.key_dim)
+
+        def dense(name, use_bias):
+            layer = keras.layers.Dense(
+                width, use_bias=use_bias, name=name, dtype=self.dtype_policy,
+                kernel_initializer=clone_initializer(self.kernel_initializer))
+            layer.build(inputs_shape)
+            return layer
+
+        def norm(name, shape):
+            layer = keras.layers.LayerNormalization(
+                epsilon=self.layer_norm_epsilon, name=name, dtype=self.dtype_policy)
+            layer.build(shape)
+            return layer
+
+        self.query_dense = dense("query", use_bias=False)
+        self.key_dense = dense("key", use_bias=False)
+        self.value_dense = dense("value", use_bias=False)
+        self.query_norm = norm("query_norm", head_shape)
+        self.key_norm = norm("key_norm", head_shape)
+        self.value_norm = norm("value_norm", head_shape)
+        self.output_dense = dense("attention_output", use_bias=True)
+        self.output_norm = norm("attention_output_norm", inputs_shape)
+        self.output_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        self.built = True
+
+    def _heads(self, dense, norm, x):
+        batch, length = ops.shape(x)[0], ops.shape(x)[1]
+        return norm(ops.reshape(dense(x), (batch, length, self.num_heads, self.key_dim)))
+
+    def visibility(self, length, padding_mask=None):
+        """Which key each query may attend to: bool [1 or B, 1, T, T]."""
+        if self.use_direction_mask:
+            visible = masks.directional_mask(length, self.direction)
+        else:
+            visible = masks.off_diagonal_mask(length)
+        visible = visible[None, None, :, :]
+        if padding_mask is not None:
+            padding_mask = ops.cast(padding_mask, "bool")
+            # Padded keys are invisible; padded queries see nothing and output zeros.
+            visible = ops.logical_and(visible, padding_mask[:, None, None, :])
+            visible = ops.logical_and(visible, padding_mask[:, None, :, None])
+        return visible
+
+    def call(self, inputs, padding_mask=None, training=None, return_attention_scores=False):
+        length = ops.shape(inputs)[1]
+        query = self._heads(self.query_dense, self.query_norm, inputs)
+        key = self._heads(self.key_dense, self.key_norm, inputs)
+        value = self._heads(self.value_dense, self.value_norm, inputs)
+
+        # Logits and softmax in float32 so that masking stays finite in half precision.
+        logits = ops.einsum("bqhk,bthk->bhqt", query, key)
+        logits = ops.cast(logits, "float32") / math.sqrt(self.key_dim)
+        if self.use_distance_mask:
+            logits = logits + self.distance_alpha * masks.distance_mask(length)
+        visible = self.visibility(length, padding_mask)
+        logits = ops.where(visible, logits, masks.LARGE_NEGATIVE)
+        weights = ops.softmax(logits, axis=-1) * ops.cast(visible, "float32")
+
+        heads = ops.einsum("bhqt,bthk->bqhk", ops.cast(weights, value.dtype), value)
+        heads = ops.reshape(heads, ops.shape(inputs))
+        outputs = self.output_norm(self.output_dense(heads))
+        # A query that saw no key has no context: its attention output is defined as 0.
+        has_key = ops.any(visible, axis=-1)[:, 0, :, None]
+        outputs = outputs * ops.cast(has_key, outputs.dtype)
+        outputs = self.output_dropout(outputs, training=training)
+        if return_attention_scores:
+            return outputs, weights
+        return outputs
+
+    def compute_output_shape(self, inputs_shape):
+        return inputs_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "num_heads": self.num_heads,
+            "direction": self.direction,
+            "use_direction_mask": self.use_direction_mask,
+            "use_distance_mask": self.use_distance_mask,
+            "distance_alpha": self.distance_alpha,
+            "dropout": self.dropout,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+        })
+        return config

@@ -1,0 +1,80 @@
+"""Sentence-pair classifier on top of a sentence encoder (Im & Cho, 2017, Section 3.3).
+
+Shape legend: B batch, E sentence-vector width, C classes.
+"""
+
+import keras
+from keras import ops
+
+from dsan_tf.layers.utils import clone_initializer
+
+
+@keras.saving.register_keras_serializable(package="dsan_tf")
+class PairClassifier(keras.layers.Layer):
+    """[u; v; |u - v|; u * v] -> dropout -> Dense(hidden) -> LN -> ReLU -> dropout -> Dense(C).
+
+    Args:
+        hidden_units: int (the paper: 300).
+        num_classes: int, C (3 for NLI).
+        dropout: float, on the feature vector and on the hidden layer.
+        layer_norm_epsilon: float.
+        kernel_initializer: initializer of both dense layers.
+
+    Call arguments:
+        premise: float [B, E], u.
+        hypothesis: float [B, E], v.
+        training: bool.
+
+    Returns:
+        float32 logits [B, C] (float32 also under mixed precision, for a stable loss).
+    """
+
+    def __init__(self, hidden_units=300, num_classes=3, dropout=0.1,
+                 layer_norm_epsilon=1e-5, kernel_initializer="glorot_uniform", **kwargs):
+        super().__init__(**kwargs)
+        self.hidden_units = hidden_units
+        self.num_classes = num_classes
+        self.dropout = dropout
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+
+    def build(self, premise_shape):
+        features_shape = (premise_shape[0], 4 * premise_shape[-1])
+        hidden_shape = (premise_shape[0], self.hidden_units)
+        self.input_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        self.hidden_dense = keras.layers.Dense(
+            self.hidden_units, name="classifier_hidden", dtype=self.dtype_policy,
+            kernel_initializer=clone_initializer(self.kernel_initializer))
+        self.hidden_dense.build(features_shape)
+        self.hidden_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, name="classifier_hidden_norm",
+            dtype=self.dtype_policy)
+        self.hidden_norm.build(hidden_shape)
+        self.hidden_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        self.logits_dense = keras.layers.Dense(
+            self.num_classes, name="classifier_logits", dtype="float32",
+            kernel_initializer=clone_initializer(self.kernel_initializer))
+        self.logits_dense.build(hidden_shape)
+        self.built = True
+
+    def call(self, premise, hypothesis, training=None):
+        features = ops.concatenate(
+            [premise, hypothesis, ops.abs(premise - hypothesis), premise * hypothesis],
+            axis=-1)
+        hidden = self.hidden_dense(self.input_dropout(features, training=training))
+        hidden = ops.relu(self.hidden_norm(hidden))
+        return self.logits_dense(self.hidden_dropout(hidden, training=training))
+
+    def compute_output_shape(self, premise_shape):
+        return (premise_shape[0], self.num_classes)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "hidden_units": self.hidden_units,
+            "num_classes": self.num_classes,
+            "dropout": self.dropout,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+        })
+        return config

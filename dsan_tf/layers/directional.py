@@ -1,0 +1,107 @@
+"""One direction of the DSAN encoder: attention -> fusion gate -> FFN (Im & Cho, 2017, Fig. 2).
+
+Shape legend: B batch, T tokens, D width, H heads, F FFN hidden width.
+"""
+
+import keras
+
+from dsan_tf.layers.attention import MaskedMultiHeadAttention
+from dsan_tf.layers.feed_forward import PositionwiseFeedForward
+from dsan_tf.layers.fusion import FusionGate
+
+
+@keras.saving.register_keras_serializable(package="dsan_tf")
+class DirectionalSelfAttention(keras.layers.Layer):
+    """A forward or backward DSAN block.
+
+    H = MaskedMultiHeadAttention(S)   (eq. 7-9)
+    G = FusionGate(S, H)               (eq. 11-12)
+    U = PositionwiseFeedForward(G)     (eq. 13)
+
+    Args:
+        direction: `"forward"` or `"backward"`.
+        num_heads: int, H.
+        ffn_dim: int, F.
+        use_direction_mask, use_distance_mask, distance_alpha: see
+            `MaskedMultiHeadAttention`.
+        fusion: `"projected"` (paper) or `"raw"` (DiSAN), see `FusionGate`.
+        dropout: float, on the attention output and inside the gate.
+        layer_norm_epsilon: float.
+        kernel_initializer: initializer of every projection.
+
+    Call arguments:
+        inputs: float [B, T, D].
+        padding_mask: optional bool [B, T], True on real tokens.
+        training: bool.
+        return_intermediates: bool; also return a dict with `attention_weights`
+            [B, H, T, T], `gate` [B, T, D] and `ffn_hidden` [B, T, F].
+
+    Returns:
+        float [B, T, D].
+    """
+
+    def __init__(self, direction, num_heads, ffn_dim, use_direction_mask=True,
+                 use_distance_mask=True, distance_alpha=1.5, fusion="projected",
+                 dropout=0.1, layer_norm_epsilon=1e-5,
+                 kernel_initializer="glorot_uniform", **kwargs):
+        super().__init__(**kwargs)
+        self.direction = direction
+        self.num_heads = num_heads
+        self.ffn_dim = ffn_dim
+        self.use_direction_mask = use_direction_mask
+        self.use_distance_mask = use_distance_mask
+        self.distance_alpha = distance_alpha
+        self.fusion = fusion
+        self.dropout = dropout
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+
+    def build(self, inputs_shape):
+        common = {
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "dtype": self.dtype_policy,
+        }
+        self.attention = MaskedMultiHeadAttention(
+            num_heads=self.num_heads, direction=self.direction,
+            use_direction_mask=self.use_direction_mask,
+            use_distance_mask=self.use_distance_mask,
+            distance_alpha=self.distance_alpha, dropout=self.dropout,
+            name="masked_attention", **common)
+        self.fusion_gate = FusionGate(
+            fusion=self.fusion, dropout=self.dropout, name="fusion_gate", **common)
+        self.feed_forward = PositionwiseFeedForward(
+            ffn_dim=self.ffn_dim, name="feed_forward", **common)
+        self.attention.build(inputs_shape)
+        self.fusion_gate.build(inputs_shape)
+        self.feed_forward.build(inputs_shape)
+        self.built = True
+
+    def call(self, inputs, padding_mask=None, training=None, return_intermediates=False):
+        context, weights = self.attention(
+            inputs, padding_mask=padding_mask, training=training,
+            return_attention_scores=True)
+        fused, gate = self.fusion_gate(inputs, context, training=training, return_gate=True)
+        outputs, hidden = self.feed_forward(fused, return_hidden=True)
+        if return_intermediates:
+            return outputs, {"attention_weights": weights, "gate": gate, "ffn_hidden": hidden}
+        return outputs
+
+    def compute_output_shape(self, inputs_shape):
+        return inputs_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "direction": self.direction,
+            "num_heads": self.num_heads,
+            "ffn_dim": self.ffn_dim,
+            "use_direction_mask": self.use_direction_mask,
+            "use_distance_mask": self.use_distance_mask,
+            "distance_alpha": self.distance_alpha,
+            "fusion": self.fusion,
+            "dropout": self.dropout,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+        })
+        return config

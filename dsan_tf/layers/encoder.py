@@ -1,0 +1,125 @@
+"""The DSAN sentence encoder (Im & Cho, 2017, Section 3 and Figure 1).
+
+Shape legend: B batch, T tokens, D word width (d_e), H heads, F FFN hidden width.
+"""
+
+import keras
+from keras import ops
+
+from dsan_tf.layers.directional import DirectionalSelfAttention
+from dsan_tf.layers.pooling import MaskedMaxPooling, Source2TokenAttention
+
+POOLINGS = ("multi_dim_max", "multi_dim", "max")
+
+
+@keras.saving.register_keras_serializable(package="dsan_tf")
+class SentenceEncoder(keras.layers.Layer):
+    """Forward block + backward block + pooling -> one vector per sentence.
+
+    U = [U_fw; U_bw] (B, T, 2D); the sentence vector is
+    `pooling="multi_dim_max"`: [source2token(U); max(U)]  (B, 4D), the paper;
+    `pooling="multi_dim"`:     source2token(U)            (B, 2D);
+    `pooling="max"`:           max(U)                     (B, 2D).
+    The forward and backward blocks have separate weights.
+
+    Args:
+        num_heads, ffn_dim, use_direction_mask, use_distance_mask, distance_alpha,
+            fusion, dropout, layer_norm_epsilon, kernel_initializer: passed to both
+            `DirectionalSelfAttention` blocks.
+        pooling: one of `POOLINGS`.
+
+    Call arguments:
+        inputs: float [B, T, D], word embeddings.
+        padding_mask: optional bool [B, T], True on real tokens.
+        training: bool.
+        return_intermediates: bool; also return a dict with `forward` and `backward`
+            (each the block's intermediates plus `output` [B, T, D]), `encoded` U
+            [B, T, 2D] and, when used, `s2t_weights` [B, T, 2D].
+
+    Returns:
+        float [B, output_dim].
+    """
+
+    def __init__(self, num_heads, ffn_dim, use_direction_mask=True, use_distance_mask=True,
+                 distance_alpha=1.5, fusion="projected", pooling="multi_dim_max",
+                 dropout=0.1, layer_norm_epsilon=1e-5,
+                 kernel_initializer="glorot_uniform", **kwargs):
+        super().__init__(**kwargs)
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}.")
+        self.num_heads = num_heads
+        self.ffn_dim = ffn_dim
+        self.use_direction_mask = use_direction_mask
+        self.use_distance_mask = use_distance_mask
+        self.distance_alpha = distance_alpha
+        self.fusion = fusion
+        self.pooling = pooling
+        self.dropout = dropout
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+
+    def _block_config(self):
+        return {
+            "num_heads": self.num_heads,
+            "ffn_dim": self.ffn_dim,
+            "use_direction_mask": self.use_direction_mask,
+            "use_distance_mask": self.use_distance_mask,
+            "distance_alpha": self.distance_alpha,
+            "fusion": self.fusion,
+            "dropout": self.dropout,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+        }
+
+    def build(self, inputs_shape):
+        self.forward_block = DirectionalSelfAttention(
+            "forward", name="forward_block", dtype=self.dtype_policy, **self._block_config())
+        self.backward_block = DirectionalSelfAttention(
+            "backward", name="backward_block", dtype=self.dtype_policy, **self._block_config())
+        self.forward_block.build(inputs_shape)
+        self.backward_block.build(inputs_shape)
+        encoded_shape = tuple(inputs_shape[:-1]) + (2 * inputs_shape[-1],)
+        self.source2token = None
+        self.max_pooling = None
+        if self.pooling in ("multi_dim_max", "multi_dim"):
+            self.source2token = Source2TokenAttention(
+                layer_norm_epsilon=self.layer_norm_epsilon, name="source2token",
+                kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
+                dtype=self.dtype_policy)
+            self.source2token.build(encoded_shape)
+        if self.pooling in ("multi_dim_max", "max"):
+            self.max_pooling = MaskedMaxPooling(name="max_pooling", dtype=self.dtype_policy)
+        self.built = True
+
+    def output_dim(self, input_dim):
+        """Width of the sentence vector for word vectors of width `input_dim`."""
+        return (4 if self.pooling == "multi_dim_max" else 2) * input_dim
+
+    def call(self, inputs, padding_mask=None, training=None, return_intermediates=False):
+        forward, fw_info = self.forward_block(
+            inputs, padding_mask=padding_mask, training=training, return_intermediates=True)
+        backward, bw_info = self.backward_block(
+            inputs, padding_mask=padding_mask, training=training, return_intermediates=True)
+        encoded = ops.concatenate([forward, backward], axis=-1)
+        info = {"forward": dict(fw_info, output=forward),
+                "backward": dict(bw_info, output=backward), "encoded": encoded}
+        pooled = []
+        if self.source2token is not None:
+            vector, info["s2t_weights"] = self.source2token(
+                encoded, padding_mask=padding_mask, return_attention_scores=True)
+            pooled.append(vector)
+        if self.max_pooling is not None:
+            pooled.append(self.max_pooling(encoded, padding_mask=padding_mask))
+        outputs = ops.concatenate(pooled, axis=-1) if len(pooled) > 1 else pooled[0]
+        if return_intermediates:
+            return outputs, info
+        return outputs
+
+    def compute_output_shape(self, inputs_shape):
+        return (inputs_shape[0], self.output_dim(inputs_shape[-1]))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(self._block_config())
+        config["pooling"] = self.pooling
+        return config

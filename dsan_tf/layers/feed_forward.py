@@ -1,0 +1,67 @@
+"""Position-wise feed-forward network with residual and LayerNorm (Im & Cho, 2017, eq. 13).
+
+Shape legend: B batch, T tokens, D width, F hidden width (d_ff).
+"""
+
+import keras
+
+from dsan_tf.layers.utils import clone_initializer
+
+
+@keras.saving.register_keras_serializable(package="dsan_tf")
+class PositionwiseFeedForward(keras.layers.Layer):
+    """output = LN(x + ReLU(x W1 + b1) W2 + b2)   (eq. 13, post-LN as in the paper).
+
+    Args:
+        ffn_dim: int, F (the paper: 4·D = 1200).
+        layer_norm_epsilon: float.
+        kernel_initializer: initializer of W1 and W2.
+
+    Call arguments:
+        inputs: float [B, T, D].
+        return_hidden: bool; also return the ReLU activations [B, T, F] (Figure 10).
+
+    Returns:
+        float [B, T, D].
+    """
+
+    def __init__(self, ffn_dim, layer_norm_epsilon=1e-5,
+                 kernel_initializer="glorot_uniform", **kwargs):
+        super().__init__(**kwargs)
+        self.ffn_dim = ffn_dim
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+
+    def build(self, inputs_shape):
+        width = inputs_shape[-1]
+        self.hidden_dense = keras.layers.Dense(
+            self.ffn_dim, activation="relu", name="ffn_hidden", dtype=self.dtype_policy,
+            kernel_initializer=clone_initializer(self.kernel_initializer))
+        self.hidden_dense.build(inputs_shape)
+        self.output_dense = keras.layers.Dense(
+            width, name="ffn_output", dtype=self.dtype_policy,
+            kernel_initializer=clone_initializer(self.kernel_initializer))
+        self.output_dense.build(tuple(inputs_shape[:-1]) + (self.ffn_dim,))
+        self.output_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, name="ffn_norm", dtype=self.dtype_policy)
+        self.output_norm.build(inputs_shape)
+        self.built = True
+
+    def call(self, inputs, return_hidden=False):
+        hidden = self.hidden_dense(inputs)
+        outputs = self.output_norm(inputs + self.output_dense(hidden))
+        if return_hidden:
+            return outputs, hidden
+        return outputs
+
+    def compute_output_shape(self, inputs_shape):
+        return inputs_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "ffn_dim": self.ffn_dim,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+        })
+        return config

@@ -1,0 +1,94 @@
+"""Fusion gate (Im & Cho, 2017, eq. 11-12).
+
+Shape legend: B batch, T tokens, D width.
+"""
+
+import keras
+from keras import ops
+
+from dsan_tf.layers.utils import clone_initializer
+
+FUSIONS = ("projected", "raw")
+
+
+@keras.saving.register_keras_serializable(package="dsan_tf")
+class FusionGate(keras.layers.Layer):
+    """Gate between a block's input S and its attention output H.
+
+    S^F = LN(S W^S), H^F = LN(H W^H)                      (eq. 11)
+    F = σ(dropout(S^F + H^F + b^F))                        (eq. 12)
+    output = F ⊙ S^F + (1 - F) ⊙ H^F   (`fusion="projected"`, the paper)
+    output = F ⊙ S + (1 - F) ⊙ H       (`fusion="raw"`, DiSAN; same parameters)
+
+    W^S and W^H have no bias: b^F is the gate's only bias (docs/FIDELITY.md).
+
+    Args:
+        fusion: `"projected"` or `"raw"`.
+        dropout: float, dropout rate on S^F + H^F + b^F.
+        layer_norm_epsilon: float.
+        kernel_initializer: initializer of W^S and W^H.
+
+    Call arguments:
+        source: float [B, T, D], S (the block input).
+        context: float [B, T, D], H (the attention output).
+        training: bool.
+
+    Returns:
+        float [B, T, D]; with `return_gate=True` also F [B, T, D].
+    """
+
+    def __init__(self, fusion="projected", dropout=0.1, layer_norm_epsilon=1e-5,
+                 kernel_initializer="glorot_uniform", **kwargs):
+        super().__init__(**kwargs)
+        if fusion not in FUSIONS:
+            raise ValueError(f"fusion must be one of {FUSIONS}, got {fusion!r}.")
+        self.fusion = fusion
+        self.dropout = dropout
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+
+    def build(self, source_shape):
+        width = source_shape[-1]
+        common = {"dtype": self.dtype_policy}
+        self.source_dense = keras.layers.Dense(
+            width, use_bias=False, name="source_projection",
+            kernel_initializer=clone_initializer(self.kernel_initializer), **common)
+        self.context_dense = keras.layers.Dense(
+            width, use_bias=False, name="context_projection",
+            kernel_initializer=clone_initializer(self.kernel_initializer), **common)
+        self.source_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, name="source_projection_norm", **common)
+        self.context_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, name="context_projection_norm", **common)
+        for layer in (self.source_dense, self.context_dense,
+                      self.source_norm, self.context_norm):
+            layer.build(source_shape)
+        self.gate_bias = self.add_weight(
+            shape=(width,), initializer="zeros", name="gate_bias")
+        self.gate_dropout = keras.layers.Dropout(self.dropout, **common)
+        self.built = True
+
+    def call(self, source, context, training=None, return_gate=False):
+        source_f = self.source_norm(self.source_dense(source))
+        context_f = self.context_norm(self.context_dense(context))
+        pre_gate = source_f + context_f + ops.cast(self.gate_bias, source_f.dtype)
+        gate = ops.sigmoid(self.gate_dropout(pre_gate, training=training))
+        if self.fusion == "raw":
+            source_f, context_f = source, context
+        outputs = gate * source_f + (1.0 - gate) * context_f
+        if return_gate:
+            return outputs, gate
+        return outputs
+
+    def compute_output_shape(self, source_shape):
+        return source_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "fusion": self.fusion,
+            "dropout": self.dropout,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+        })
+        return config

@@ -1,0 +1,113 @@
+"""Sentence pooling: multi-dimensional source2token attention (Im & Cho, 2017, eq. 14-16)
+and max pooling, both blind to padding.
+
+Shape legend: B batch, T tokens, D width (2·d_e for the DSAN encoder output U).
+"""
+
+import keras
+from keras import ops
+
+from dsan_tf import masks
+from dsan_tf.layers.utils import clone_initializer
+
+
+def _token_mask(inputs, padding_mask):
+    """bool [B, T, 1]: True on real tokens (all True without a padding mask)."""
+    if padding_mask is None:
+        return ops.ones_like(inputs[:, :, :1], dtype="bool")
+    return ops.cast(padding_mask, "bool")[:, :, None]
+
+
+@keras.saving.register_keras_serializable(package="dsan_tf")
+class Source2TokenAttention(keras.layers.Layer):
+    """Multi-dimensional source2token attention.
+
+    f(u_i) = LN(ELU(LN(u_i W1 + b1)) W2 + b2)        (eq. 14)
+    a[:, d] = softmax over tokens of f(u)[:, d]       (eq. 15, one softmax per dimension)
+    s = Σ_i a_i ⊙ u_i                                  (eq. 16)
+
+    Padded tokens get weight exactly 0; an all-padding sentence pools to 0.
+
+    Args:
+        layer_norm_epsilon: float.
+        kernel_initializer: initializer of W1 and W2.
+
+    Call arguments:
+        inputs: float [B, T, D].
+        padding_mask: optional bool [B, T].
+        return_attention_scores: bool; also return the weights [B, T, D].
+
+    Returns:
+        float [B, D].
+    """
+
+    def __init__(self, layer_norm_epsilon=1e-5, kernel_initializer="glorot_uniform",
+                 **kwargs):
+        super().__init__(**kwargs)
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+
+    def build(self, inputs_shape):
+        width = inputs_shape[-1]
+        common = {"dtype": self.dtype_policy}
+        self.hidden_dense = keras.layers.Dense(
+            width, name="s2t_hidden", **common,
+            kernel_initializer=clone_initializer(self.kernel_initializer))
+        self.hidden_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, name="s2t_hidden_norm", **common)
+        self.score_dense = keras.layers.Dense(
+            width, name="s2t_score", **common,
+            kernel_initializer=clone_initializer(self.kernel_initializer))
+        self.score_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, name="s2t_score_norm", **common)
+        for layer in (self.hidden_dense, self.hidden_norm, self.score_dense, self.score_norm):
+            layer.build(inputs_shape)
+        self.built = True
+
+    def call(self, inputs, padding_mask=None, return_attention_scores=False):
+        hidden = ops.elu(self.hidden_norm(self.hidden_dense(inputs)))
+        scores = ops.cast(self.score_norm(self.score_dense(hidden)), "float32")
+        token_mask = _token_mask(inputs, padding_mask)
+        scores = ops.where(token_mask, scores, masks.LARGE_NEGATIVE)
+        weights = ops.softmax(scores, axis=1) * ops.cast(token_mask, "float32")
+        pooled = ops.sum(ops.cast(weights, inputs.dtype) * inputs, axis=1)
+        if return_attention_scores:
+            return pooled, weights
+        return pooled
+
+    def compute_output_shape(self, inputs_shape):
+        return (inputs_shape[0], inputs_shape[-1])
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+        })
+        return config
+
+
+@keras.saving.register_keras_serializable(package="dsan_tf")
+class MaskedMaxPooling(keras.layers.Layer):
+    """Max over real tokens, per dimension.
+
+    Padding is excluded (never filled with 0, which would turn the max of a negative
+    feature into 0); an all-padding sentence pools to 0.
+
+    Call arguments:
+        inputs: float [B, T, D].
+        padding_mask: optional bool [B, T].
+
+    Returns:
+        float [B, D].
+    """
+
+    def call(self, inputs, padding_mask=None):
+        token_mask = _token_mask(inputs, padding_mask)
+        # In float32 so that the fill value is below any half-precision activation.
+        values = ops.where(token_mask, ops.cast(inputs, "float32"), masks.LARGE_NEGATIVE)
+        pooled = ops.where(ops.any(token_mask, axis=1), ops.max(values, axis=1), 0.0)
+        return ops.cast(pooled, inputs.dtype)
+
+    def compute_output_shape(self, inputs_shape):
+        return (inputs_shape[0], inputs_shape[-1])

@@ -1,0 +1,72 @@
+"""Attention masks of the DSAN paper (Im & Cho, 2017, Section 3.1, Figures 3 and 4).
+
+Shape legend: T tokens (sequence length). A query position is a row i, a key position
+is a column j.
+
+The masks depend on the sequence length only, so they are built once per call for a
+[T, T] grid and broadcast over the batch and the heads by the attention layer.
+"""
+
+from keras import ops
+
+DIRECTIONS = ("forward", "backward")
+
+
+def _grid(length):
+    positions = ops.arange(length, dtype="int32")
+    return ops.expand_dims(positions, 1), ops.expand_dims(positions, 0)
+
+
+def directional_mask(length, direction):
+    """Directional mask M_dir as a boolean visibility grid.
+
+    The paper adds M_dir = -inf to the logits where a key may not be attended to; here
+    `True` means "may attend". The diagonal is never visible in either direction: a
+    token's own content reaches the block output through the fusion gate instead.
+
+    Args:
+        length: int or scalar tensor, T.
+        direction: `"forward"` (key j visible to query i only when j < i) or
+            `"backward"` (only when j > i).
+
+    Returns:
+        bool tensor [T, T].
+    """
+    if direction not in DIRECTIONS:
+        raise ValueError(
+            f"direction must be one of {DIRECTIONS}, got {direction!r}."
+        )
+    rows, cols = _grid(length)
+    if direction == "forward":
+        return ops.less(cols, rows)
+    return ops.greater(cols, rows)
+
+
+def off_diagonal_mask(length):
+    """Visibility grid with only the diagonal masked (direction masks switched off).
+
+    Returns:
+        bool tensor [T, T], `True` everywhere except on the diagonal.
+    """
+    rows, cols = _grid(length)
+    return ops.not_equal(rows, cols)
+
+
+def distance_mask(length):
+    """Distance mask M_dis[i, j] = -|i - j| (the paper's Figure 4, before scaling by alpha).
+
+    Args:
+        length: int or scalar tensor, T.
+
+    Returns:
+        float32 tensor [T, T].
+    """
+    rows, cols = _grid(length)
+    return ops.cast(ops.negative(ops.abs(rows - cols)), "float32")
+
+
+__all__ = ["directional_mask", "distance_mask", "off_diagonal_mask", "DIRECTIONS", "LARGE_NEGATIVE"]
+
+# Added to the logits of masked keys before the softmax, which is computed in float32.
+# Finite (unlike -inf) so that a row with no visible key cannot produce NaN.
+LARGE_NEGATIVE = -1e9

@@ -1,0 +1,100 @@
+"""The DSAN natural language inference model as a functional Keras model.
+
+Shape legend: B batch, T1 premise tokens, T2 hypothesis tokens, D word width, C classes.
+"""
+
+import keras
+import numpy as np
+from keras import ops
+
+from dsan_tf.config import DSANConfig
+from dsan_tf.layers import PairClassifier, SentenceEncoder
+
+EMBEDDING_LAYER = "word_embedding"
+ENCODER_LAYER = "sentence_encoder"
+CLASSIFIER_LAYER = "pair_classifier"
+
+
+def build_dsan(config=None, embedding_matrix=None):
+    """Builds the DSAN model.
+
+    Token id 0 is padding; the same `SentenceEncoder` (one set of weights) encodes
+    premise and hypothesis.
+
+    Args:
+        config: `DSANConfig`; the paper's defaults when None.
+        embedding_matrix: optional float array [V, D] of word vectors (row 0, padding,
+            is set to zeros). Without it the embeddings start random.
+
+    Returns:
+        `keras.Model` with int32 inputs `{"premise": [B, T1], "hypothesis": [B, T2]}`
+        and float32 logits [B, C] in the order of `dsan_tf.labels.LABELS`.
+    """
+    config = config or DSANConfig()
+    vocab_size = config.vocab_size
+    if embedding_matrix is not None:
+        embedding_matrix = np.array(embedding_matrix, dtype="float32")
+        if embedding_matrix.ndim != 2 or embedding_matrix.shape[1] != config.embedding_dim:
+            raise ValueError(
+                f"embedding matrix has shape {embedding_matrix.shape}, expected "
+                f"[vocab_size, {config.embedding_dim}] (embedding_dim).")
+        if vocab_size is not None and vocab_size != embedding_matrix.shape[0]:
+            raise ValueError(
+                f"vocab_size={vocab_size} but the embedding matrix has "
+                f"{embedding_matrix.shape[0]} rows.")
+        vocab_size = embedding_matrix.shape[0]
+        embedding_matrix[0] = 0.0
+    if vocab_size is None:
+        raise ValueError("give DSANConfig.vocab_size or an embedding matrix.")
+
+    premise = keras.Input(shape=(None,), dtype="int32", name="premise")
+    hypothesis = keras.Input(shape=(None,), dtype="int32", name="hypothesis")
+    embedding = keras.layers.Embedding(
+        vocab_size, config.embedding_dim, trainable=config.trainable_embeddings,
+        embeddings_initializer=keras.initializers.RandomUniform(-0.05, 0.05),
+        name=EMBEDDING_LAYER)
+    encoder = SentenceEncoder(
+        num_heads=config.num_heads, ffn_dim=config.ffn_dim,
+        use_direction_mask=config.use_direction_mask,
+        use_distance_mask=config.use_distance_mask,
+        distance_alpha=config.distance_alpha, fusion=config.fusion,
+        pooling=config.pooling, dropout=config.dropout,
+        layer_norm_epsilon=config.layer_norm_epsilon, name=ENCODER_LAYER)
+    classifier = PairClassifier(
+        hidden_units=config.classifier_units, num_classes=config.num_classes,
+        dropout=config.dropout, layer_norm_epsilon=config.layer_norm_epsilon,
+        name=CLASSIFIER_LAYER)
+
+    vectors = [encoder(embedding(ids), padding_mask=ops.not_equal(ids, 0))
+               for ids in (premise, hypothesis)]
+    logits = classifier(*vectors)
+    model = keras.Model({"premise": premise, "hypothesis": hypothesis}, logits, name="dsan")
+    if embedding_matrix is not None:
+        embedding.embeddings.assign(embedding_matrix)
+    return model
+
+
+def _count(weights):
+    return int(sum(np.prod(w.shape) for w in weights))
+
+
+def parameter_breakdown(model):
+    """Trainable parameter counts per part of a model built by `build_dsan`.
+
+    Returns:
+        dict with `word_embedding` (all embedding parameters, trainable or not),
+        `forward_block`, `backward_block`, `source2token`, `classifier`, and
+        `params_excluding_embeddings` (trainable parameters outside the embedding).
+    """
+    embedding = model.get_layer(EMBEDDING_LAYER)
+    encoder = model.get_layer(ENCODER_LAYER)
+    parts = {"word_embedding": _count(embedding.weights)}
+    parts["forward_block"] = _count(encoder.forward_block.trainable_weights)
+    parts["backward_block"] = _count(encoder.backward_block.trainable_weights)
+    parts["source2token"] = (_count(encoder.source2token.trainable_weights)
+                             if encoder.source2token is not None else 0)
+    parts["classifier"] = _count(model.get_layer(CLASSIFIER_LAYER).trainable_weights)
+    embedding_ids = {id(w) for w in embedding.weights}
+    parts["params_excluding_embeddings"] = _count(
+        [w for w in model.trainable_weights if id(w) not in embedding_ids])
+    return parts
