@@ -1,0 +1,183 @@
+"""Properties of the individual layers: direction, distance, masking, finiteness."""
+
+import keras
+import numpy as np
+import pytest
+
+from dsan_tf import layers
+
+WIDTH, HEADS = 24, 4
+
+
+def block(direction, **kwargs):
+    return layers.DirectionalSelfAttention(direction=direction, num_heads=HEADS,
+                                           ffn_dim=2 * WIDTH, **kwargs)
+
+
+def attention(**kwargs):
+    kwargs.setdefault("direction", "forward")
+    return layers.MaskedMultiHeadAttention(num_heads=HEADS, **kwargs)
+
+
+def features(rng, batch=3, length=7):
+    return rng.normal(size=(batch, length, WIDTH)).astype("float32")
+
+
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+def test_direction_is_real(rng, direction):
+    """Forward output at i ignores tokens after i; backward output ignores tokens before i."""
+    layer = block(direction)
+    x = features(rng)
+    base = np.asarray(layer(x, training=False))
+    length = x.shape[1]
+    for i in range(length):
+        changed = x.copy()
+        hidden = slice(i + 1, None) if direction == "forward" else slice(0, i)
+        changed[:, hidden] = rng.normal(size=changed[:, hidden].shape)
+        out = np.asarray(layer(changed, training=False))
+        np.testing.assert_allclose(out[:, i], base[:, i], atol=1e-6)
+        # ... while the visible side does matter (the test would be empty otherwise).
+        if (direction == "forward" and i > 0) or (direction == "backward" and i < length - 1):
+            visible = slice(0, i) if direction == "forward" else slice(i + 1, None)
+            changed = x.copy()
+            changed[:, visible] += 1.0
+            assert not np.allclose(np.asarray(layer(changed, training=False))[:, i], base[:, i])
+
+
+def test_distance_weight_falls_with_distance():
+    """Identical keys: weights fall strictly with |i - j|; with alpha = 0 they are uniform."""
+    x = np.ones((1, 9, WIDTH), "float32") * np.linspace(-1, 1, WIDTH, dtype="float32")
+    _, weights = attention(direction="forward", use_direction_mask=False,
+                           distance_alpha=1.5)(x, return_attention_scores=True)
+    row = np.asarray(weights)[0, :, 4]  # query in the middle, all heads: [H, T]
+    for head in row:
+        left, right = head[:4][::-1], head[5:]  # distance 1, 2, ...
+        np.testing.assert_allclose(left, right, rtol=1e-5)
+        assert np.all(np.diff(right) < 0)
+        np.testing.assert_allclose(right[1:] / right[:-1], np.exp(-1.5), rtol=1e-4)
+    _, weights = attention(distance_alpha=0.0)(x, return_attention_scores=True)
+    for i in range(1, 9):
+        np.testing.assert_allclose(np.asarray(weights)[0, :, i, :i], 1.0 / i, rtol=1e-5)
+
+
+def test_attention_weights_respect_every_mask(rng):
+    layer = attention(direction="backward")
+    x = features(rng, batch=2, length=6)
+    padding = np.array([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0]], bool)
+    layer.build(x.shape)
+    # Non-zero output bias and LN offset, so a zero output is the layer's doing.
+    layer.output_dense.bias.assign(rng.normal(size=WIDTH))
+    layer.output_norm.beta.assign(rng.normal(size=WIDTH))
+    out, weights = layer(x, padding_mask=padding, return_attention_scores=True)
+    weights, out = np.asarray(weights), np.asarray(out)
+    visible = np.asarray(layer.visibility(6, padding))[:, 0]  # [B, T, T]
+    assert np.all(weights[np.broadcast_to(~visible[:, None], weights.shape)] == 0.0)
+    sums = weights.sum(-1)  # [B, H, T]
+    has_key = visible.any(-1)[:, None, :]
+    np.testing.assert_allclose(sums[np.broadcast_to(has_key, sums.shape)], 1.0, rtol=1e-5)
+    # No visible key: the last token (backward) and padded queries get a zero output.
+    assert np.all(out[0, 5] == 0.0)
+    assert np.all(out[1, 2:] == 0.0)
+    assert np.abs(out[1, :2]).sum() > 0
+
+
+def test_padded_keys_do_not_change_real_positions(rng):
+    layer = block("backward")
+    x = features(rng, batch=1, length=4)
+    padded = np.concatenate([x, rng.normal(size=(1, 3, WIDTH)).astype("float32")], axis=1)
+    mask = np.array([[1, 1, 1, 1, 0, 0, 0]], bool)
+    np.testing.assert_allclose(np.asarray(layer(padded, padding_mask=mask))[:, :4],
+                               np.asarray(layer(x)), atol=1e-5)
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_float16"])
+def test_one_token_sentences_are_finite(rng, policy):
+    keras.config.set_dtype_policy(policy)
+    encoder = layers.SentenceEncoder(num_heads=HEADS, ffn_dim=2 * WIDTH)
+    x = features(rng, batch=2, length=5)
+    mask = np.array([[1, 0, 0, 0, 0], [1, 1, 1, 1, 1]], bool)
+    vector, info = encoder(x, padding_mask=mask, return_intermediates=True)
+    assert encoder.forward_block.attention.compute_dtype == (
+        "float16" if policy == "mixed_float16" else "float32")
+    assert np.isfinite(np.asarray(vector, "float32")).all()
+    for name in ("forward", "backward"):
+        assert np.isfinite(np.asarray(info[name]["output"], "float32")).all()
+    one_token = encoder(x[:1, :1])
+    assert np.isfinite(np.asarray(one_token, "float32")).all()
+
+
+def test_max_pooling_ignores_padding():
+    x = -np.ones((1, 4, 3), "float32") * np.array([[[1], [2], [3], [4]]], "float32")
+    pooled = layers.MaskedMaxPooling()(x, padding_mask=np.array([[0, 1, 1, 0]], bool))
+    np.testing.assert_array_equal(np.asarray(pooled), [[-2.0, -2.0, -2.0]])
+    empty = layers.MaskedMaxPooling()(x, padding_mask=np.zeros((1, 4), bool))
+    np.testing.assert_array_equal(np.asarray(empty), np.zeros((1, 3)))
+
+
+def test_source2token_is_a_softmax_over_real_tokens_per_dimension(rng):
+    layer = layers.Source2TokenAttention()
+    x = features(rng, batch=2, length=5)
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
+    pooled, weights = layer(x, padding_mask=mask, return_attention_scores=True)
+    weights = np.asarray(weights)
+    np.testing.assert_allclose(weights.sum(axis=1), 1.0, rtol=1e-5)
+    assert np.all(weights[0, 3:] == 0.0)
+    np.testing.assert_allclose(np.asarray(pooled), (weights * x).sum(1), rtol=1e-5, atol=1e-6)
+
+
+def test_fusion_gate_is_a_convex_combination_of_projections(rng):
+    gate_layer = layers.FusionGate(dropout=0.0)
+    s, h = features(rng), features(rng)
+    out, gate = gate_layer(s, h, return_gate=True)
+    gate = np.asarray(gate)
+    assert np.all((gate > 0) & (gate < 1))
+    s_f = np.asarray(gate_layer.source_norm(gate_layer.source_dense(s)))
+    h_f = np.asarray(gate_layer.context_norm(gate_layer.context_dense(h)))
+    np.testing.assert_allclose(np.asarray(out), gate * s_f + (1 - gate) * h_f, atol=1e-5)
+    raw = layers.FusionGate(fusion="raw", dropout=0.0)
+    out, gate = raw(s, h, return_gate=True)
+    np.testing.assert_allclose(np.asarray(out), gate * s + (1 - gate) * h, atol=1e-5)
+
+
+def test_scale_is_sqrt_of_head_width(rng):
+    """softmax(QKᵀ/√d_k): recompute one head's weights from its normalised projections."""
+    layer = attention(use_distance_mask=False, use_direction_mask=False)
+    x = features(rng, batch=1, length=5)
+    _, weights = layer(x, return_attention_scores=True)
+    k = WIDTH // HEADS
+    q = np.asarray(layer.query_norm(np.asarray(layer.query_dense(x)).reshape(1, 5, HEADS, k)))
+    kk = np.asarray(layer.key_norm(np.asarray(layer.key_dense(x)).reshape(1, 5, HEADS, k)))
+    logits = np.einsum("qd,td->qt", q[0, :, 0], kk[0, :, 0]) / np.sqrt(k)
+    np.fill_diagonal(logits, -np.inf)
+    expected = np.exp(logits - logits.max(-1, keepdims=True))
+    expected /= expected.sum(-1, keepdims=True)
+    np.testing.assert_allclose(np.asarray(weights)[0, 0], expected, rtol=1e-4, atol=1e-6)
+
+
+LAYER_FACTORIES = {
+    "attention": lambda: attention(direction="backward", distance_alpha=0.7, dropout=0.2),
+    "fusion": lambda: layers.FusionGate(fusion="raw", dropout=0.3),
+    "ffn": lambda: layers.PositionwiseFeedForward(ffn_dim=40),
+    "block": lambda: block("backward", use_distance_mask=False, fusion="raw"),
+    "source2token": lambda: layers.Source2TokenAttention(layer_norm_epsilon=1e-3),
+    "max": lambda: layers.MaskedMaxPooling(),
+    "encoder": lambda: layers.SentenceEncoder(num_heads=HEADS, ffn_dim=32, pooling="multi_dim"),
+    "classifier": lambda: layers.PairClassifier(hidden_units=8, num_classes=3, dropout=0.2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYER_FACTORIES))
+def test_get_config_round_trips(rng, name):
+    layer = LAYER_FACTORIES[name]()
+    x = features(rng, batch=2, length=5)
+    inputs = (x[:, 0], x[:, 1]) if name == "classifier" else (x, x) if name == "fusion" else (x,)
+    out = layer(*inputs)
+    config = layer.get_config()
+    clone = layer.__class__.from_config(config)
+    assert clone.get_config() == config
+    clone(*inputs)
+    clone.set_weights(layer.get_weights())
+    np.testing.assert_allclose(np.asarray(clone(*inputs)), np.asarray(out), atol=1e-6)
+    # And through Keras' registry, as a `.keras` file does it.
+    revived = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(layer))
+    assert type(revived) is type(layer) and revived.get_config() == config

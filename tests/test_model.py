@@ -1,0 +1,146 @@
+"""Properties of the assembled model: padding, sharing, parameter count, saving."""
+
+import dataclasses
+import json
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from conftest import random_ids
+from dsan_tf import DSANConfig, build_dsan, parameter_breakdown
+from dsan_tf.layers import SentenceEncoder
+
+
+def batch(rng, batch_size=4, premise_length=7, hypothesis_length=5):
+    return {"premise": random_ids(rng, batch_size, premise_length),
+            "hypothesis": random_ids(rng, batch_size, hypothesis_length)}
+
+
+def pad(ids, extra):
+    return np.pad(ids, ((0, 0), (0, extra)))
+
+
+def test_inputs_and_outputs(small_config, rng):
+    model = build_dsan(small_config)
+    assert {t.name for t in model.inputs} == {"premise", "hypothesis"}
+    assert all(t.dtype == "int32" for t in model.inputs)
+    logits = model(batch(rng))
+    assert logits.shape == (4, 3) and logits.dtype == "float32"
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_float16"])
+def test_appending_padding_never_changes_logits(small_config, rng, policy):
+    keras.config.set_dtype_policy(policy)
+    model = build_dsan(small_config)
+    inputs = batch(rng)
+    # Ragged real lengths inside the batch, including a one-token premise.
+    inputs["premise"][1, 1:] = 0
+    inputs["hypothesis"][2, 3:] = 0
+    base = np.asarray(model(inputs, training=False))
+    padded = {"premise": pad(inputs["premise"], 6), "hypothesis": pad(inputs["hypothesis"], 3)}
+    out = np.asarray(model(padded, training=False))
+    assert np.isfinite(base).all()
+    tolerance = 1e-5 if policy == "float32" else 2e-2
+    np.testing.assert_allclose(out, base, atol=tolerance)
+    # A sentence padded inside a batch gives what it gives alone.
+    alone = {"premise": inputs["premise"][1:2, :1], "hypothesis": inputs["hypothesis"][1:2]}
+    np.testing.assert_allclose(np.asarray(model(alone, training=False))[0], base[1],
+                               atol=tolerance)
+
+
+def test_premise_and_hypothesis_share_one_encoder(small_config):
+    model = build_dsan(small_config)
+    encoders = [layer for layer in model.layers if isinstance(layer, SentenceEncoder)]
+    assert len(encoders) == 1
+    forward = {id(w) for w in encoders[0].forward_block.weights}
+    backward = {id(w) for w in encoders[0].backward_block.weights}
+    assert forward and not forward & backward
+
+
+def test_swapping_premise_and_hypothesis_changes_logits(small_config, rng):
+    """u - v enters as |u - v| but u and v also enter as themselves: order matters."""
+    model = build_dsan(small_config)
+    inputs = batch(rng, premise_length=5, hypothesis_length=5)
+    swapped = {"premise": inputs["hypothesis"], "hypothesis": inputs["premise"]}
+    assert not np.allclose(model(inputs), model(swapped))
+
+
+PAPER = DSANConfig(vocab_size=10)
+
+
+def test_paper_parameter_count():
+    parts = parameter_breakdown(build_dsan(PAPER))
+    assert 4_650_000 <= parts["params_excluding_embeddings"] <= 4_750_000
+    assert parts["params_excluding_embeddings"] == sum(
+        parts[k] for k in ("forward_block", "backward_block", "source2token", "classifier"))
+    assert parts["forward_block"] == parts["backward_block"]
+    assert parts["word_embedding"] == 10 * 300
+
+
+def test_ablation_switches_and_their_parameter_counts():
+    count = lambda **kw: parameter_breakdown(  # noqa: E731
+        build_dsan(dataclasses.replace(PAPER, **kw)))["params_excluding_embeddings"]
+    paper = count()
+    assert count(use_distance_mask=False) == paper
+    assert count(distance_alpha=0.5) == paper
+    assert count(use_direction_mask=False) == paper
+    assert count(fusion="raw") == paper
+    # Single pooling halves the sentence vector: the classifier's first layer shrinks.
+    source2token = 2 * (600 * 600 + 600) + 2 * (2 * 600)  # two dense + two LayerNorms
+    assert paper - count(pooling="max") == 8 * 300 * 300 + source2token
+    assert count(pooling="multi_dim") == paper - 8 * 300 * 300
+    assert count(trainable_embeddings=True) == paper
+
+
+def test_frozen_and_trainable_embeddings(small_config, rng):
+    matrix = rng.normal(size=(small_config.vocab_size, small_config.embedding_dim))
+    frozen = build_dsan(small_config, embedding_matrix=matrix)
+    embedding = frozen.get_layer("word_embedding")
+    assert not embedding.trainable
+    np.testing.assert_allclose(np.asarray(embedding.embeddings)[1:], matrix[1:], rtol=1e-6)
+    assert np.all(np.asarray(embedding.embeddings)[0] == 0)
+    trainable = build_dsan(dataclasses.replace(small_config, trainable_embeddings=True))
+    assert trainable.get_layer("word_embedding").trainable
+
+
+def test_config_errors_name_the_field():
+    with pytest.raises(ValueError, match="divisible by num_heads"):
+        DSANConfig(embedding_dim=30, num_heads=4)
+    with pytest.raises(ValueError, match="pooling"):
+        DSANConfig(pooling="mean")
+    with pytest.raises(ValueError, match="unknown DSANConfig field"):
+        DSANConfig.from_dict({"embeding_dim": 3})
+    with pytest.raises(ValueError, match="embedding matrix has shape"):
+        build_dsan(DSANConfig(embedding_dim=20, num_heads=4), np.zeros((5, 3)))
+    assert DSANConfig.from_json(DSANConfig(num_heads=3).to_json()) == DSANConfig(num_heads=3)
+
+
+RELOAD = """
+import json, sys
+import keras, numpy as np
+import dsan_tf  # registers the custom layers
+model = keras.models.load_model(sys.argv[1])
+inputs = dict(np.load(sys.argv[2]))
+print(json.dumps(np.asarray(model(inputs, training=False)).tolist()))
+"""
+
+
+def test_keras_file_reloads_in_a_fresh_process(small_config, rng, tmp_path):
+    config = dataclasses.replace(small_config, use_distance_mask=False, pooling="multi_dim",
+                                 fusion="raw")
+    model = build_dsan(config)
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(True))
+    inputs = batch(rng)
+    inputs["hypothesis"][0, 2:] = 0
+    model.fit(inputs, np.array([0, 1, 2, 0]), epochs=1, verbose=0)  # not the initial weights
+    expected = np.asarray(model(inputs, training=False))
+    path, data = tmp_path / "dsan.keras", tmp_path / "inputs.npz"
+    model.save(path)
+    np.savez(data, **inputs)
+    result = subprocess.run([sys.executable, "-c", RELOAD, str(path), str(data)],
+                            capture_output=True, text=True, timeout=300, check=True)
+    reloaded = np.array(json.loads(result.stdout.strip().splitlines()[-1]))
+    np.testing.assert_array_equal(reloaded, expected)
