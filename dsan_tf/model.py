@@ -83,14 +83,17 @@ def parameter_breakdown(model):
 
     Returns:
         dict with `word_embedding` (all embedding parameters, trainable or not),
-        `forward_block`, `backward_block`, `source2token`, `classifier`, and
+        `forward_block`, `backward_block` (and their parts as `<block>.<part>`),
+        `source2token`, `classifier`, and
         `params_excluding_embeddings` (trainable parameters outside the embedding).
     """
     embedding = model.get_layer(EMBEDDING_LAYER)
     encoder = model.get_layer(ENCODER_LAYER)
     parts = {"word_embedding": _count(embedding.weights)}
-    parts["forward_block"] = _count(encoder.forward_block.trainable_weights)
-    parts["backward_block"] = _count(encoder.backward_block.trainable_weights)
+    for block in (encoder.forward_block, encoder.backward_block):
+        parts[block.name] = _count(block.trainable_weights)
+        for sublayer in (block.attention, block.fusion_gate, block.feed_forward):
+            parts[f"{block.name}.{sublayer.name}"] = _count(sublayer.trainable_weights)
     parts["source2token"] = (_count(encoder.source2token.trainable_weights)
                              if encoder.source2token is not None else 0)
     parts["classifier"] = _count(model.get_layer(CLASSIFIER_LAYER).trainable_weights)

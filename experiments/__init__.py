@@ -1,0 +1,1 @@
+"""Command-line programs (absl) of dsan_tf: `python -m experiments.<name> --helpfull`."""

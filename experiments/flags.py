@@ -1,0 +1,52 @@
+"""Every absl flag of the project, defined once. Importing this module defines them.
+
+Model flags default to `DSANConfig`'s values (the paper's), so the two cannot drift.
+"""
+
+import dataclasses
+
+from absl import flags
+
+from dsan_tf.config import DSANConfig
+from dsan_tf.layers import FUSIONS, POOLINGS
+
+_DEFAULTS = DSANConfig()
+
+# Model hyperparameters: one flag per DSANConfig field, same name.
+flags.DEFINE_integer("embedding_dim", _DEFAULTS.embedding_dim, "d_e: word-vector and block width.")
+flags.DEFINE_integer("num_heads", _DEFAULTS.num_heads, "h: attention heads (d_k = d_e / h).")
+flags.DEFINE_integer("ffn_dim", _DEFAULTS.ffn_dim, "d_ff: hidden width of the position-wise FFN.")
+flags.DEFINE_boolean("use_distance_mask", _DEFAULTS.use_distance_mask,
+                     "Add alpha * M_dis to the attention logits (Table 1 ablation: false).")
+flags.DEFINE_float("distance_alpha", _DEFAULTS.distance_alpha, "alpha: distance-mask scale.")
+flags.DEFINE_boolean("use_direction_mask", _DEFAULTS.use_direction_mask,
+                     "Apply the forward/backward masks; false masks only the diagonal.")
+flags.DEFINE_enum("fusion", _DEFAULTS.fusion, FUSIONS,
+                  "Fusion gate on projected S^F, H^F (paper) or raw S, H (DiSAN).")
+flags.DEFINE_enum("pooling", _DEFAULTS.pooling, POOLINGS,
+                  "Sentence pooling: source2token + max (paper), source2token only, max only.")
+flags.DEFINE_float("dropout", _DEFAULTS.dropout,
+                   "Dropout on the attention output, in the fusion gate and in the classifier.")
+flags.DEFINE_integer("classifier_units", _DEFAULTS.classifier_units,
+                     "Width of the classifier's ReLU layer.")
+flags.DEFINE_boolean("trainable_embeddings", _DEFAULTS.trainable_embeddings,
+                     "Fine-tune the word vectors (the paper keeps GloVe frozen).")
+flags.DEFINE_float("layer_norm_epsilon", _DEFAULTS.layer_norm_epsilon, "LayerNorm epsilon.")
+
+# Used only where no vocabulary exists (e.g. `experiments.summary`).
+flags.DEFINE_integer("vocab_size", 2, "Vocabulary size for a model built without data.")
+
+FLAGS = flags.FLAGS
+
+MODEL_FLAGS = tuple(f.name for f in dataclasses.fields(DSANConfig)
+                    if f.name not in ("vocab_size", "num_classes"))
+
+
+def model_config(**overrides):
+    """The `DSANConfig` the model flags describe; a bad combination is a one-line error."""
+    values = {name: getattr(FLAGS, name) for name in MODEL_FLAGS}
+    values.update(overrides)
+    try:
+        return DSANConfig(**values)
+    except ValueError as error:
+        raise flags.ValidationError(f"bad model flags: {error}") from None

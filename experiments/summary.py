@@ -1,0 +1,37 @@
+"""Prints the model's parameter count, per part, for the given model flags.
+
+    python -m experiments.summary [--flagfile=experiments/configs/dsan_snli.cfg] [model flags]
+
+The last line is `params_excluding_embeddings=N` (trainable, word embeddings excluded).
+"""
+
+import sys
+
+from absl import app
+
+from experiments import flags as project_flags
+
+FLAGS = project_flags.FLAGS
+
+
+def main(argv):
+    del argv
+    from dsan_tf import build_dsan, parameter_breakdown  # after flag parsing: TF is slow to load
+
+    try:
+        config = project_flags.model_config(vocab_size=FLAGS.vocab_size)
+    except project_flags.flags.ValidationError as error:
+        sys.exit(f"error: {error}")
+    parts = parameter_breakdown(build_dsan(config))
+    print(f"model: DSAN, {config.to_dict()}")
+    total = parts.pop("params_excluding_embeddings")
+    for name, count in parts.items():
+        note = " (excluded below)" if name == "word_embedding" else ""
+        label = f"  - {name.split('.')[1]}" if "." in name else name
+        print(f"  {label:<20} {count:>12,}{note}")
+    print(f"  {'total':<20} {total:>12,}  (paper: 4.7M)")
+    print(f"params_excluding_embeddings={total}")
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,43 @@
+"""`python -m experiments.summary` reports the paper's parameter count (issue: property 5)."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def summary(*flags):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    result = subprocess.run([sys.executable, "-m", "experiments.summary", *flags], cwd=ROOT,
+                            env=env, capture_output=True, text=True, timeout=300)
+    return result
+
+
+def count(result):
+    assert result.returncode == 0, result.stderr
+    last = result.stdout.strip().splitlines()[-1]
+    name, value = last.split("=")
+    assert name == "params_excluding_embeddings"
+    return int(value)
+
+
+def test_paper_configuration_is_4_7_million_and_ablation_is_the_same():
+    paper = count(summary())
+    assert 4_650_000 <= paper <= 4_750_000
+    readme = (ROOT / "README.md").read_text()
+    assert f"params_excluding_embeddings={paper}" in readme, "README parameter count is stale"
+    assert count(summary("--flagfile=experiments/configs/dsan_no_distance_snli.cfg")) == paper
+    assert count(summary("--nouse_distance_mask")) == paper
+
+
+def test_model_flags_reach_the_model():
+    assert count(summary("--embedding_dim=32", "--num_heads=4", "--ffn_dim=64")) < 200_000
+
+
+def test_bad_flag_is_one_clear_line():
+    result = summary("--embedding_dim=301")
+    assert result.returncode != 0
+    assert "embedding_dim=301 must be divisible by num_heads=5" in result.stderr
+    assert "Traceback" not in result.stderr
