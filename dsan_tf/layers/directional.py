@@ -21,7 +21,7 @@ class DirectionalSelfAttention(keras.layers.Layer):
     Args:
         direction: `"forward"` or `"backward"`.
         num_heads: int, H.
-        ffn_dim: int, F.
+        ffn_dim: int, F; None means 4·D, the paper's ratio.
         use_direction_mask, use_distance_mask, distance_alpha: see
             `MaskedMultiHeadAttention`.
         fusion: `"projected"` (paper) or `"raw"` (DiSAN), see `FusionGate`.
@@ -40,7 +40,7 @@ class DirectionalSelfAttention(keras.layers.Layer):
         float [B, T, D].
     """
 
-    def __init__(self, direction, num_heads, ffn_dim, use_direction_mask=True,
+    def __init__(self, direction, num_heads, ffn_dim=None, use_direction_mask=True,
                  use_distance_mask=True, distance_alpha=1.5, fusion="projected",
                  dropout=0.1, layer_norm_epsilon=1e-5,
                  kernel_initializer="glorot_uniform", **kwargs):
@@ -71,7 +71,7 @@ class DirectionalSelfAttention(keras.layers.Layer):
         self.fusion_gate = FusionGate(
             fusion=self.fusion, dropout=self.dropout, name="fusion_gate", **common)
         self.feed_forward = PositionwiseFeedForward(
-            ffn_dim=self.ffn_dim, name="feed_forward", **common)
+            ffn_dim=self.ffn_dim or 4 * inputs_shape[-1], name="feed_forward", **common)
         self.attention.build(inputs_shape)
         self.fusion_gate.build(inputs_shape)
         self.feed_forward.build(inputs_shape)

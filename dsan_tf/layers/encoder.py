@@ -40,7 +40,7 @@ class SentenceEncoder(keras.layers.Layer):
         float [B, output_dim].
     """
 
-    def __init__(self, num_heads, ffn_dim, use_direction_mask=True, use_distance_mask=True,
+    def __init__(self, num_heads, ffn_dim=None, use_direction_mask=True, use_distance_mask=True,
                  distance_alpha=1.5, fusion="projected", pooling="multi_dim_max",
                  dropout=0.1, layer_norm_epsilon=1e-5,
                  kernel_initializer="glorot_uniform", **kwargs):
