@@ -1,0 +1,189 @@
+"""Reading labelled NLI examples from local files or TFDS: the first step of the data flow.
+
+A *source spec* names data the same way in flags, configs and Python:
+  - a local file: SNLI 1.0 / MultiNLI 1.0 `.jsonl` or `.jsonl.gz` (fields `sentence1`,
+    `sentence2`, `gold_label`), or a tab-separated `.txt` / `.tsv` (optionally `.gz`) with a
+    header row: SICK (`sentence_A`, `sentence_B`, `entailment_judgment`) or SNLI's own
+    `.txt` release (`sentence1`, `sentence2`, `gold_label`);
+  - a TFDS dataset: `tfds:NAME/SPLIT`, e.g. `tfds:snli/train`,
+    `tfds:multi_nli/validation_matched`.
+
+Nothing is dropped silently: every dropped example is counted, by reason, in a `ReadReport`.
+Malformed input raises `DataError` with one sentence naming the file and line.
+"""
+
+import collections
+import dataclasses
+import gzip
+import json
+import os
+import zlib
+
+from dsan_tf.labels import LABEL_IDS, LABELS
+
+TFDS_PREFIX = "tfds:"
+NO_GOLD_LABEL = "no gold label"
+EMPTY_SENTENCE = "empty sentence"
+_TSV_COLUMNS = (("sentence1", "sentence2", "gold_label"),
+                ("sentence_A", "sentence_B", "entailment_judgment"))
+
+
+class DataError(ValueError):
+    """A problem with the user's data, described in one sentence naming file and line."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Example:
+    premise: str
+    hypothesis: str
+    label: int
+
+
+@dataclasses.dataclass
+class ReadReport:
+    """What reading a source kept and dropped, and why."""
+
+    source: str
+    kept: int = 0
+    dropped: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+
+    def summary(self):
+        text = f"{self.source}: {self.kept:,} examples"
+        if self.dropped:
+            reasons = ", ".join(f"{reason}: {count:,}" for reason, count
+                                in sorted(self.dropped.items()))
+            text += f", {sum(self.dropped.values()):,} dropped ({reasons})"
+        return text
+
+
+def read_examples(spec, tfds_data_dir=None):
+    """Reads the labelled examples a source spec names.
+
+    Args:
+        spec: a local file path or `tfds:NAME/SPLIT`.
+        tfds_data_dir: optional TFDS data directory.
+
+    Returns:
+        (list of `Example`, `ReadReport`). Label ids: entailment 0, neutral 1, contradiction 2.
+
+    Raises:
+        DataError: missing file, unknown format, malformed line, unknown label, failed download.
+    """
+    report = ReadReport(source=spec)
+    if spec.startswith(TFDS_PREFIX):
+        records = _tfds_records(spec[len(TFDS_PREFIX):], tfds_data_dir)
+    else:
+        records = _file_records(spec)
+    examples = []
+    for where, premise, hypothesis, label in records:
+        label_id = _label_id(label, where)
+        if label_id is None:
+            report.dropped[NO_GOLD_LABEL] += 1
+        elif not premise.strip() or not hypothesis.strip():
+            report.dropped[EMPTY_SENTENCE] += 1
+        else:
+            examples.append(Example(premise, hypothesis, label_id))
+    report.kept = len(examples)
+    return examples, report
+
+
+def _label_id(label, where):
+    if isinstance(label, int):
+        return label if label >= 0 else None
+    label = label.strip().lower()
+    if label in ("-", ""):
+        return None
+    if label not in LABEL_IDS:
+        raise DataError(f"{where}: unknown label {label!r}; expected one of "
+                        f"{', '.join(LABELS)} or '-' (no gold label).")
+    return LABEL_IDS[label]
+
+
+def _lines(path):
+    """Yields (line number, text) of a UTF-8 file, plain or gzipped, any line ending."""
+    opener = gzip.open if path.endswith(".gz") else open
+    number = 0
+    try:
+        with opener(path, "rb") as stream:
+            for number, raw in enumerate(stream, start=1):
+                try:
+                    yield number, raw.decode("utf-8").rstrip("\r\n")
+                except UnicodeDecodeError as error:
+                    raise DataError(f"{path}:{number}: not valid UTF-8 (byte {error.start}); "
+                                    "convert the file to UTF-8.") from None
+    except (gzip.BadGzipFile, EOFError, zlib.error) as error:
+        raise DataError(f"{path} is not a valid gzip file (after line {number}: "
+                        f"{error}).") from None
+
+
+def _file_records(path):
+    if not os.path.isfile(path):
+        raise DataError(f"data file {path} does not exist.")
+    name = path[:-3] if path.endswith(".gz") else path
+    if name.endswith(".jsonl"):
+        return _jsonl_records(path)
+    if name.endswith((".txt", ".tsv")):
+        return _tsv_records(path)
+    raise DataError(f"unknown data format of {path}: expected .jsonl or .jsonl.gz "
+                    "(SNLI/MultiNLI), tab-separated .txt/.tsv (SICK, SNLI) or tfds:NAME/SPLIT.")
+
+
+def _jsonl_records(path):
+    for number, line in _lines(path):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise DataError(f"{path}:{number}: malformed JSON ({error.msg}).") from None
+        missing = [f for f in ("sentence1", "sentence2", "gold_label")
+                   if not isinstance(record, dict) or f not in record]
+        if missing:
+            raise DataError(f"{path}:{number}: missing field {missing[0]!r}.")
+        yield f"{path}:{number}", record["sentence1"], record["sentence2"], record["gold_label"]
+
+
+def _tsv_records(path):
+    lines = _lines(path)
+    try:
+        _, header = next(lines)
+    except StopIteration:
+        raise DataError(f"{path} is empty.") from None
+    fields = header.split("\t")
+    columns = next((c for c in _TSV_COLUMNS if set(c) <= set(fields)), None)
+    if columns is None:
+        raise DataError(f"{path}:1: header must name the columns "
+                        f"{' / '.join(', '.join(c) for c in _TSV_COLUMNS)}.")
+    indices = [fields.index(c) for c in columns]
+    for number, line in lines:
+        if not line.strip():
+            continue
+        values = line.split("\t")
+        if len(values) != len(fields):
+            raise DataError(f"{path}:{number}: expected {len(fields)} tab-separated fields, "
+                            f"found {len(values)}.")
+        premise, hypothesis, label = (values[i] for i in indices)
+        yield f"{path}:{number}", premise, hypothesis, label
+
+
+def _tfds_records(name_and_split, data_dir):
+    name, _, split = name_and_split.rpartition("/")
+    if not name or not split:
+        raise DataError(f"TFDS spec tfds:{name_and_split} must look like tfds:NAME/SPLIT, "
+                        "e.g. tfds:snli/train.")
+    import tensorflow_datasets as tfds  # slow to import; only TFDS users pay for it
+
+    try:
+        dataset, info = tfds.load(name, split=split, data_dir=data_dir, with_info=True)
+    except Exception as error:  # noqa: BLE001  (network, missing files, bad split: all one answer)
+        reason = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+        raise DataError(
+            f"could not load TFDS dataset {name}/{split} ({type(error).__name__}: {reason}); "
+            "without internet, download the official files and pass their local path "
+            "instead (e.g. --train_data=/data/snli_1.0/snli_1.0_train.jsonl).") from None
+    names = info.features["label"].names
+    to_ours = {index: LABEL_IDS[label] for index, label in enumerate(names)}
+    for number, record in enumerate(tfds.as_numpy(dataset), start=1):
+        label = int(record["label"])
+        yield (f"tfds:{name}/{split}#{number}", record["premise"].decode("utf-8"),
+               record["hypothesis"].decode("utf-8"), to_ours.get(label, -1))

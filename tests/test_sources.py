@@ -1,0 +1,134 @@
+"""Reading NLI data: counts on the real files, and one clear sentence for every bad input."""
+
+import gzip
+import json
+import pathlib
+
+import pytest
+
+from dsan_tf.data import DataError, read_examples
+
+SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.mark.parametrize("name, kept, dropped", [
+    ("snli/snli_1.0_dev.jsonl.gz", 9_842, 158),
+    ("snli/snli_1.0_train_0.01.jsonl.gz", 5_498, 4),
+    ("multinli/multinli_1.0_dev_matched.jsonl.gz", 9_815, 0),
+    ("sick/SICK_train.txt", 4_500, 0),
+    ("sick/SICK_trial.txt", 500, 0),
+    ("sick/SICK_test_annotated.txt", 4_927, 0),
+])
+def test_shared_data_counts(name, kept, dropped):
+    path = SHARED / name
+    if not path.exists():
+        pytest.skip(f"{path} is absent")
+    examples, report = read_examples(str(path))
+    assert (len(examples), report.kept, sum(report.dropped.values())) == (kept, kept, dropped)
+    assert {e.label for e in examples} == {0, 1, 2}
+    assert all(e.premise.strip() and e.hypothesis.strip() for e in examples)
+
+
+def test_sick_test_labels_and_crlf():
+    path = SHARED / "sick" / "SICK_test_annotated.txt"
+    if not path.exists():
+        pytest.skip(f"{path} is absent")
+    examples, _ = read_examples(str(path))
+    counts = [sum(e.label == i for e in examples) for i in range(3)]
+    assert counts == [1_414, 2_793, 720]
+    assert not any(e.hypothesis.endswith("\r") for e in examples)
+
+
+def jsonl(path, records, compress=False):
+    text = "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records)
+    if compress:
+        with gzip.open(path, "wt", encoding="utf-8") as stream:
+            stream.write(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def pair(label, s1="A man sleeps.", s2="A person rests."):
+    return {"sentence1": s1, "sentence2": s2, "gold_label": label, "pairID": "x"}
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_snli_jsonl_labels_and_counted_drops(tmp_path, compress):
+    name = "data.jsonl.gz" if compress else "data.jsonl"
+    path = jsonl(tmp_path / name, [pair("entailment"), pair("-"), pair("neutral"),
+                                   pair("contradiction", s2="   "), pair("contradiction"), ""],
+                 compress=compress)
+    examples, report = read_examples(path)
+    assert [e.label for e in examples] == [0, 1, 2]
+    assert report.dropped == {"no gold label": 1, "empty sentence": 1}
+    assert "3 examples, 2 dropped (empty sentence: 1, no gold label: 1)" in report.summary()
+
+
+def test_sick_tsv_with_crlf_and_capital_labels(tmp_path):
+    path = tmp_path / "SICK_mini.txt"
+    path.write_bytes(b"pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\r\n"
+                     b"1\tA dog runs\tAn animal runs\t4.5\tENTAILMENT\r\n"
+                     b"2\tA dog runs\tNo dog runs\t3.1\tCONTRADICTION\r\n")
+    examples, _ = read_examples(str(path))
+    assert [(e.hypothesis, e.label) for e in examples] == [("An animal runs", 0), ("No dog runs", 2)]
+
+
+@pytest.mark.parametrize("content, message", [
+    ('{"sentence1": "a", "sentence2": "b", "gold_label": "neutral"}\n{"sentence1": "a",\n',
+     r"data.jsonl:2: malformed JSON"),
+    ('{"sentence1": "a", "gold_label": "neutral"}\n', r"data.jsonl:1: missing field 'sentence2'"),
+    ('{"sentence1": "a", "sentence2": "b", "gold_label": "maybe"}\n',
+     r"data.jsonl:1: unknown label 'maybe'"),
+])
+def test_malformed_lines_name_file_and_line(tmp_path, content, message):
+    path = tmp_path / "data.jsonl"
+    path.write_text(content)
+    with pytest.raises(DataError, match=message):
+        read_examples(str(path))
+
+
+def test_non_utf8_bytes_name_the_line(tmp_path):
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(json.dumps(pair("neutral")).encode() + b"\n" + b'{"sentence1": "caf\xe9"}\n')
+    with pytest.raises(DataError, match=r"data.jsonl:2: not valid UTF-8"):
+        read_examples(str(path))
+
+
+def test_missing_file_and_unknown_format(tmp_path):
+    with pytest.raises(DataError, match="does not exist"):
+        read_examples(str(tmp_path / "nope.jsonl"))
+    (tmp_path / "data.csv").write_text("a,b,c\n")
+    with pytest.raises(DataError, match="unknown data format of .*data.csv"):
+        read_examples(str(tmp_path / "data.csv"))
+    (tmp_path / "plain.jsonl.gz").write_text("{}\n")
+    with pytest.raises(DataError, match="plain.jsonl.gz is not a valid gzip file"):
+        read_examples(str(tmp_path / "plain.jsonl.gz"))
+    (tmp_path / "bad.tsv").write_text("x\ty\n1\t2\n")
+    with pytest.raises(DataError, match="bad.tsv:1: header must name"):
+        read_examples(str(tmp_path / "bad.tsv"))
+    (tmp_path / "short.tsv").write_text("sentence1\tsentence2\tgold_label\na\tb\n")
+    with pytest.raises(DataError, match="short.tsv:2: expected 3 tab-separated fields, found 2"):
+        read_examples(str(tmp_path / "short.tsv"))
+
+
+def test_tfds_source_offline_with_mock_data():
+    tfds = pytest.importorskip("tensorflow_datasets")
+    with tfds.testing.mock_data(num_examples=12):
+        examples, report = read_examples("tfds:snli/validation")
+    assert report.kept == len(examples) == 12 - sum(report.dropped.values())
+    assert all(e.label in (0, 1, 2) and isinstance(e.premise, str) for e in examples)
+
+
+def test_tfds_failure_says_what_to_do(monkeypatch):
+    tfds = pytest.importorskip("tensorflow_datasets")
+
+    def offline(*args, **kwargs):
+        raise ConnectionError("Failed to resolve 'nlp.stanford.edu'")
+
+    monkeypatch.setattr(tfds, "load", offline)
+    with pytest.raises(DataError, match=r"could not load TFDS dataset snli/train .*"
+                                        r"pass their local path instead"):
+        read_examples("tfds:snli/train")
+    with pytest.raises(DataError, match="must look like tfds:NAME/SPLIT"):
+        read_examples("tfds:snli")
