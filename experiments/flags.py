@@ -50,3 +50,18 @@ def model_config(**overrides):
         return DSANConfig(**values)
     except ValueError as error:
         raise flags.ValidationError(f"bad model flags: {error}") from None
+
+# Data (dsan_tf.data): sources are a local file, tfds:NAME/SPLIT or synthetic:word_order/SPLIT.
+flags.DEFINE_string("train_data", None, "Training data source spec.")
+flags.DEFINE_string("dev_data", None, "Development data source spec (model selection).")
+flags.DEFINE_string("test_data", None, "Test data source spec (evaluated once at the end).")
+flags.DEFINE_string("tfds_data_dir", None, "TFDS data directory (default: TFDS's own).")
+flags.DEFINE_boolean("lowercase", False,
+                     "Lower-case text before tokenizing (GloVe 840B is cased: keep false).")
+flags.DEFINE_integer("min_count", 1, "Keep training words seen at least this often.")
+flags.DEFINE_integer("max_length", 256,
+                     "Truncate sentences to this many tokens (counted and reported); 0: never.")
+flags.DEFINE_integer("batch_size", 64, "Global batch size.")
+flags.DEFINE_integer("seed", 0, "Seed of shuffling and initialisation.")
+flags.DEFINE_boolean("pad_to_bucket", False,
+                     "Pad batches to their length bucket's boundary (fewer shapes for XLA).")

@@ -132,3 +132,13 @@ def test_tfds_failure_says_what_to_do(monkeypatch):
         read_examples("tfds:snli/train")
     with pytest.raises(DataError, match="must look like tfds:NAME/SPLIT"):
         read_examples("tfds:snli")
+
+
+def test_generated_word_order_task_needs_no_download():
+    train, report = read_examples("synthetic:word_order/train")
+    dev, _ = read_examples("synthetic:word_order/dev")
+    every, _ = read_examples("synthetic:word_order/all")
+    assert len(train) + len(dev) == len(every) == report.kept + len(dev) == 840
+    assert not {e.premise for e in train} & {e.premise for e in dev}
+    with pytest.raises(DataError, match="expected synthetic:word_order/SPLIT"):
+        read_examples("synthetic:word_order/test")

@@ -6,7 +6,8 @@ import keras
 import numpy as np
 
 from dsan_tf import DSANConfig, build_dsan
-from dsan_tf.synthetic import vocabulary, word_order_pairs
+from dsan_tf.data import Example
+from dsan_tf.data.synthetic import vocabulary, word_order_pairs
 
 WORD_IDS = {word: index + 2 for index, word in enumerate(vocabulary())}
 CONFIG = DSANConfig(vocab_size=len(WORD_IDS) + 2, embedding_dim=32, num_heads=4, ffn_dim=64,
@@ -15,15 +16,14 @@ CONFIG = DSANConfig(vocab_size=len(WORD_IDS) + 2, embedding_dim=32, num_heads=4,
 
 def encode(examples):
     ids = lambda text: [WORD_IDS[w] for w in text.split()]  # noqa: E731
-    premise, hypothesis, labels = zip(*examples)
-    return ({"premise": np.array([ids(p) for p in premise], "int32"),
-             "hypothesis": np.array([ids(h) for h in hypothesis], "int32")},
-            np.array(labels, "int32"))
+    return ({"premise": np.array([ids(e.premise) for e in examples], "int32"),
+             "hypothesis": np.array([ids(e.hypothesis) for e in examples], "int32")},
+            np.array([e.label for e in examples], "int32"))
 
 
 def train_accuracy(config, steps=300, batch_size=32):
     keras.utils.set_random_seed(7)
-    inputs, labels = encode(word_order_pairs(seed=0))
+    inputs, labels = encode(word_order_pairs())
     model = build_dsan(config)
     model.compile(optimizer=keras.optimizers.Adam(3e-3),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
@@ -37,8 +37,8 @@ def test_order_blind_model_cannot_tell_swapped_sentences_apart():
     """Without direction and distance masks the encoder is a bag of words, exactly."""
     blind = build_dsan(dataclasses.replace(CONFIG, use_direction_mask=False,
                                            use_distance_mask=False))
-    inputs, _ = encode([("the dog chased the cat", "the dog chased the cat", 0),
-                        ("the dog chased the cat", "the cat chased the dog", 2)])
+    inputs, _ = encode([Example("the dog chased the cat", "the dog chased the cat", 0),
+                        Example("the dog chased the cat", "the cat chased the dog", 2)])
     logits = np.asarray(blind(inputs))
     np.testing.assert_allclose(logits[0], logits[1], atol=1e-5)
     seeing = np.asarray(build_dsan(CONFIG)(inputs))

@@ -6,7 +6,9 @@ A *source spec* names data the same way in flags, configs and Python:
     header row: SICK (`sentence_A`, `sentence_B`, `entailment_judgment`) or SNLI's own
     `.txt` release (`sentence1`, `sentence2`, `gold_label`);
   - a TFDS dataset: `tfds:NAME/SPLIT`, e.g. `tfds:snli/train`,
-    `tfds:multi_nli/validation_matched`.
+    `tfds:multi_nli/validation_matched`;
+  - the project's generated word-order task: `synthetic:word_order/SPLIT` (SPLIT: all,
+    train, dev), which needs no download (`dsan_tf.data.synthetic`).
 
 Nothing is dropped silently: every dropped example is counted, by reason, in a `ReadReport`.
 Malformed input raises `DataError` with one sentence naming the file and line.
@@ -22,6 +24,7 @@ import zlib
 from dsan_tf.labels import LABEL_IDS, LABELS
 
 TFDS_PREFIX = "tfds:"
+SYNTHETIC_PREFIX = "synthetic:"
 NO_GOLD_LABEL = "no gold label"
 EMPTY_SENTENCE = "empty sentence"
 _TSV_COLUMNS = (("sentence1", "sentence2", "gold_label"),
@@ -72,6 +75,8 @@ def read_examples(spec, tfds_data_dir=None):
     report = ReadReport(source=spec)
     if spec.startswith(TFDS_PREFIX):
         records = _tfds_records(spec[len(TFDS_PREFIX):], tfds_data_dir)
+    elif spec.startswith(SYNTHETIC_PREFIX):
+        records = _synthetic_records(spec[len(SYNTHETIC_PREFIX):])
     else:
         records = _file_records(spec)
     examples = []
@@ -125,7 +130,8 @@ def _file_records(path):
     if name.endswith((".txt", ".tsv")):
         return _tsv_records(path)
     raise DataError(f"unknown data format of {path}: expected .jsonl or .jsonl.gz "
-                    "(SNLI/MultiNLI), tab-separated .txt/.tsv (SICK, SNLI) or tfds:NAME/SPLIT.")
+                    "(SNLI/MultiNLI), tab-separated .txt/.tsv (SICK, SNLI), tfds:NAME/SPLIT "
+                    "or synthetic:word_order/SPLIT.")
 
 
 def _jsonl_records(path):
@@ -164,6 +170,17 @@ def _tsv_records(path):
                             f"found {len(values)}.")
         premise, hypothesis, label = (values[i] for i in indices)
         yield f"{path}:{number}", premise, hypothesis, label
+
+
+def _synthetic_records(name_and_split):
+    from dsan_tf.data import synthetic  # it builds on this module's Example
+
+    name, _, split = name_and_split.partition("/")
+    if name != "word_order" or split not in synthetic.SPLITS:
+        raise DataError(f"unknown generated data synthetic:{name_and_split}; expected "
+                        f"synthetic:word_order/SPLIT with SPLIT one of {synthetic.SPLITS}.")
+    for number, example in enumerate(synthetic.word_order_pairs(split), start=1):
+        yield f"synthetic:{name_and_split}#{number}", *dataclasses.astuple(example)
 
 
 def _tfds_records(name_and_split, data_dir):

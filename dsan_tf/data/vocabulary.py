@@ -80,8 +80,8 @@ class Vocabulary:
         try:
             with open(path, encoding="utf-8") as stream:
                 data = json.load(stream)
-            if data.get("format") != _FORMAT:
-                raise ValueError(f"format {data.get('format')!r}")
+            if not isinstance(data, dict) or data.get("format") != _FORMAT:
+                raise ValueError(f"no {_FORMAT!r} format tag")
         except (ValueError, UnicodeDecodeError) as error:
             raise DataError(f"{path} is not a dsan_tf vocabulary file ({error}).") from None
         return cls(data["words"], data["counts"], data["lowercase"], data["min_count"])

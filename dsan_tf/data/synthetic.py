@@ -10,34 +10,46 @@ cannot do better than about 2/3 accuracy. Used by the tests and the offline demo
 import itertools
 import random
 
+from dsan_tf.data.sources import Example
 from dsan_tf.labels import LABEL_IDS
 
 NOUNS = ("dog", "cat", "man", "woman", "boy", "girl", "horse", "bird")
 VERBS = ("chased", "saw", "pushed", "helped", "followed")
+SPLITS = ("all", "train", "dev")
 
 
 def _sentence(subject, verb, obj):
     return f"the {subject} {verb} the {obj}"
 
 
-def word_order_pairs(seed=0):
-    """All premises of the task, each with one hypothesis per label, shuffled.
+def word_order_pairs(split="all", seed=0):
+    """The task's pairs, one hypothesis per label for each premise, shuffled.
+
+    Args:
+        split: "all" (840 pairs), "train" (about 80% of the premises) or "dev" (the rest:
+            subject/verb/object combinations never seen in training).
+        seed: decides the neutral hypotheses and the order.
 
     Returns:
-        list of (premise, hypothesis, label_id) tuples (text is lower-case, space-separated).
+        list of `Example` (text is lower-case, space-separated).
     """
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}.")
     rng = random.Random(seed)
     examples = []
-    for subject, obj in itertools.permutations(NOUNS, 2):
+    for number, (subject, obj) in enumerate(itertools.permutations(NOUNS, 2)):
         for verb in VERBS:
             premise = _sentence(subject, verb, obj)
             other = rng.choice([n for n in NOUNS if n not in (subject, obj)])
             neutral = (_sentence(other, verb, obj) if rng.random() < 0.5
                        else _sentence(subject, verb, other))
-            examples.append((premise, premise, LABEL_IDS["entailment"]))
-            examples.append((premise, _sentence(obj, verb, subject),
-                             LABEL_IDS["contradiction"]))
-            examples.append((premise, neutral, LABEL_IDS["neutral"]))
+            in_dev = (number + VERBS.index(verb)) % 5 == 0
+            if split != "all" and in_dev != (split == "dev"):
+                continue
+            examples.append(Example(premise, premise, LABEL_IDS["entailment"]))
+            examples.append(Example(premise, _sentence(obj, verb, subject),
+                                    LABEL_IDS["contradiction"]))
+            examples.append(Example(premise, neutral, LABEL_IDS["neutral"]))
     rng.shuffle(examples)
     return examples
 

@@ -1,0 +1,90 @@
+"""Batches: every pair once per epoch, seeded order, little padding, counted truncation."""
+
+import collections
+
+import numpy as np
+import pytest
+
+from dsan_tf.data import Example, Vocabulary, encode, make_dataset, padding_fraction
+from dsan_tf.data.synthetic import word_order_pairs
+
+
+def random_examples(count=300, seed=0):
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(40)]
+    make = lambda n: " ".join(rng.choice(words, size=n))  # noqa: E731
+    return [Example(make(rng.integers(3, 40)), make(rng.integers(2, 12)), int(i % 3))
+            for i in range(count)]
+
+
+@pytest.fixture(scope="module")
+def pairs():
+    examples = random_examples()
+    vocab = Vocabulary.build([e.premise for e in examples] + [e.hypothesis for e in examples])
+    return examples, vocab, encode(examples, vocab)
+
+
+def collect(dataset):
+    """Every pair of an epoch as (premise ids, hypothesis ids, label) without padding."""
+    seen = []
+    for inputs, labels in dataset:
+        for p, h, y in zip(inputs["premise"].numpy(), inputs["hypothesis"].numpy(),
+                           labels.numpy()):
+            seen.append((tuple(p[p != 0]), tuple(h[h != 0]), int(y)))
+    return seen
+
+
+def test_batches_hold_every_pair_exactly_once(pairs):
+    examples, vocab, encoded = pairs
+    dataset = make_dataset(encoded, batch_size=16, shuffle=True, seed=3)
+    for inputs, labels in dataset.take(1):
+        assert set(inputs) == {"premise", "hypothesis"}
+        assert inputs["premise"].dtype == "int32" and labels.dtype == "int32"
+        assert inputs["premise"].shape[0] == labels.shape[0] <= 16
+    expected = [(tuple(vocab.ids([e.premise]).to_list()[0]),
+                 tuple(vocab.ids([e.hypothesis]).to_list()[0]), e.label) for e in examples]
+    assert collections.Counter(collect(dataset)) == collections.Counter(expected)
+
+
+def test_seeded_order_is_reproducible_and_reshuffled_each_epoch(pairs):
+    _, _, encoded = pairs
+    first = collect(make_dataset(encoded, batch_size=16, shuffle=True, seed=5))
+    assert first == collect(make_dataset(encoded, batch_size=16, shuffle=True, seed=5))
+    assert first != collect(make_dataset(encoded, batch_size=16, shuffle=True, seed=6))
+    dataset = make_dataset(encoded, batch_size=16, shuffle=True, seed=5)
+    assert collect(dataset) != collect(dataset)
+
+
+def test_bucketing_keeps_padding_small(pairs):
+    _, _, encoded = pairs
+    plain = padding_fraction(make_dataset(encoded, batch_size=16, shuffle=True, seed=1,
+                                          buckets=None))
+    bucketed = padding_fraction(make_dataset(encoded, batch_size=16, shuffle=True, seed=1))
+    assert bucketed < plain / 2, (bucketed, plain)
+
+
+def test_pad_to_bucket_gives_boundary_shapes(pairs):
+    _, _, encoded = pairs
+    buckets = (8, 16, 32)
+    for inputs, _ in make_dataset(encoded, batch_size=16, buckets=buckets, pad_to_bucket=True):
+        for ids in inputs.values():
+            assert ids.shape[1] in buckets or ids.shape[1] > 32
+
+
+def test_long_sentences_are_truncated_and_counted():
+    examples = [Example(" ".join(["word"] * 5000), "short one", 0),
+                Example("fine", "also fine", 1)]
+    vocab = Vocabulary.build(["word short one fine also"])
+    encoded = encode(examples, vocab, max_length=64)
+    assert encoded.report.truncated_premises == 1 and encoded.report.truncated_hypotheses == 0
+    assert encoded.report.longest == 5000
+    assert "truncated to --max_length=64: 1 premises" in encoded.report.summary()
+    assert max(len(r) for r in encoded.premise.to_list()) == 64
+    untouched = encode(examples, vocab, max_length=None)
+    assert max(len(r) for r in untouched.premise.to_list()) == 5000
+
+
+def test_word_order_task_round_trip():
+    examples = word_order_pairs()[:30]
+    vocab = Vocabulary.build([e.premise for e in examples] + [e.hypothesis for e in examples])
+    assert len(collect(make_dataset(encode(examples, vocab), batch_size=8))) == 30

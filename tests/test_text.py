@@ -1,0 +1,150 @@
+"""Tokenizer, vocabulary and word vectors."""
+
+import gzip
+import pathlib
+import urllib.error
+import zipfile
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from dsan_tf.data import DataError, Vocabulary, download_glove, load_vectors, tokenize
+from dsan_tf.data import embeddings as embeddings_module
+
+SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def words(text, **kwargs):
+    return [t.decode() for t in tokenize([text], **kwargs).to_list()[0]]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("A man's dog doesn't bark, (ever)!",
+     ["A", "man", "'s", "dog", "does", "n't", "bark", ",", "(", "ever", ")", "!"]),
+    ("The U.S. is big.", ["The", "U.S.", "is", "big", "."]),
+    ("to-go packages - \"quoted\"", ["to-go", "packages", "-", '"', "quoted", '"']),
+    ("Two  women\tare embracing.", ["Two", "women", "are", "embracing", "."]),
+    ("", []),
+])
+def test_tokenizer(text, expected):
+    assert words(text) == expected
+
+
+def test_tokenizer_casing_and_bad_bytes():
+    assert words("The Cat") == ["The", "Cat"]  # GloVe 840B is cased
+    assert words("The Cat", lowercase=True) == ["the", "cat"]
+    assert words(b"bad \xff byte") == ["bad", "\ufffd", "byte"]
+
+
+def test_tokenizer_is_the_same_inside_a_graph():
+    graph_tokenize = tf.function(lambda t: tokenize(t).to_tensor(""))
+    texts = ["A man's dog doesn't bark.", "Hi"]
+    np.testing.assert_array_equal(graph_tokenize(tf.constant(texts)).numpy(),
+                                  tokenize(texts).to_tensor("").numpy())
+
+
+TEXTS = ["the dog chased the cat .", "the cat sat", "a dog [UNK] barked"]
+
+
+def test_vocabulary_ids_are_frequency_ordered_with_padding_and_unknown():
+    vocab = Vocabulary.build(TEXTS)
+    assert vocab.words[:3] == ["the", "cat", "dog"]  # 3, 2, 2: ties alphabetical
+    assert "[UNK]" not in vocab.words and vocab.size == len(vocab.words) + 2
+    ids = vocab.ids(["the cat zebra", ""]).to_list()
+    assert ids == [[2, 3, 1], []]
+    assert Vocabulary.build(TEXTS, min_count=2).words == ["the", "cat", "dog"]
+
+
+def test_vocabulary_round_trips_and_fingerprints(tmp_path):
+    vocab = Vocabulary.build(TEXTS, lowercase=True, min_count=1)
+    vocab.save(tmp_path / "vocab.json")
+    loaded = Vocabulary.load(tmp_path / "vocab.json")
+    assert (loaded.words, loaded.counts, loaded.lowercase) == (vocab.words, vocab.counts, True)
+    assert loaded.fingerprint() == vocab.fingerprint()
+    assert Vocabulary.build(TEXTS).fingerprint() != vocab.fingerprint()  # casing differs
+    (tmp_path / "junk.json").write_text("[1, 2]")
+    with pytest.raises(DataError, match="is not a dsan_tf vocabulary file"):
+        Vocabulary.load(tmp_path / "junk.json")
+    with pytest.raises(DataError, match="does not exist"):
+        Vocabulary.load(tmp_path / "missing.json")
+
+
+GLOVE_LINES = [
+    "the 1 1 1",
+    "cat 2 2 2",
+    ". . . 3 3 3",  # 840B has words with spaces
+    "broken 1 2",   # too few numbers: counted, skipped
+    "Dog 4 4 4",
+    "dog 5 5 5",
+]
+
+
+def write_glove(path):
+    text = "\n".join(GLOVE_LINES) + "\n"
+    if str(path).endswith(".gz"):
+        with gzip.open(path, "wt") as stream:
+            stream.write(text)
+    elif str(path).endswith(".zip"):
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("vectors.txt", text)
+    else:
+        path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize("name", ["vectors.txt", "vectors.txt.gz", "vectors.zip"])
+def test_vectors_for_the_vocabulary(tmp_path, name):
+    vocab = Vocabulary(["the", "cat", "Dog", "zebra", ". . .", "Cat"], counts=[5, 3, 2, 1, 1, 1])
+    matrix, report = load_vectors(write_glove(tmp_path / name), vocab, progress=False)
+    assert matrix.shape == (8, 3) and matrix.dtype == np.float32
+    assert np.all(matrix[0] == 0)                        # padding
+    np.testing.assert_array_equal(matrix[[2, 3, 4, 6]], [[1] * 3, [2] * 3, [4] * 3, [3] * 3])
+    np.testing.assert_array_equal(matrix[7], [2] * 3)   # "Cat" falls back to "cat"
+    assert np.all(np.abs(matrix[[1, 5]]) <= 0.05) and np.any(matrix[5] != 0)  # unk, zebra
+    assert (report.types_found, report.vocab_types) == (5, 6)
+    assert (report.tokens_found, report.tokens_total) == (12, 13)
+    assert report.malformed_lines == 1 and report.dim == 3
+    zeros, _ = load_vectors(write_glove(tmp_path / name), vocab, oov_init="zeros",
+                            progress=False)
+    assert np.all(zeros[[1, 5]] == 0)
+
+
+def test_vectors_are_cached_and_read_once(tmp_path, monkeypatch):
+    vocab = Vocabulary(["the", "cat"], counts=[2, 1])
+    path = write_glove(tmp_path / "vectors.txt")
+    first, report = load_vectors(path, vocab, cache_dir=tmp_path / "cache", progress=False)
+    assert not report.from_cache and pathlib.Path(report.cache_path).exists()
+
+    def no_read(*args):
+        raise AssertionError("the vector file was read again")
+
+    monkeypatch.setattr(embeddings_module, "_open_lines", no_read)
+    second, report = load_vectors(path, vocab, cache_dir=tmp_path / "cache", progress=False)
+    assert report.from_cache and report.types_found == 2
+    np.testing.assert_array_equal(first, second)
+    with pytest.raises(AssertionError):  # another vocabulary is another cache entry
+        load_vectors(path, Vocabulary(["cat"]), cache_dir=tmp_path / "cache", progress=False)
+
+
+def test_vector_file_errors(tmp_path, monkeypatch):
+    with pytest.raises(DataError, match="does not exist .*--embeddings=random"):
+        load_vectors(str(tmp_path / "none.txt"), Vocabulary(["a"]))
+
+    def offline(*args, **kwargs):
+        raise urllib.error.URLError("Name or service not known")
+
+    monkeypatch.setattr(embeddings_module.urllib.request, "urlopen", offline)
+    with pytest.raises(DataError, match="could not download .*glove.840B.300d.zip"):
+        download_glove(directory=str(tmp_path))
+
+
+def test_shared_glove_file():
+    path = SHARED / "glove" / "glove.twitter.27B.25d.top12k.txt"
+    if not path.exists():
+        pytest.skip(f"{path} is absent")
+    vocab = Vocabulary.build(["the dog chased the cat", "qwertyzzz"], lowercase=True)
+    matrix, report = load_vectors(str(path), vocab, progress=False)
+    assert matrix.shape == (vocab.size, 25)
+    # "chased" is not among its 12k words.
+    assert (report.types_found, report.tokens_found, report.tokens_total) == (3, 4, 6)
