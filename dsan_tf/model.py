@@ -8,8 +8,9 @@ import numpy as np
 from keras import ops
 
 from dsan_tf.config import DSANConfig
-from dsan_tf.layers import PairClassifier, SentenceEncoder
+from dsan_tf.layers import BagOfWordsEncoder, PairClassifier, SentenceEncoder
 
+MODELS = ("dsan", "cbow")
 EMBEDDING_LAYER = "word_embedding"
 ENCODER_LAYER = "sentence_encoder"
 CLASSIFIER_LAYER = "pair_classifier"
@@ -31,6 +32,34 @@ def build_dsan(config=None, embedding_matrix=None):
         and float32 logits [B, C] in the order of `dsan_tf.labels.LABELS`.
     """
     config = config or DSANConfig()
+    encoder = SentenceEncoder(
+        num_heads=config.num_heads, ffn_dim=config.ffn_dim,
+        use_direction_mask=config.use_direction_mask,
+        use_distance_mask=config.use_distance_mask,
+        distance_alpha=config.distance_alpha, fusion=config.fusion,
+        pooling=config.pooling, dropout=config.dropout,
+        layer_norm_epsilon=config.layer_norm_epsilon, name=ENCODER_LAYER)
+    return _pair_model("dsan", encoder, config, embedding_matrix)
+
+
+def build_cbow(config=None, embedding_matrix=None):
+    """The continuous bag-of-words baseline (Table 2): mean word vector per sentence, and
+    the same embeddings, classifier, inputs and outputs as `build_dsan`. Only
+    `embedding_dim`, `classifier_units`, `dropout`, `trainable_embeddings` and the
+    vocabulary of `config` apply."""
+    config = config or DSANConfig()
+    return _pair_model("cbow", BagOfWordsEncoder(name=ENCODER_LAYER), config, embedding_matrix)
+
+
+def build_model(name, config=None, embedding_matrix=None):
+    """`build_dsan` or `build_cbow` by name (one of `MODELS`)."""
+    builders = {"dsan": build_dsan, "cbow": build_cbow}
+    if name not in builders:
+        raise ValueError(f"model must be one of {MODELS}, got {name!r}.")
+    return builders[name](config, embedding_matrix)
+
+
+def _pair_model(name, encoder, config, embedding_matrix):
     vocab_size = config.vocab_size
     if embedding_matrix is not None:
         embedding_matrix = np.array(embedding_matrix, dtype="float32")
@@ -53,13 +82,6 @@ def build_dsan(config=None, embedding_matrix=None):
         vocab_size, config.embedding_dim, trainable=config.trainable_embeddings,
         embeddings_initializer=keras.initializers.RandomUniform(-0.05, 0.05),
         name=EMBEDDING_LAYER)
-    encoder = SentenceEncoder(
-        num_heads=config.num_heads, ffn_dim=config.ffn_dim,
-        use_direction_mask=config.use_direction_mask,
-        use_distance_mask=config.use_distance_mask,
-        distance_alpha=config.distance_alpha, fusion=config.fusion,
-        pooling=config.pooling, dropout=config.dropout,
-        layer_norm_epsilon=config.layer_norm_epsilon, name=ENCODER_LAYER)
     classifier = PairClassifier(
         hidden_units=config.classifier_units, num_classes=config.num_classes,
         dropout=config.dropout, layer_norm_epsilon=config.layer_norm_epsilon,
@@ -68,7 +90,7 @@ def build_dsan(config=None, embedding_matrix=None):
     vectors = [encoder(embedding(ids), padding_mask=ops.not_equal(ids, 0))
                for ids in (premise, hypothesis)]
     logits = classifier(*vectors)
-    model = keras.Model({"premise": premise, "hypothesis": hypothesis}, logits, name="dsan")
+    model = keras.Model({"premise": premise, "hypothesis": hypothesis}, logits, name=name)
     if embedding_matrix is not None:
         embedding.embeddings.assign(embedding_matrix)
     return model
@@ -79,7 +101,7 @@ def _count(weights):
 
 
 def parameter_breakdown(model):
-    """Trainable parameter counts per part of a model built by `build_dsan`.
+    """Trainable parameter counts per part of a model built by `build_model`.
 
     Returns:
         dict with `word_embedding` (all embedding parameters, trainable or not),
@@ -90,12 +112,13 @@ def parameter_breakdown(model):
     embedding = model.get_layer(EMBEDDING_LAYER)
     encoder = model.get_layer(ENCODER_LAYER)
     parts = {"word_embedding": _count(embedding.weights)}
-    for block in (encoder.forward_block, encoder.backward_block):
+    for block in [getattr(encoder, n) for n in ("forward_block", "backward_block")
+                  if hasattr(encoder, n)]:
         parts[block.name] = _count(block.trainable_weights)
         for sublayer in (block.attention, block.fusion_gate, block.feed_forward):
             parts[f"{block.name}.{sublayer.name}"] = _count(sublayer.trainable_weights)
-    parts["source2token"] = (_count(encoder.source2token.trainable_weights)
-                             if encoder.source2token is not None else 0)
+    if getattr(encoder, "source2token", None) is not None:
+        parts["source2token"] = _count(encoder.source2token.trainable_weights)
     parts["classifier"] = _count(model.get_layer(CLASSIFIER_LAYER).trainable_weights)
     embedding_ids = {id(w) for w in embedding.weights}
     parts["params_excluding_embeddings"] = _count(

@@ -97,8 +97,14 @@ class Vocabulary:
         """Token ids of texts: int32 RaggedTensor [B, None]."""
         if self._lookup is None:
             self._lookup = self.lookup_layer()
-        tokens = tokenize(texts, lowercase=self.lowercase)
-        return tf.cast(tokens.with_flat_values(self._lookup(tokens.flat_values)), tf.int32)
+        return token_ids(texts, self._lookup, self.lowercase)
 
     def token_count(self):
         return int(np.sum(self.counts))
+
+
+def token_ids(texts, lookup, lowercase):
+    """Tokenizes `texts` [B] and maps the tokens through `lookup`: int32 RaggedTensor
+    [B, None]. Shared by the training pipeline and the exported model."""
+    tokens = tokenize(texts, lowercase=lowercase)
+    return tf.cast(tokens.with_flat_values(lookup(tokens.flat_values)), tf.int32)

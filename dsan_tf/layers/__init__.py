@@ -1,6 +1,7 @@
 """Keras layers of the DSAN model, one concept each, registered for `.keras` files."""
 
 from dsan_tf.layers.attention import MaskedMultiHeadAttention
+from dsan_tf.layers.bag_of_words import BagOfWordsEncoder
 from dsan_tf.layers.classifier import PairClassifier
 from dsan_tf.layers.directional import DirectionalSelfAttention
 from dsan_tf.layers.encoder import POOLINGS, SentenceEncoder
@@ -9,7 +10,7 @@ from dsan_tf.layers.fusion import FUSIONS, FusionGate
 from dsan_tf.layers.pooling import MaskedMaxPooling, Source2TokenAttention
 
 __all__ = [
-    "DirectionalSelfAttention", "FUSIONS", "FusionGate", "MaskedMaxPooling",
+    "BagOfWordsEncoder", "DirectionalSelfAttention", "FUSIONS", "FusionGate", "MaskedMaxPooling",
     "MaskedMultiHeadAttention", "PairClassifier", "POOLINGS", "PositionwiseFeedForward",
     "SentenceEncoder", "Source2TokenAttention",
 ]

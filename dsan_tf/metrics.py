@@ -1,0 +1,65 @@
+"""Evaluation metrics of NLI predictions (accuracy, per-class P/R/F1, confusion matrix, and
+accuracy by sentence length as in the paper's Figure 6). Plain NumPy on model outputs."""
+
+import numpy as np
+
+from dsan_tf.labels import LABELS
+
+LENGTH_BUCKET = 5
+
+
+def classification_report(labels, predictions, premise_lengths, hypothesis_lengths):
+    """Metrics of one evaluation.
+
+    Args:
+        labels, predictions: int arrays [N] of label ids.
+        premise_lengths, hypothesis_lengths: int arrays [N], token counts.
+
+    Returns:
+        JSON-ready dict: `examples`, `accuracy`, `per_class` {label: precision, recall, f1,
+        support}, `confusion_matrix` (rows gold, columns predicted, in `LABELS` order),
+        `labels`, and `accuracy_by_length`: a list of {`min_length`, `max_length`,
+        `examples`, `accuracy`} over the pair's average length in 5-token buckets.
+    """
+    labels = np.asarray(labels, dtype=np.int64)
+    predictions = np.asarray(predictions, dtype=np.int64)
+    confusion = np.zeros((len(LABELS), len(LABELS)), dtype=np.int64)
+    np.add.at(confusion, (labels, predictions), 1)
+    per_class = {}
+    for index, name in enumerate(LABELS):
+        true_positive = confusion[index, index]
+        predicted, actual = confusion[:, index].sum(), confusion[index].sum()
+        precision = true_positive / predicted if predicted else 0.0
+        recall = true_positive / actual if actual else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        per_class[name] = {"precision": float(precision), "recall": float(recall),
+                           "f1": float(f1), "support": int(actual)}
+    average = (np.asarray(premise_lengths) + np.asarray(hypothesis_lengths)) / 2.0
+    buckets = (average // LENGTH_BUCKET).astype(np.int64)
+    by_length = []
+    for bucket in np.unique(buckets):
+        chosen = buckets == bucket
+        by_length.append({"min_length": int(bucket * LENGTH_BUCKET),
+                          "max_length": int((bucket + 1) * LENGTH_BUCKET),
+                          "examples": int(chosen.sum()),
+                          "accuracy": float(np.mean(labels[chosen] == predictions[chosen]))})
+    return {"examples": int(labels.size),
+            "accuracy": float(np.mean(labels == predictions)) if labels.size else 0.0,
+            "labels": list(LABELS), "per_class": per_class,
+            "confusion_matrix": confusion.tolist(), "accuracy_by_length": by_length}
+
+
+def format_report(name, report):
+    """The report as a text table."""
+    lines = [f"{name}: accuracy {report['accuracy']:.4f} on {report['examples']:,} pairs",
+             f"  {'class':<14}{'precision':>10}{'recall':>10}{'f1':>10}{'support':>10}"]
+    for label, values in report["per_class"].items():
+        lines.append(f"  {label:<14}{values['precision']:>10.4f}{values['recall']:>10.4f}"
+                     f"{values['f1']:>10.4f}{values['support']:>10,}")
+    lines.append("  confusion (rows gold, columns predicted): "
+                 + "  ".join(str(row) for row in report["confusion_matrix"]))
+    lines.append("  accuracy by average pair length (tokens):")
+    for bucket in report["accuracy_by_length"]:
+        lines.append(f"    [{bucket['min_length']:>3}, {bucket['max_length']:>3})"
+                     f"  {bucket['accuracy']:.4f}  ({bucket['examples']:,} pairs)")
+    return "\n".join(lines)
