@@ -27,6 +27,7 @@ class TextPairClassifier:
     def __init__(self, model, vocabulary, max_length=None):
         self.model = model
         self.lookup = vocabulary.lookup_layer()
+        self.lookup(tf.constant([""]))  # builds it: an unbuilt layer cannot be exported
         self.lowercase = vocabulary.lowercase
         self.max_length = max_length
         self.embedding = model.get_layer(EMBEDDING_LAYER)

@@ -65,3 +65,32 @@ flags.DEFINE_integer("batch_size", 64, "Global batch size.")
 flags.DEFINE_integer("seed", 0, "Seed of shuffling and initialisation.")
 flags.DEFINE_boolean("pad_to_bucket", False,
                      "Pad batches to their length bucket's boundary (fewer shapes for XLA).")
+flags.DEFINE_string("embeddings", None,
+                    "Word vectors: a GloVe-format file (.txt/.gz/.zip) or 'random' (trained "
+                    "from scratch: embeddings then default to trainable).")
+flags.DEFINE_string("embeddings_cache_dir", "~/.cache/dsan_tf",
+                    "Cache of embedding matrices read from vector files.")
+flags.DEFINE_enum("oov_init", "random", ["random", "zeros"],
+                  "Vectors of words missing from the vector file: U(-0.05, 0.05) or zeros.")
+
+# Runs (experiments.train / evaluate / export / predict).
+flags.DEFINE_string("workdir", None, "Run directory: configuration, vocabulary, checkpoints, "
+                    "TensorBoard logs, best model.")
+flags.DEFINE_enum("model", "dsan", ["dsan", "cbow"], "Model: DSAN or the CBOW baseline.")
+flags.DEFINE_integer("epochs", 20, "Training epochs.")
+flags.DEFINE_float("learning_rate", 1e-3, "Adam learning rate.")
+flags.DEFINE_integer("log_every_steps", 100, "TensorBoard: log training metrics every N steps.")
+flags.DEFINE_boolean("deterministic", True,
+                     "Deterministic TF ops and input order (same seed, same data -> same run).")
+flags.DEFINE_boolean("jit_compile", False, "Compile the training step with XLA.")
+flags.DEFINE_string("export_dir", None, "Where to write the SavedModel (train: after training).")
+flags.DEFINE_multi_string("data", None, "experiments.evaluate: data source spec(s) to evaluate.")
+flags.DEFINE_string("output", None, "experiments.evaluate / benchmarks: write results to this "
+                    "JSON file.")
+flags.DEFINE_string("premise", None, "experiments.predict: a premise.")
+flags.DEFINE_string("hypothesis", None, "experiments.predict: a hypothesis.")
+flags.DEFINE_string("input", None, "experiments.predict: a .jsonl file of sentence1/sentence2.")
+
+# Benchmarks.
+flags.DEFINE_integer("pipeline_epochs", 3, "Timed passes over the data (after a warm-up).")
+flags.DEFINE_integer("train_steps", 20, "Timed training steps (after a warm-up).")

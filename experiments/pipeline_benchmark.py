@@ -14,13 +14,10 @@ import json
 import sys
 import time
 
-from absl import app, flags
+from absl import app
 
 from experiments import flags as project_flags
 
-flags.DEFINE_integer("pipeline_epochs", 3, "Timed passes over the data (after a warm-up).")
-flags.DEFINE_integer("train_steps", 20, "Timed training steps (after a warm-up).")
-flags.DEFINE_string("output", None, "Write the results to this JSON file.")
 FLAGS = project_flags.FLAGS
 
 

@@ -63,6 +63,15 @@ def test_bucketing_keeps_padding_small(pairs):
     assert bucketed < plain / 2, (bucketed, plain)
 
 
+@pytest.mark.parametrize("drop_remainder", [False, True])
+def test_epoch_length_is_known_in_advance(pairs, drop_remainder):
+    _, _, encoded = pairs
+    dataset = make_dataset(encoded, batch_size=16, shuffle=True, seed=2,
+                           drop_remainder=drop_remainder)
+    for _ in range(2):  # a reshuffled epoch has the same number of batches
+        assert sum(1 for _ in dataset) == int(dataset.cardinality())
+
+
 def test_pad_to_bucket_gives_boundary_shapes(pairs):
     _, _, encoded = pairs
     buckets = (8, 16, 32)

@@ -103,6 +103,7 @@ def make_dataset(pairs, batch_size=64, shuffle=False, seed=None, buckets=DEFAULT
         return _finish(dataset.padded_batch(
             batch_size, ({"premise": [None], "hypothesis": [None]}, []), padding_values,
             drop_remainder=drop_remainder), deterministic)
+    cardinality = batch_count(pairs, batch_size, buckets, drop_remainder)
 
     boundaries = tf.constant(list(buckets), tf.int64)
     # The last bucket has no upper boundary: it is padded to its batch's longest sentence.
@@ -130,7 +131,23 @@ def make_dataset(pairs, batch_size=64, shuffle=False, seed=None, buckets=DEFAULT
                                    drop_remainder=drop_remainder)
 
     dataset = dataset.group_by_window(key, batch, window_size=batch_size)
+    # Known epoch length: progress bars with ETA, and no "ran out of data" at epoch 1.
+    dataset = dataset.apply(tf.data.experimental.assert_cardinality(cardinality))
     return _finish(dataset, deterministic)
+
+
+def batch_count(pairs, batch_size, buckets=DEFAULT_BUCKETS, drop_remainder=False):
+    """Batches per epoch of `make_dataset`: each bucket yields ceil(n / B) batches whatever
+    the shuffle order, so Keras can be told the epoch length in advance."""
+    if buckets:
+        index = lambda ids: np.searchsorted(buckets, ids.row_lengths().numpy(),  # noqa: E731
+                                            side="right")
+        keys = index(pairs.premise) * (len(buckets) + 1) + index(pairs.hypothesis)
+        sizes = np.bincount(keys)
+    else:
+        sizes = np.array([len(pairs.labels)])
+    per_bucket = sizes // batch_size if drop_remainder else -(-sizes // batch_size)
+    return int(per_bucket.sum())
 
 
 def _finish(dataset, deterministic):

@@ -1,0 +1,86 @@
+"""Keras callbacks of the training command (what `model.fit` does not do by itself)."""
+
+import csv
+import json
+import math
+import os
+import time
+
+import keras
+
+
+class EpochSeconds(keras.callbacks.Callback):
+    """Adds `seconds` (wall time of the epoch, validation included) to the epoch logs, so
+    that CSVLogger and TensorBoard record it."""
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._started = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is not None:
+            logs["seconds"] = time.perf_counter() - self._started
+
+
+class StopOnNaN(keras.callbacks.Callback):
+    """Stops at the first non-finite training loss and keeps a message for the user."""
+
+    message = None
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is not None and not math.isfinite(float(loss)):
+            self.message = (f"training stopped: the loss became {float(loss)} at step "
+                            f"{batch + 1} of this epoch; lower --learning_rate or check the "
+                            "data. The best model so far is kept.")
+            self.model.stop_training = True
+
+
+class KeepBest(keras.callbacks.Callback):
+    """Saves the model whenever dev accuracy improves; remembers the best across resumes
+    (a fresh ModelCheckpoint would forget it and overwrite a better model)."""
+
+    def __init__(self, model_path, info_path, monitor="val_accuracy"):
+        super().__init__()
+        self.model_path, self.info_path, self.monitor = model_path, info_path, monitor
+
+    def on_train_begin(self, logs=None):
+        self.best = -math.inf
+        if os.path.exists(self.info_path):
+            with open(self.info_path) as stream:
+                self.best = json.load(stream)["value"]
+
+    def on_epoch_end(self, epoch, logs=None):
+        value = (logs or {}).get(self.monitor)
+        if value is None or not math.isfinite(value) or value <= self.best:
+            return
+        self.best = float(value)
+        self.model.save(self.model_path)
+        with open(self.info_path + ".partial", "w") as stream:
+            json.dump({"epoch": epoch + 1, "monitor": self.monitor, "value": self.best}, stream)
+        os.replace(self.info_path + ".partial", self.info_path)
+
+
+class HParams(keras.callbacks.Callback):
+    """Writes the run's hyperparameters for TensorBoard's HParams dashboard."""
+
+    def __init__(self, logdir, hparams, trial):
+        super().__init__()
+        self.logdir, self.hparams, self.trial = logdir, hparams, trial
+
+    def on_train_begin(self, logs=None):
+        import tensorflow as tf
+        from tensorboard.plugins.hparams import api as hp
+
+        values = {k: v if isinstance(v, (bool, int, float, str)) else str(v)
+                  for k, v in self.hparams.items()}
+        with tf.summary.create_file_writer(self.logdir).as_default():
+            hp.hparams(values, trial_id=self.trial)
+
+
+def read_history(path):
+    """Rows of a CSVLogger file as dicts of floats (epoch as int)."""
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as stream:
+        return [{k: (int(v) if k == "epoch" else float(v)) for k, v in row.items()}
+                for row in csv.DictReader(stream)]

@@ -1,0 +1,75 @@
+"""The run directory shared by train, evaluate, export and predict.
+
+    WORKDIR/flags.txt        the resolved flags, usable as --flagfile to repeat the run
+    WORKDIR/config.json      model name, model configuration, text settings, data reports
+    WORKDIR/vocab.json       the vocabulary (dsan_tf.data.Vocabulary)
+    WORKDIR/best.keras       the model with the best dev accuracy; best.json says when
+    WORKDIR/history.csv      per-epoch metrics and seconds
+    WORKDIR/backup/          BackupAndRestore state for resuming a killed run
+    WORKDIR/tensorboard/     TensorBoard logs (train, validation, hparams)
+    WORKDIR/results.json     final dev (and test) metrics of the best model
+"""
+
+import json
+import os
+import sys
+
+from experiments import flags as project_flags
+
+FLAGS = project_flags.FLAGS
+CONFIG, VOCAB, BEST, BEST_INFO = "config.json", "vocab.json", "best.keras", "best.json"
+
+
+def fail(message):
+    """Stops the program with one clear sentence, no traceback."""
+    sys.exit(f"error: {message}")
+
+
+def path(name):
+    return os.path.join(FLAGS.workdir, name)
+
+
+def resolved_flags():
+    """Our flags (not absl's or TF's) with their values, as flagfile lines."""
+    ours = FLAGS.get_key_flags_for_module(project_flags.__name__)
+    return [flag.serialize() for flag in sorted(ours, key=lambda f: f.name)
+            if flag.value is not None and flag.name not in _NOT_RUN_FLAGS]
+
+
+# Flags of other programs, meaningless in a training run's flagfile.
+_NOT_RUN_FLAGS = {"vocab_size", "pipeline_epochs", "train_steps", "data", "output", "premise",
+                  "hypothesis", "input"}
+
+
+def write_json(name, value):
+    temporary = path(name) + ".partial"
+    with open(temporary, "w", encoding="utf-8") as stream:
+        json.dump(value, stream, indent=2, sort_keys=True)
+    os.replace(temporary, path(name))
+
+
+def read_json(name):
+    with open(path(name), encoding="utf-8") as stream:
+        return json.load(stream)
+
+
+def require_workdir():
+    if not FLAGS.workdir:
+        fail("give --workdir, the run directory of experiments.train.")
+    for name in (CONFIG, VOCAB, BEST):
+        if not os.path.exists(path(name)):
+            fail(f"{path(name)} does not exist: is --workdir={FLAGS.workdir} a finished "
+                 "experiments.train run?")
+
+
+def load_run():
+    """(keras model, Vocabulary, config dict) of a trained run."""
+    import keras
+
+    import dsan_tf  # noqa: F401  (registers the layers for load_model)
+    from dsan_tf.data import Vocabulary
+
+    require_workdir()
+    config = read_json(CONFIG)
+    model = keras.models.load_model(path(BEST))
+    return model, Vocabulary.load(path(VOCAB)), config

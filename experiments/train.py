@@ -1,0 +1,173 @@
+"""Trains a DSAN (or CBOW) model, keeps the best dev model, and can export it.
+
+    python -m experiments.train --flagfile=experiments/configs/demo.cfg --workdir=/tmp/demo
+    python -m experiments.train --flagfile=experiments/configs/dsan_snli.cfg --workdir=runs/dsan \
+        --embeddings=glove.840B.300d.zip
+
+Run again with the same flags after an interruption (even SIGKILL): training continues from
+the last completed epoch. `tensorboard --logdir WORKDIR/tensorboard` shows the run.
+"""
+
+import math
+import os
+import sys
+import time
+
+from absl import app, logging
+
+from experiments import flags as project_flags
+from experiments import run
+
+FLAGS = project_flags.FLAGS
+
+
+def read(spec, name):
+    from dsan_tf import data
+
+    examples, report = data.read_examples(spec, FLAGS.tfds_data_dir)
+    print(f"{name}: {report.summary()}")
+    if not examples:
+        run.fail(f"--{name}={spec} holds no labelled examples.")
+    return examples, report
+
+
+def vocabulary(train):
+    from dsan_tf.data import Vocabulary
+
+    if os.path.exists(run.path(run.VOCAB)):  # a resumed run keeps its ids
+        vocab = Vocabulary.load(run.path(run.VOCAB))
+        if vocab.lowercase != FLAGS.lowercase:
+            run.fail(f"{run.path(run.VOCAB)} was built with lowercase={vocab.lowercase}; "
+                     "use a new --workdir to change --lowercase.")
+        return vocab
+    vocab = Vocabulary.build([e.premise for e in train] + [e.hypothesis for e in train],
+                             min_count=FLAGS.min_count, lowercase=FLAGS.lowercase)
+    vocab.save(run.path(run.VOCAB))
+    return vocab
+
+
+def embeddings(vocab):
+    """(matrix or None, trainable, info dict)."""
+    from dsan_tf import data
+
+    explicit = FLAGS["trainable_embeddings"].present
+    if FLAGS.embeddings == "random":
+        trainable = FLAGS.trainable_embeddings if explicit else True
+        return None, trainable, {"source": "random"}
+    matrix, report = data.load_vectors(
+        FLAGS.embeddings, vocab, cache_dir=os.path.expanduser(FLAGS.embeddings_cache_dir),
+        oov_init=FLAGS.oov_init, seed=FLAGS.seed, progress=sys.stderr.isatty())
+    print(f"embeddings: {report.summary()}")
+    if report.dim != FLAGS.embedding_dim:
+        run.fail(f"--embeddings={FLAGS.embeddings} has {report.dim}-d vectors but "
+                 f"--embedding_dim={FLAGS.embedding_dim}.")
+    info = {"source": FLAGS.embeddings, "cache": report.cache_path,
+            "types_found": report.types_found, "vocab_types": report.vocab_types,
+            "tokens_found": report.tokens_found, "tokens_total": report.tokens_total}
+    return matrix, FLAGS.trainable_embeddings, info
+
+
+def main(argv):
+    if len(argv) > 1:
+        run.fail(f"unexpected arguments {argv[1:]}; every option is a --flag.")
+    for name in ("workdir", "train_data", "dev_data", "embeddings"):
+        if not FLAGS[name].value:
+            run.fail(f"give --{name} (see --helpfull).")
+    logging.set_verbosity(logging.WARNING)  # TF's INFO lines would bury the progress
+    import keras
+    import tensorflow as tf
+
+    from dsan_tf import build_model, data, parameter_breakdown
+    from dsan_tf.serving import TextPairClassifier
+    from experiments import callbacks
+
+    os.makedirs(FLAGS.workdir, exist_ok=True)
+    keras.utils.set_random_seed(FLAGS.seed)
+    if FLAGS.deterministic:
+        tf.config.experimental.enable_op_determinism()
+
+    try:
+        train, train_report = read(FLAGS.train_data, "train_data")
+        dev, dev_report = read(FLAGS.dev_data, "dev_data")
+        test = read(FLAGS.test_data, "test_data")[0] if FLAGS.test_data else None
+        vocab = vocabulary(train)
+        matrix, trainable, embedding_info = embeddings(vocab)
+    except data.DataError as error:
+        run.fail(str(error))
+    FLAGS.trainable_embeddings = trainable  # resolved, so that flags.txt repeats the run
+    with open(run.path("flags.txt"), "w") as stream:
+        stream.write("\n".join(run.resolved_flags()) + "\n")
+    config = project_flags.model_config(vocab_size=vocab.size)
+    max_length = FLAGS.max_length or None
+    encoded = {name: data.encode(examples, vocab, max_length)
+               for name, examples in (("train", train), ("dev", dev), ("test", test))
+               if examples is not None}
+    for name, pairs in encoded.items():
+        print(f"{name} tokens: {pairs.report.summary()}")
+    batches = dict(batch_size=FLAGS.batch_size, pad_to_bucket=FLAGS.pad_to_bucket,
+                   deterministic=FLAGS.deterministic)
+    train_ds = data.make_dataset(encoded["train"], shuffle=True, seed=FLAGS.seed, **batches)
+    dev_ds = data.make_dataset(encoded["dev"], **batches)
+    padding = data.padding_fraction(train_ds)
+    print(f"vocabulary: {vocab.size:,} ids; training batches hold {padding:.1%} padding")
+
+    model = build_model(FLAGS.model, config, matrix)
+    parts = parameter_breakdown(model)
+    print(f"model: {FLAGS.model}, {parts['params_excluding_embeddings']:,} trainable "
+          "parameters excluding word embeddings")
+    run.write_json(run.CONFIG, {
+        "model": FLAGS.model, "model_config": config.to_dict(), "max_length": max_length,
+        "lowercase": vocab.lowercase, "vocab_size": vocab.size, "embeddings": embedding_info,
+        "parameters": parts, "padding_fraction": padding,
+        "data": {"train": train_report.summary(), "dev": dev_report.summary()}})
+    model.compile(optimizer=keras.optimizers.Adam(FLAGS.learning_rate),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+                  jit_compile=FLAGS.jit_compile)
+    nan_guard = callbacks.StopOnNaN()
+    hparams = dict(config.to_dict(), model=FLAGS.model, learning_rate=FLAGS.learning_rate,
+                   batch_size=FLAGS.batch_size, embeddings=embedding_info["source"],
+                   seed=FLAGS.seed)
+    model.fit(
+        train_ds, validation_data=dev_ds, epochs=FLAGS.epochs, shuffle=False,
+        verbose=1 if sys.stdout.isatty() else 2,
+        callbacks=[
+            keras.callbacks.BackupAndRestore(run.path("backup"), delete_checkpoint=False),
+            callbacks.EpochSeconds(),
+            nan_guard,
+            callbacks.KeepBest(run.path(run.BEST), run.path(run.BEST_INFO)),
+            keras.callbacks.CSVLogger(run.path("history.csv"), append=True),
+            keras.callbacks.TensorBoard(run.path("tensorboard"),
+                                        update_freq=FLAGS.log_every_steps),
+            callbacks.HParams(run.path("tensorboard"), hparams,
+                              trial=os.path.basename(os.path.abspath(FLAGS.workdir))),
+        ])
+    if nan_guard.message:
+        run.fail(nan_guard.message)
+    if not os.path.exists(run.path(run.BEST)):
+        run.fail(f"no epoch finished with a finite dev accuracy; nothing saved in {FLAGS.workdir}.")
+
+    best = keras.models.load_model(run.path(run.BEST))
+    best_info = run.read_json(run.BEST_INFO)
+    results = {"best_epoch": best_info["epoch"], "parameters": parts}
+    results["dev_accuracy"] = best.evaluate(dev_ds, verbose=0, return_dict=True)["accuracy"]
+    if test is not None:
+        results["test_accuracy"] = best.evaluate(
+            data.make_dataset(encoded["test"], **batches), verbose=0,
+            return_dict=True)["accuracy"]
+    history = callbacks.read_history(run.path("history.csv"))
+    seconds = [row["seconds"] for row in history if not math.isnan(row.get("seconds", math.nan))]
+    results["seconds_per_epoch"] = sum(seconds) / len(seconds) if seconds else None
+    results["epochs"] = len(history)
+    run.write_json("results.json", results)
+    if FLAGS.export_dir:
+        TextPairClassifier(best, vocab, max_length).export(FLAGS.export_dir)
+        print(f"SavedModel: {FLAGS.export_dir}")
+    test_text = (f", test accuracy {results['test_accuracy']:.4f}"
+                 if "test_accuracy" in results else "")
+    print(f"dev accuracy {results['dev_accuracy']:.4f} (best epoch {results['best_epoch']})"
+          f"{test_text}; model: {run.path(run.BEST)}")
+
+
+if __name__ == "__main__":
+    app.run(main)
