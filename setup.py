@@ -20,4 +20,11 @@ setup(
     python_requires=">=3.10",
     install_requires=requirements,
     extras_require={"test": ["pytest>=8,<10"]},
+    entry_points={"console_scripts": [
+        "dsan-train=experiments.train:cli",
+        "dsan-evaluate=experiments.evaluate:cli",
+        "dsan-export=experiments.export:cli",
+        "dsan-predict=experiments.predict:cli",
+        "dsan-summary=experiments.summary:cli",
+    ]},
 )

@@ -84,5 +84,9 @@ def main(argv):
             json.dump(results, stream, indent=2)
 
 
-if __name__ == "__main__":
+def cli():
     app.run(main)
+
+
+if __name__ == "__main__":
+    cli()

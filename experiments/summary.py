@@ -33,5 +33,9 @@ def main(argv):
     print(f"params_excluding_embeddings={total}")
 
 
-if __name__ == "__main__":
+def cli():
     app.run(main)
+
+
+if __name__ == "__main__":
+    cli()

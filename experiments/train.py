@@ -169,5 +169,9 @@ def main(argv):
           f"{test_text}; model: {run.path(run.BEST)}")
 
 
-if __name__ == "__main__":
+def cli():
     app.run(main)
+
+
+if __name__ == "__main__":
+    cli()
