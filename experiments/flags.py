@@ -66,8 +66,9 @@ flags.DEFINE_integer("seed", 0, "Seed of shuffling and initialisation.")
 flags.DEFINE_boolean("pad_to_bucket", False,
                      "Pad batches to their length bucket's boundary (fewer shapes for XLA).")
 flags.DEFINE_string("embeddings", None,
-                    "Word vectors: a GloVe-format file (.txt/.gz/.zip) or 'random' (trained "
-                    "from scratch: embeddings then default to trainable).")
+                    "Word vectors: a GloVe-format file (.txt/.gz/.zip), glove:840B.300d "
+                    "(downloaded once into --embeddings_cache_dir) or 'random' (trained from "
+                    "scratch: embeddings then default to trainable).")
 flags.DEFINE_string("embeddings_cache_dir", "~/.cache/dsan_tf",
                     "Cache of embedding matrices read from vector files.")
 flags.DEFINE_enum("oov_init", "random", ["random", "zeros"],

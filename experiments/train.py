@@ -54,14 +54,18 @@ def embeddings(vocab):
     if FLAGS.embeddings == "random":
         trainable = FLAGS.trainable_embeddings if explicit else True
         return None, trainable, {"source": "random"}
-    matrix, report = data.load_vectors(
-        FLAGS.embeddings, vocab, cache_dir=os.path.expanduser(FLAGS.embeddings_cache_dir),
-        oov_init=FLAGS.oov_init, seed=FLAGS.seed, progress=sys.stderr.isatty())
+    cache_dir = os.path.expanduser(FLAGS.embeddings_cache_dir)
+    source = FLAGS.embeddings
+    if source.startswith("glove:"):  # e.g. glove:840B.300d, downloaded once into the cache
+        source = data.download_glove("glove." + source[len("glove:"):], cache_dir)
+    matrix, report = data.load_vectors(source, vocab, cache_dir=cache_dir,
+                                       oov_init=FLAGS.oov_init, seed=FLAGS.seed,
+                                       progress=sys.stderr.isatty())
     print(f"embeddings: {report.summary()}")
     if report.dim != FLAGS.embedding_dim:
         run.fail(f"--embeddings={FLAGS.embeddings} has {report.dim}-d vectors but "
                  f"--embedding_dim={FLAGS.embedding_dim}.")
-    info = {"source": FLAGS.embeddings, "cache": report.cache_path,
+    info = {"source": source, "cache": report.cache_path,
             "types_found": report.types_found, "vocab_types": report.vocab_types,
             "tokens_found": report.tokens_found, "tokens_total": report.tokens_total}
     return matrix, FLAGS.trainable_embeddings, info

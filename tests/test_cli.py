@@ -1,0 +1,156 @@
+"""The command-line programs as a user runs them: train, evaluate, export, predict, resume."""
+
+import csv
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DEMO = ["--flagfile=experiments/configs/demo.cfg"]
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+
+
+def command(program, *flags):
+    return [sys.executable, "-m", f"experiments.{program}", *flags]
+
+
+def cli(program, *flags, timeout=600):
+    return subprocess.run(command(program, *flags), cwd=ROOT, env=ENV, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def ok(result):
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """The README's first command, shortened to 4 epochs."""
+    workdir = tmp_path_factory.mktemp("demo")
+    result = cli("train", *DEMO, f"--workdir={workdir}", "--epochs=4",
+                 f"--export_dir={workdir / 'export'}")
+    return workdir, ok(result)
+
+
+def history(workdir):
+    with open(workdir / "history.csv", newline="") as stream:
+        return list(csv.DictReader(stream))
+
+
+def test_demo_trains_and_leaves_a_complete_run_directory(demo):
+    workdir, output = demo
+    last = output.strip().splitlines()[-1]
+    assert last.startswith("dev accuracy ") and str(workdir / "best.keras") in last
+    assert float(last.split()[2]) >= 0.9  # held-out word-order pairs
+    for name in ("flags.txt", "config.json", "vocab.json", "best.keras", "best.json",
+                 "results.json", "export/saved_model.pb"):
+        assert (workdir / name).exists(), name
+    config = json.loads((workdir / "config.json").read_text())
+    assert config["model_config"]["embedding_dim"] == 32 and config["model"] == "dsan"
+    assert "--embedding_dim=32" in (workdir / "flags.txt").read_text()
+    rows = history(workdir)
+    assert [int(r["epoch"]) for r in rows] == [0, 1, 2, 3]
+    assert all(float(r["seconds"]) > 0 for r in rows)
+    events = list((workdir / "tensorboard").rglob("events.out.tfevents.*"))
+    assert {p.parent.name for p in events} >= {"train", "validation", "tensorboard"}
+
+
+def test_evaluate_writes_metrics(demo, tmp_path):
+    workdir, _ = demo
+    output = tmp_path / "eval.json"
+    printed = ok(cli("evaluate", f"--workdir={workdir}", "--data=synthetic:word_order/dev",
+                     "--data=synthetic:word_order/all", f"--output={output}"))
+    assert "accuracy by average pair length" in printed
+    result = json.loads(output.read_text())["sources"]
+    dev = result["synthetic:word_order/dev"]
+    assert dev["examples"] == 168 == sum(map(sum, dev["confusion_matrix"]))
+    assert set(dev["per_class"]) == {"entailment", "neutral", "contradiction"}
+    assert sum(b["examples"] for b in result["synthetic:word_order/all"]["accuracy_by_length"]) == 840
+
+
+FRESH = """
+import json, sys
+sys.modules["dsan_tf"] = None  # the SavedModel must not need our package
+import tensorflow as tf
+model = tf.saved_model.load(sys.argv[1])
+out = model.signatures["serving_default"](
+    premise=tf.constant(["the dog chased the cat", "the boy saw the girl"]),
+    hypothesis=tf.constant(["the cat chased the dog", "the boy saw the girl"]))
+vectors = model.signatures["encode"](sentences=tf.constant(["the dog", "", "a zebra"]))
+print(json.dumps({"probabilities": out["probabilities"].numpy().tolist(),
+                  "label": [l.decode() for l in out["label"].numpy()],
+                  "embedding_shape": list(vectors["embedding"].shape)}))
+"""
+
+
+def test_export_runs_without_our_package(demo, tmp_path):
+    workdir, _ = demo
+    export = tmp_path / "export"
+    ok(cli("export", f"--workdir={workdir}", f"--export_dir={export}"))
+    assert (export / "model.keras").exists() and (export / "vocab.json").exists()
+    fresh = json.loads(ok(subprocess.run([sys.executable, "-c", FRESH, str(export)], env=ENV,
+                                         capture_output=True, text=True, timeout=300))
+                       .strip().splitlines()[-1])
+    assert fresh["embedding_shape"] == [3, 4 * 32]
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text('{"sentence1": "the dog chased the cat", "sentence2": "the cat chased the dog"}\n'
+                     '{"sentence1": "the boy saw the girl", "sentence2": "the boy saw the girl"}\n')
+    predicted = [json.loads(line) for line in
+                 ok(cli("predict", f"--workdir={workdir}", f"--input={pairs}")).splitlines()
+                 if line.startswith("{")]
+    assert [p["label"] for p in predicted] == fresh["label"] == ["contradiction", "entailment"]
+    for row, expected in zip(predicted, fresh["probabilities"]):
+        assert list(row["probabilities"].values()) == pytest.approx(expected, abs=1e-5)
+
+
+def test_user_mistakes_get_one_sentence(tmp_path):
+    missing = cli("train", *DEMO, f"--workdir={tmp_path}", "--train_data=/no/such/file.jsonl")
+    assert missing.returncode != 0 and "Traceback" not in missing.stderr
+    assert "error: data file /no/such/file.jsonl does not exist." in missing.stderr
+    no_workdir = cli("train", *DEMO)
+    assert "error: give --workdir" in no_workdir.stderr
+    not_a_run = cli("predict", f"--workdir={tmp_path}", "--premise=a", "--hypothesis=b")
+    assert "is --workdir" in not_a_run.stderr and "Traceback" not in not_a_run.stderr
+
+
+def test_nan_loss_stops_with_a_message(tmp_path):
+    result = cli("train", *DEMO, f"--workdir={tmp_path}", "--epochs=2", "--learning_rate=1e30")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "training stopped: the loss became nan" in result.stderr
+
+
+def test_same_seed_same_metrics(tmp_path):
+    runs = []
+    for name in ("a", "b"):
+        ok(cli("train", *DEMO, f"--workdir={tmp_path / name}", "--epochs=2", "--seed=3"))
+        runs.append([{k: v for k, v in row.items() if k != "seconds"}
+                     for row in history(tmp_path / name)])
+    assert runs[0] == runs[1]
+
+
+def test_killed_run_resumes_from_the_last_completed_epoch(tmp_path):
+    flags = [*DEMO, f"--workdir={tmp_path}", "--epochs=5"]
+    process = subprocess.Popen(command("train", *flags), cwd=ROOT, env=ENV,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and process.poll() is None:
+        if (tmp_path / "history.csv").exists() and len(history(tmp_path)) >= 1:
+            break
+        time.sleep(0.05)
+    assert process.poll() is None, "training ended before it could be killed"
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    completed = len(history(tmp_path))
+    assert 1 <= completed < 5
+    resumed = ok(cli("train", *flags))
+    epochs = [line.split()[1] for line in resumed.splitlines() if line.startswith("Epoch ")]
+    assert epochs and epochs[0] != "1/5" and epochs[-1] == "5/5"
+    assert int(epochs[0].split("/")[0]) >= completed
+    assert [int(r["epoch"]) for r in history(tmp_path)][-1] == 4
