@@ -26,5 +26,6 @@ setup(
         "dsan-export=experiments.export:cli",
         "dsan-predict=experiments.predict:cli",
         "dsan-summary=experiments.summary:cli",
+        "dsan-visualize=experiments.visualize:cli",
     ]},
 )

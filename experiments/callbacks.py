@@ -84,3 +84,24 @@ def read_history(path):
     with open(path, newline="") as stream:
         return [{k: (int(v) if k == "epoch" else float(v)) for k, v in row.items()}
                 for row in csv.DictReader(stream)]
+
+
+class ProbeFigures(keras.callbacks.Callback):
+    """Logs the analysis figures of a fixed probe sentence to TensorBoard at each epoch end
+    (images under the `probe` run), from the model being trained."""
+
+    def __init__(self, logdir, tokens, ids):
+        super().__init__()
+        self.logdir, self.tokens, self.ids = logdir, tokens, ids
+
+    def on_epoch_end(self, epoch, logs=None):
+        import tensorflow as tf
+
+        from dsan_tf import analysis, plots
+
+        figures = plots.sentence_figures(self.tokens,
+                                         analysis.sentence_analysis(self.model, self.ids))
+        with tf.summary.create_file_writer(self.logdir).as_default():
+            for name, figure in figures.items():
+                image = tf.image.decode_png(plots.png_bytes(figure), channels=4)
+                tf.summary.image(name, image[None], step=epoch + 1)

@@ -95,3 +95,18 @@ flags.DEFINE_string("input", None, "experiments.predict: a .jsonl file of senten
 # Benchmarks.
 flags.DEFINE_integer("pipeline_epochs", 3, "Timed passes over the data (after a warm-up).")
 flags.DEFINE_integer("train_steps", 20, "Timed training steps (after a warm-up).")
+
+# Analysis figures (experiments.visualize; --probe_sentence also in experiments.train).
+flags.DEFINE_string("sentence", "A lady stands outside of a Mexican market.",
+                    "Sentence for the single-model figures (7, 9, 10, 11).")
+flags.DEFINE_string("long_sentence",
+                    "A young boy in a red shirt and blue jeans is climbing up the side of a "
+                    "large rock while his father watches from the grass below the cliff.",
+                    "Long sentence for the two-model comparison (Figure 8).")
+flags.DEFINE_string("compare_workdir", None, "A second run for Figure 8 (e.g. no distance mask).")
+flags.DEFINE_string("output_dir", None, "Where experiments.visualize writes its PNG files.")
+flags.DEFINE_multi_string("evaluation", None,
+                          "Figure 6: an experiments.evaluate JSON file, optionally NAME=FILE.")
+flags.DEFINE_string("probe_sentence", None,
+                    "experiments.train: log the analysis figures of this sentence to "
+                    "TensorBoard at every epoch end.")

@@ -25,8 +25,8 @@ def fail(message):
     sys.exit(f"error: {message}")
 
 
-def path(name):
-    return os.path.join(FLAGS.workdir, name)
+def path(name, workdir=None):
+    return os.path.join(workdir or FLAGS.workdir, name)
 
 
 def resolved_flags():
@@ -53,23 +53,25 @@ def read_json(name):
         return json.load(stream)
 
 
-def require_workdir():
-    if not FLAGS.workdir:
+def require_workdir(workdir=None):
+    workdir = workdir or FLAGS.workdir
+    if not workdir:
         fail("give --workdir, the run directory of experiments.train.")
     for name in (CONFIG, VOCAB, BEST):
-        if not os.path.exists(path(name)):
-            fail(f"{path(name)} does not exist: is --workdir={FLAGS.workdir} a finished "
-                 "experiments.train run?")
+        if not os.path.exists(path(name, workdir)):
+            fail(f"{path(name, workdir)} does not exist: is {workdir} a finished "
+                 "experiments.train run (--workdir)?")
 
 
-def load_run():
-    """(keras model, Vocabulary, config dict) of a trained run."""
+def load_run(workdir=None):
+    """(keras model, Vocabulary, config dict) of a trained run (default: --workdir)."""
     import keras
 
     import dsan_tf  # noqa: F401  (registers the layers for load_model)
     from dsan_tf.data import Vocabulary
 
-    require_workdir()
-    config = read_json(CONFIG)
-    model = keras.models.load_model(path(BEST))
-    return model, Vocabulary.load(path(VOCAB)), config
+    require_workdir(workdir)
+    with open(path(CONFIG, workdir), encoding="utf-8") as stream:
+        config = json.load(stream)
+    model = keras.models.load_model(path(BEST, workdir))
+    return model, Vocabulary.load(path(VOCAB, workdir)), config

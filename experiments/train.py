@@ -132,6 +132,14 @@ def main(argv):
     hparams = dict(config.to_dict(), model=FLAGS.model, learning_rate=FLAGS.learning_rate,
                    batch_size=FLAGS.batch_size, embeddings=embedding_info["source"],
                    seed=FLAGS.seed)
+    extra = []
+    if FLAGS.probe_sentence:
+        if FLAGS.model != "dsan":
+            run.fail("--probe_sentence needs --model=dsan (the figures show attention).")
+        tokens = [t.decode() for t in data.tokenize([FLAGS.probe_sentence],
+                                                    vocab.lowercase).to_list()[0]]
+        extra.append(callbacks.ProbeFigures(run.path("tensorboard/probe"), tokens,
+                                            vocab.ids([FLAGS.probe_sentence]).to_list()[0]))
     model.fit(
         train_ds, validation_data=dev_ds, epochs=FLAGS.epochs, shuffle=False,
         verbose=1 if sys.stdout.isatty() else 2,
@@ -145,6 +153,7 @@ def main(argv):
                                         update_freq=FLAGS.log_every_steps),
             callbacks.HParams(run.path("tensorboard"), hparams,
                               trial=os.path.basename(os.path.abspath(FLAGS.workdir))),
+            *extra,
         ])
     if nan_guard.message:
         run.fail(nan_guard.message)

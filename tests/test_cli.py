@@ -35,7 +35,7 @@ def demo(tmp_path_factory):
     """The README's first command, shortened to 4 epochs."""
     workdir = tmp_path_factory.mktemp("demo")
     result = cli("train", *DEMO, f"--workdir={workdir}", "--epochs=4",
-                 f"--export_dir={workdir / 'export'}")
+                 f"--export_dir={workdir / 'export'}", "--probe_sentence=the dog saw the cat")
     return workdir, ok(result)
 
 
@@ -59,7 +59,22 @@ def test_demo_trains_and_leaves_a_complete_run_directory(demo):
     assert [int(r["epoch"]) for r in rows] == [0, 1, 2, 3]
     assert all(float(r["seconds"]) > 0 for r in rows)
     events = list((workdir / "tensorboard").rglob("events.out.tfevents.*"))
-    assert {p.parent.name for p in events} >= {"train", "validation", "tensorboard"}
+    assert {p.parent.name for p in events} >= {"train", "validation", "tensorboard", "probe"}
+
+
+def test_visualize_writes_every_figure(demo, tmp_path):
+    workdir, _ = demo
+    evaluation = tmp_path / "eval.json"
+    ok(cli("evaluate", f"--workdir={workdir}", "--data=synthetic:word_order/dev",
+           f"--output={evaluation}"))
+    printed = ok(cli("visualize", f"--workdir={workdir}", f"--compare_workdir={workdir}",
+                     "--sentence=the dog chased the cat", f"--evaluation=demo={evaluation}",
+                     f"--output_dir={tmp_path / 'figures'}"))
+    names = {pathlib.Path(line).name for line in printed.split()}
+    assert names == {"fig06_length.png", "fig07_attention.png", "fig08_compare.png",
+                     "fig09_fusion_gate.png", "fig10_ffn.png", "fig11_pooling.png"}
+    for name in names:
+        assert (tmp_path / "figures" / name).read_bytes().startswith(b"\x89PNG")
 
 
 def test_evaluate_writes_metrics(demo, tmp_path):
@@ -117,7 +132,8 @@ def test_user_mistakes_get_one_sentence(tmp_path):
     no_workdir = cli("train", *DEMO)
     assert "error: give --workdir" in no_workdir.stderr
     not_a_run = cli("predict", f"--workdir={tmp_path}", "--premise=a", "--hypothesis=b")
-    assert "is --workdir" in not_a_run.stderr and "Traceback" not in not_a_run.stderr
+    assert "a finished experiments.train run" in not_a_run.stderr
+    assert "Traceback" not in not_a_run.stderr
 
 
 def test_nan_loss_stops_with_a_message(tmp_path):

@@ -1,0 +1,100 @@
+"""Matplotlib figures of the paper's analysis (Figures 6-13). Each function returns a
+`matplotlib.figure.Figure`; `png_bytes` turns one into PNG data (files, TensorBoard)."""
+
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")  # no screen needed
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def png_bytes(figure):
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    plt.close(figure)
+    return buffer.getvalue()
+
+
+def _heatmap(axis, tokens, weights, title):
+    axis.imshow(weights, cmap="Blues", vmin=0.0, vmax=max(float(weights.max()), 1e-6))
+    axis.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=7)
+    axis.set_yticks(range(len(tokens)), tokens, fontsize=7)
+    axis.set_xlabel("key")
+    axis.set_ylabel("query")
+    axis.set_title(title, fontsize=9)
+
+
+def attention_maps(tokens, forward, backward, title=""):
+    """Figures 7, 12, 13: per-head and head-averaged attention [H, T, T], both directions."""
+    heads = forward.shape[0]
+    figure, axes = plt.subplots(2, heads + 1, figsize=(2.6 * (heads + 1), 5.6), squeeze=False)
+    for row, (name, weights) in enumerate((("forward", forward), ("backward", backward))):
+        for head in range(heads):
+            _heatmap(axes[row, head], tokens, weights[head], f"{name} head {head + 1}")
+        _heatmap(axes[row, heads], tokens, weights.mean(axis=0), f"{name} average")
+    figure.suptitle(title)
+    figure.tight_layout()
+    return figure
+
+
+def compare_attention(tokens, maps, titles):
+    """Figure 8: head-averaged forward and backward maps of several models side by side.
+    `maps` is a list of (forward [H, T, T], backward [H, T, T])."""
+    figure, axes = plt.subplots(2, len(maps), figsize=(4.2 * len(maps), 8.4), squeeze=False)
+    for column, ((forward, backward), title) in enumerate(zip(maps, titles)):
+        _heatmap(axes[0, column], tokens, forward.mean(axis=0), f"{title}: forward")
+        _heatmap(axes[1, column], tokens, backward.mean(axis=0), f"{title}: backward")
+    figure.tight_layout()
+    return figure
+
+
+def word_bars(tokens, series, title):
+    """Figures 9-11: one bar chart per named per-word series (dict name -> [T])."""
+    figure, axes = plt.subplots(len(series), 1, figsize=(max(4.0, 0.5 * len(tokens)),
+                                                          2.2 * len(series)), squeeze=False)
+    for axis, (name, values) in zip(axes[:, 0], series.items()):
+        axis.bar(range(len(tokens)), values, color="tab:blue")
+        axis.set_xticks(range(len(tokens)), tokens, rotation=60, fontsize=8)
+        axis.set_ylabel(name, fontsize=8)
+    axes[0, 0].set_title(title)
+    figure.tight_layout()
+    return figure
+
+
+def accuracy_by_length(runs):
+    """Figure 6: accuracy against the pair's average length; `runs` maps a name to a list
+    of `accuracy_by_length` buckets from `experiments.evaluate`."""
+    figure, axis = plt.subplots(figsize=(6, 3.5))
+    for name, buckets in runs.items():
+        centres = [(b["min_length"] + b["max_length"]) / 2 for b in buckets]
+        axis.plot(centres, [b["accuracy"] for b in buckets], marker="o", label=name)
+    axis.set_xlabel("average length of premise and hypothesis (tokens)")
+    axis.set_ylabel("accuracy")
+    axis.legend(fontsize=8)
+    axis.grid(alpha=0.3)
+    figure.tight_layout()
+    return figure
+
+
+def sentence_figures(tokens, analysis, title=""):
+    """The single-model figures of one sentence: {file stem: Figure}."""
+    figures = {
+        "fig07_attention": attention_maps(tokens, analysis["forward_attention"],
+                                          analysis["backward_attention"], title),
+        "fig09_fusion_gate": word_bars(
+            tokens, {"mean gate (forward)": analysis["forward_gate"].mean(axis=-1)},
+            "Figure 9: fusion gate per word"),
+        "fig10_ffn": word_bars(tokens, {
+            "inactive ReLU (fw)": analysis["forward_inactive_relu"],
+            "inactive ReLU (bw)": analysis["backward_inactive_relu"],
+            "max output (fw)": analysis["forward_output_max"],
+            "max output (bw)": analysis["backward_output_max"]},
+            "Figure 10: FFN activity per word"),
+    }
+    pooling = {"max-pool share": analysis["max_pool_share"]}
+    if "s2t_weights" in analysis:
+        pooling = {"source2token (mean)": analysis["s2t_weights"].mean(axis=-1), **pooling}
+    figures["fig11_pooling"] = word_bars(tokens, pooling, "Figure 11: pooling per word")
+    return figures

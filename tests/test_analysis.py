@@ -1,0 +1,52 @@
+"""The analysis figures' numbers are the model's own, and they have the paper's properties."""
+
+import numpy as np
+import pytest
+
+from dsan_tf import DSANConfig, build_cbow, build_dsan, plots
+from dsan_tf.analysis import sentence_analysis
+
+
+@pytest.fixture(scope="module")
+def result():
+    model = build_dsan(DSANConfig(vocab_size=30, embedding_dim=16, num_heads=4, ffn_dim=32,
+                                  classifier_units=8))
+    return sentence_analysis(model, [5, 9, 3, 7, 12, 4])
+
+
+def test_attention_rows_and_masked_cells(result):
+    for side, visible in (("forward", np.tril(np.ones((6, 6)), -1)),
+                          ("backward", np.triu(np.ones((6, 6)), 1))):
+        weights = result[f"{side}_attention"]
+        assert weights.shape == (4, 6, 6)
+        assert np.all(weights[:, visible == 0] == 0.0)
+        rows = weights.sum(-1)
+        has_key = visible.sum(-1) > 0
+        np.testing.assert_allclose(rows[:, has_key], 1.0, rtol=1e-5)
+        assert np.all(rows[:, ~has_key] == 0.0)
+
+
+def test_gate_relu_and_pooling_shares(result):
+    for side in ("forward", "backward"):
+        gate = result[f"{side}_gate"]
+        assert gate.shape == (6, 16) and np.all((gate > 0) & (gate < 1))
+        assert np.all((result[f"{side}_inactive_relu"] >= 0) & (result[f"{side}_inactive_relu"] <= 1))
+        assert result[f"{side}_output_max"].shape == (6,)
+    assert result["max_pool_share"].sum() == pytest.approx(1.0)
+    np.testing.assert_allclose(result["s2t_weights"].sum(axis=0), 1.0, rtol=1e-5)
+
+
+def test_figures_render(result, tmp_path):
+    tokens = ["A", "lady", "stands", "outside", "a", "market"]
+    for stem, figure in plots.sentence_figures(tokens, result).items():
+        data = plots.png_bytes(figure)
+        assert data.startswith(b"\x89PNG") and len(data) > 1000, stem
+    figure = plots.accuracy_by_length({"run": [{"min_length": 5, "max_length": 10,
+                                                "accuracy": 0.8, "examples": 3}]})
+    assert plots.png_bytes(figure).startswith(b"\x89PNG")
+
+
+def test_cbow_has_nothing_to_show():
+    with pytest.raises(ValueError, match="needs a DSAN model"):
+        sentence_analysis(build_cbow(DSANConfig(vocab_size=10, embedding_dim=8, num_heads=2)),
+                          [2, 3])
