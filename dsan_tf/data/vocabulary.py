@@ -10,7 +10,6 @@ import json
 import os
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from dsan_tf.data.sources import DataError
@@ -98,9 +97,6 @@ class Vocabulary:
         if self._lookup is None:
             self._lookup = self.lookup_layer()
         return token_ids(texts, self._lookup, self.lowercase)
-
-    def token_count(self):
-        return int(np.sum(self.counts))
 
 
 def token_ids(texts, lookup, lowercase):
