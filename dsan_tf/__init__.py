@@ -3,9 +3,10 @@
 from dsan_tf import layers, masks
 from dsan_tf.config import DSANConfig
 from dsan_tf.labels import LABEL_IDS, LABELS
-from dsan_tf.model import MODELS, build_cbow, build_dsan, build_model, parameter_breakdown
+from dsan_tf.model import (MODELS, build_cbow, build_disan, build_dsan, build_model,
+                           parameter_breakdown)
 
 __version__ = "0.1.0"
 
-__all__ = ["DSANConfig", "LABELS", "LABEL_IDS", "MODELS", "build_cbow", "build_dsan",
+__all__ = ["DSANConfig", "LABELS", "LABEL_IDS", "MODELS", "build_cbow", "build_disan", "build_dsan",
            "build_model", "layers", "masks", "parameter_breakdown"]

@@ -3,6 +3,7 @@
 import dataclasses
 import json
 
+from dsan_tf.layers.distance_prior import PRIORS
 from dsan_tf.layers.encoder import POOLINGS
 from dsan_tf.layers.fusion import FUSIONS
 
@@ -16,8 +17,12 @@ class DSANConfig:
         embedding_dim: d_e, width of the word vectors and of each block (300).
         num_heads: h (5); d_k = embedding_dim / num_heads.
         ffn_dim: d_ff (4·d_e = 1200).
-        use_distance_mask: add α·M_dis to the attention logits (Table 1 ablation: False).
-        distance_alpha: α (1.5), fixed, not trained.
+        distance_prior: how attention favours nearby words, one of
+            `dsan_tf.layers.PRIORS`: "linear" is the paper's α·M_dis, "none" its Table 1
+            ablation; "gaussian", "gaussian_variant", "zipf", "learned" are the
+            alternatives of the Gaussian Transformer paper (see `DistancePrior`).
+        distance_alpha: α (1.5) of the linear prior, fixed, not trained.
+        prior_max_distance: distances above this share one bias of the learned prior.
         use_direction_mask: apply M_dir; False masks only the diagonal.
         fusion: "projected" (the paper: gate the projected S^F, H^F) or "raw" (DiSAN).
         pooling: "multi_dim_max" (the paper), "multi_dim" or "max".
@@ -33,8 +38,9 @@ class DSANConfig:
     embedding_dim: int = 300
     num_heads: int = 5
     ffn_dim: int = 1200
-    use_distance_mask: bool = True
+    distance_prior: str = "linear"
     distance_alpha: float = 1.5
+    prior_max_distance: int = 10
     use_direction_mask: bool = True
     fusion: str = "projected"
     pooling: str = "multi_dim_max"
@@ -55,6 +61,11 @@ class DSANConfig:
             raise ValueError(
                 f"embedding_dim={self.embedding_dim} must be divisible by "
                 f"num_heads={self.num_heads}.")
+        if self.distance_prior not in PRIORS:
+            raise ValueError(
+                f"distance_prior must be one of {PRIORS}, got {self.distance_prior!r}.")
+        if self.prior_max_distance < 1:
+            raise ValueError(f"prior_max_distance must be >= 1, got {self.prior_max_distance}.")
         if self.fusion not in FUSIONS:
             raise ValueError(f"fusion must be one of {FUSIONS}, got {self.fusion!r}.")
         if self.pooling not in POOLINGS:

@@ -52,6 +52,19 @@ def off_diagonal_mask(length):
     return ops.not_equal(rows, cols)
 
 
+def distances(length):
+    """Query-key distances |i - j|, the input of every distance prior.
+
+    Args:
+        length: int or scalar tensor, T.
+
+    Returns:
+        int32 tensor [T, T].
+    """
+    rows, cols = _grid(length)
+    return ops.abs(rows - cols)
+
+
 def distance_mask(length):
     """Distance mask M_dis[i, j] = -|i - j| (the paper's Figure 4, before scaling by alpha).
 
@@ -61,11 +74,10 @@ def distance_mask(length):
     Returns:
         float32 tensor [T, T].
     """
-    rows, cols = _grid(length)
-    return ops.cast(ops.negative(ops.abs(rows - cols)), "float32")
+    return ops.cast(ops.negative(distances(length)), "float32")
 
 
-__all__ = ["directional_mask", "distance_mask", "off_diagonal_mask", "DIRECTIONS", "LARGE_NEGATIVE"]
+__all__ = ["directional_mask", "distance_mask", "distances", "off_diagonal_mask", "DIRECTIONS", "LARGE_NEGATIVE"]
 
 # Added to the logits of masked keys before the softmax, which is computed in float32.
 # Finite (unlike -inf) so that a row with no visible key cannot produce NaN.

@@ -8,9 +8,9 @@ import numpy as np
 from keras import ops
 
 from dsan_tf.config import DSANConfig
-from dsan_tf.layers import BagOfWordsEncoder, PairClassifier, SentenceEncoder
+from dsan_tf.layers import BagOfWordsEncoder, DiSANEncoder, PairClassifier, SentenceEncoder
 
-MODELS = ("dsan", "cbow")
+MODELS = ("dsan", "disan", "cbow")
 EMBEDDING_LAYER = "word_embedding"
 ENCODER_LAYER = "sentence_encoder"
 CLASSIFIER_LAYER = "pair_classifier"
@@ -35,8 +35,8 @@ def build_dsan(config=None, embedding_matrix=None):
     encoder = SentenceEncoder(
         num_heads=config.num_heads, ffn_dim=config.ffn_dim,
         use_direction_mask=config.use_direction_mask,
-        use_distance_mask=config.use_distance_mask,
-        distance_alpha=config.distance_alpha, fusion=config.fusion,
+        distance_prior=config.distance_prior, distance_alpha=config.distance_alpha,
+        prior_max_distance=config.prior_max_distance, fusion=config.fusion,
         pooling=config.pooling, dropout=config.dropout,
         layer_norm_epsilon=config.layer_norm_epsilon, name=ENCODER_LAYER)
     return _pair_model("dsan", encoder, config, embedding_matrix)
@@ -51,9 +51,19 @@ def build_cbow(config=None, embedding_matrix=None):
     return _pair_model("cbow", BagOfWordsEncoder(name=ENCODER_LAYER), config, embedding_matrix)
 
 
+def build_disan(config=None, embedding_matrix=None):
+    """The DiSAN baseline (Shen et al., 2017) with DSAN's embeddings, classifier, inputs
+    and outputs. Only `embedding_dim`, `dropout`, `layer_norm_epsilon`,
+    `classifier_units`, `trainable_embeddings` and the vocabulary of `config` apply."""
+    config = config or DSANConfig()
+    encoder = DiSANEncoder(dropout=config.dropout, layer_norm_epsilon=config.layer_norm_epsilon,
+                           name=ENCODER_LAYER)
+    return _pair_model("disan", encoder, config, embedding_matrix)
+
+
 def build_model(name, config=None, embedding_matrix=None):
-    """`build_dsan` or `build_cbow` by name (one of `MODELS`)."""
-    builders = {"dsan": build_dsan, "cbow": build_cbow}
+    """`build_dsan`, `build_disan` or `build_cbow` by name (one of `MODELS`)."""
+    builders = {"dsan": build_dsan, "disan": build_disan, "cbow": build_cbow}
     if name not in builders:
         raise ValueError(f"model must be one of {MODELS}, got {name!r}.")
     return builders[name](config, embedding_matrix)
@@ -115,8 +125,10 @@ def parameter_breakdown(model):
     for block in [getattr(encoder, n) for n in ("forward_block", "backward_block")
                   if hasattr(encoder, n)]:
         parts[block.name] = _count(block.trainable_weights)
-        for sublayer in (block.attention, block.fusion_gate, block.feed_forward):
-            parts[f"{block.name}.{sublayer.name}"] = _count(sublayer.trainable_weights)
+        for part in ("token_map", "attention", "fusion_gate", "feed_forward"):
+            if getattr(block, part, None) is not None:
+                sublayer = getattr(block, part)
+                parts[f"{block.name}.{sublayer.name}"] = _count(sublayer.trainable_weights)
     if getattr(encoder, "source2token", None) is not None:
         parts["source2token"] = _count(encoder.source2token.trainable_weights)
     parts["classifier"] = _count(model.get_layer(CLASSIFIER_LAYER).trainable_weights)

@@ -8,7 +8,8 @@ import dataclasses
 from absl import flags
 
 from dsan_tf.config import DSANConfig
-from dsan_tf.layers import FUSIONS, POOLINGS
+from dsan_tf.model import MODELS
+from dsan_tf.layers import FUSIONS, POOLINGS, PRIORS
 
 _DEFAULTS = DSANConfig()
 
@@ -16,9 +17,13 @@ _DEFAULTS = DSANConfig()
 flags.DEFINE_integer("embedding_dim", _DEFAULTS.embedding_dim, "d_e: word-vector and block width.")
 flags.DEFINE_integer("num_heads", _DEFAULTS.num_heads, "h: attention heads (d_k = d_e / h).")
 flags.DEFINE_integer("ffn_dim", _DEFAULTS.ffn_dim, "d_ff: hidden width of the position-wise FFN.")
-flags.DEFINE_boolean("use_distance_mask", _DEFAULTS.use_distance_mask,
-                     "Add alpha * M_dis to the attention logits (Table 1 ablation: false).")
-flags.DEFINE_float("distance_alpha", _DEFAULTS.distance_alpha, "alpha: distance-mask scale.")
+flags.DEFINE_enum("distance_prior", _DEFAULTS.distance_prior, PRIORS,
+                  "Bias favouring nearby words: linear = alpha * M_dis (paper), none (Table 1 "
+                  "ablation), gaussian, gaussian_variant, zipf, learned (Gaussian Transformer).")
+flags.DEFINE_float("distance_alpha", _DEFAULTS.distance_alpha,
+                   "alpha: scale of the linear distance prior.")
+flags.DEFINE_integer("prior_max_distance", _DEFAULTS.prior_max_distance,
+                     "Learned prior: distances above this share one bias.")
 flags.DEFINE_boolean("use_direction_mask", _DEFAULTS.use_direction_mask,
                      "Apply the forward/backward masks; false masks only the diagonal.")
 flags.DEFINE_enum("fusion", _DEFAULTS.fusion, FUSIONS,
@@ -77,7 +82,8 @@ flags.DEFINE_enum("oov_init", "random", ["random", "zeros"],
 # Runs (experiments.train / evaluate / export / predict).
 flags.DEFINE_string("workdir", None, "Run directory: configuration, vocabulary, checkpoints, "
                     "TensorBoard logs, best model.")
-flags.DEFINE_enum("model", "dsan", ["dsan", "cbow"], "Model: DSAN or the CBOW baseline.")
+flags.DEFINE_enum("model", "dsan", MODELS,
+                  "Model: DSAN, the DiSAN baseline (Shen et al. 2017) or the CBOW baseline.")
 flags.DEFINE_integer("epochs", 20, "Training epochs.")
 flags.DEFINE_float("learning_rate", 1e-3, "Adam learning rate.")
 flags.DEFINE_integer("log_every_steps", 100, "TensorBoard: log training metrics every N steps.")

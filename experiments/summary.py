@@ -1,6 +1,7 @@
 """Prints the model's parameter count, per part, for the given model flags.
 
     python -m experiments.summary [--flagfile=experiments/configs/dsan_snli.cfg] [model flags]
+    python -m experiments.summary --model=disan
 
 The last line is `params_excluding_embeddings=N` (trainable, word embeddings excluded).
 """
@@ -13,23 +14,27 @@ from experiments import flags as project_flags
 
 FLAGS = project_flags.FLAGS
 
+# As reported by Im & Cho (2017), Table 2, excluding word embeddings.
+PAPER_COUNTS = {"dsan": "4.7M", "disan": "2.4M"}
+
 
 def main(argv):
     del argv
-    from dsan_tf import build_dsan, parameter_breakdown  # after flag parsing: TF is slow to load
+    from dsan_tf import build_model, parameter_breakdown  # after flag parsing: TF is slow to load
 
     try:
         config = project_flags.model_config(vocab_size=FLAGS.vocab_size)
     except project_flags.flags.ValidationError as error:
         sys.exit(f"error: {error}")
-    parts = parameter_breakdown(build_dsan(config))
-    print(f"model: DSAN, {config.to_dict()}")
+    parts = parameter_breakdown(build_model(FLAGS.model, config))
+    print(f"model: {FLAGS.model}, {config.to_dict()}")
     total = parts.pop("params_excluding_embeddings")
     for name, count in parts.items():
         note = " (excluded below)" if name == "word_embedding" else ""
         label = f"  - {name.split('.')[1]}" if "." in name else name
         print(f"  {label:<20} {count:>12,}{note}")
-    print(f"  {'total':<20} {total:>12,}  (paper: 4.7M)")
+    reported = PAPER_COUNTS.get(FLAGS.model)
+    print(f"  {'total':<20} {total:>12,}" + (f"  (paper: {reported})" if reported else ""))
     print(f"params_excluding_embeddings={total}")
 
 

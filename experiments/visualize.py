@@ -74,9 +74,9 @@ def main(argv):
                 long_tokens, long_ids = tokens_and_ids(other_vocab, FLAGS.long_sentence)
                 result = analysis.sentence_analysis(other, long_ids)
                 maps.append((result["forward_attention"], result["backward_attention"]))
-                distance = other_config["model_config"]["use_distance_mask"]
+                prior = other_config["model_config"].get("distance_prior", "?")
                 titles.append(f"{os.path.basename(os.path.normpath(workdir))} "
-                              f"(distance mask {'on' if distance else 'off'})")
+                              f"(distance prior: {prior})")
             save("fig08_compare", plots.compare_attention(long_tokens, maps, titles))
     except ValueError as error:
         run.fail(str(error))

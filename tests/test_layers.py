@@ -23,10 +23,11 @@ def features(rng, batch=3, length=7):
     return rng.normal(size=(batch, length, WIDTH)).astype("float32")
 
 
+@pytest.mark.parametrize("model", ["dsan", "disan"])
 @pytest.mark.parametrize("direction", ["forward", "backward"])
-def test_direction_is_real(rng, direction):
+def test_direction_is_real(rng, direction, model):
     """Forward output at i ignores tokens after i; backward output ignores tokens before i."""
-    layer = block(direction)
+    layer = block(direction) if model == "dsan" else layers.DiSABlock(direction)
     x = features(rng)
     base = np.asarray(layer(x, training=False))
     length = x.shape[1]
@@ -141,7 +142,7 @@ def test_fusion_gate_is_a_convex_combination_of_projections(rng):
 
 def test_scale_is_sqrt_of_head_width(rng):
     """softmax(QKᵀ/√d_k): recompute one head's weights from its normalised projections."""
-    layer = attention(use_distance_mask=False, use_direction_mask=False)
+    layer = attention(distance_prior="none", use_direction_mask=False)
     x = features(rng, batch=1, length=5)
     _, weights = layer(x, return_attention_scores=True)
     k = WIDTH // HEADS
@@ -158,9 +159,13 @@ LAYER_FACTORIES = {
     "attention": lambda: attention(direction="backward", distance_alpha=0.7, dropout=0.2),
     "fusion": lambda: layers.FusionGate(fusion="raw", dropout=0.3),
     "ffn": lambda: layers.PositionwiseFeedForward(ffn_dim=40),
-    "block": lambda: block("backward", use_distance_mask=False, fusion="raw"),
+    "block": lambda: block("backward", distance_prior="none", fusion="raw"),
     "source2token": lambda: layers.Source2TokenAttention(layer_norm_epsilon=1e-3),
     "max": lambda: layers.MaskedMaxPooling(),
+    "token2token": lambda: layers.MultiDimensionalTokenAttention("backward", scale=3.0),
+    "disa_block": lambda: layers.DiSABlock("backward", dropout=0.2),
+    "disan": lambda: layers.DiSANEncoder(dropout=0.2),
+    "prior": lambda: layers.DistancePrior("learned", max_distance=4),
     "encoder": lambda: layers.SentenceEncoder(num_heads=HEADS, ffn_dim=32, pooling="multi_dim"),
     "classifier": lambda: layers.PairClassifier(hidden_units=8, num_classes=3, dropout=0.2),
 }
@@ -170,7 +175,8 @@ LAYER_FACTORIES = {
 def test_get_config_round_trips(rng, name):
     layer = LAYER_FACTORIES[name]()
     x = features(rng, batch=2, length=5)
-    inputs = (x[:, 0], x[:, 1]) if name == "classifier" else (x, x) if name == "fusion" else (x,)
+    inputs = {"classifier": (x[:, 0], x[:, 1]), "fusion": (x, x),
+              "prior": (np.abs(np.arange(5)[:, None] - np.arange(5)),)}.get(name, (x,))
     out = layer(*inputs)
     config = layer.get_config()
     clone = layer.__class__.from_config(config)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import random_ids
-from dsan_tf import DSANConfig, build_dsan, parameter_breakdown
+from dsan_tf import DSANConfig, build_disan, build_dsan, build_model, parameter_breakdown
 from dsan_tf.layers import SentenceEncoder
 
 
@@ -31,10 +31,11 @@ def test_inputs_and_outputs(small_config, rng):
     assert logits.shape == (4, 3) and logits.dtype == "float32"
 
 
+@pytest.mark.parametrize("name", ["dsan", "disan", "cbow"])
 @pytest.mark.parametrize("policy", ["float32", "mixed_float16"])
-def test_appending_padding_never_changes_logits(small_config, rng, policy):
+def test_appending_padding_never_changes_logits(small_config, rng, policy, name):
     keras.config.set_dtype_policy(policy)
-    model = build_dsan(small_config)
+    model = build_model(name, small_config)
     inputs = batch(rng)
     # Ragged real lengths inside the batch, including a one-token premise.
     inputs["premise"][1, 1:] = 0
@@ -84,7 +85,7 @@ def test_ablation_switches_and_their_parameter_counts():
     count = lambda **kw: parameter_breakdown(  # noqa: E731
         build_dsan(dataclasses.replace(PAPER, **kw)))["params_excluding_embeddings"]
     paper = count()
-    assert count(use_distance_mask=False) == paper
+    assert count(distance_prior="none") == paper
     assert count(distance_alpha=0.5) == paper
     assert count(use_direction_mask=False) == paper
     assert count(fusion="raw") == paper
@@ -93,6 +94,20 @@ def test_ablation_switches_and_their_parameter_counts():
     assert paper - count(pooling="max") == 8 * 300 * 300 + source2token
     assert count(pooling="multi_dim") == paper - 8 * 300 * 300
     assert count(trainable_embeddings=True) == paper
+
+
+def test_disan_parameter_count():
+    """DiSAN at d = 300 (Shen et al. report 2.4M): each block is the ELU map (D² + D),
+    W1, W2 and b (2D² + D) and the raw fusion gate (2D² + D + 4D of LayerNorm)."""
+    d = 300
+    parts = parameter_breakdown(build_disan(PAPER))
+    block = (d * d + d) + (2 * d * d + d) + (2 * d * d + d + 4 * d)
+    assert parts["forward_block"] == parts["backward_block"] == block
+    source2token = 2 * ((2 * d) ** 2 + 2 * d) + 2 * (2 * 2 * d)
+    classifier = (4 * 2 * d * 300 + 300) + 2 * 300 + (300 * 3 + 3)
+    assert parts["source2token"] == source2token and parts["classifier"] == classifier
+    assert parts["params_excluding_embeddings"] == 2 * block + source2token + classifier
+    assert 2_300_000 < parts["params_excluding_embeddings"] < 2_400_000
 
 
 def test_frozen_and_trainable_embeddings(small_config, rng):
@@ -128,10 +143,11 @@ print(json.dumps(np.asarray(model(inputs, training=False)).tolist()))
 """
 
 
-def test_keras_file_reloads_in_a_fresh_process(small_config, rng, tmp_path):
-    config = dataclasses.replace(small_config, use_distance_mask=False, pooling="multi_dim",
-                                 fusion="raw")
-    model = build_dsan(config)
+@pytest.mark.parametrize("name, changes", [
+    ("dsan", dict(distance_prior="learned", pooling="multi_dim", fusion="raw")),
+    ("disan", {})])
+def test_keras_file_reloads_in_a_fresh_process(small_config, rng, tmp_path, name, changes):
+    model = build_model(name, dataclasses.replace(small_config, **changes))
     model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(True))
     inputs = batch(rng)
     inputs["hypothesis"][0, 2:] = 0

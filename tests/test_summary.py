@@ -29,7 +29,14 @@ def test_paper_configuration_is_4_7_million_and_ablation_is_the_same():
     readme = (ROOT / "README.md").read_text()
     assert f"params_excluding_embeddings={paper}" in readme, "README parameter count is stale"
     assert count(summary("--flagfile=experiments/configs/dsan_no_distance_snli.cfg")) == paper
-    assert count(summary("--nouse_distance_mask")) == paper
+    assert count(summary("--distance_prior=none")) == paper
+
+
+def test_every_model_and_prior_is_counted():
+    assert 2_300_000 < count(summary("--model=disan")) < 2_400_000
+    assert count(summary("--model=cbow")) < 400_000
+    assert count(summary("--distance_prior=learned", "--prior_max_distance=4")) \
+        == count(summary()) + 2 * 5
 
 
 def test_model_flags_reach_the_model():

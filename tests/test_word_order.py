@@ -36,7 +36,7 @@ def train_accuracy(config, steps=300, batch_size=32):
 def test_order_blind_model_cannot_tell_swapped_sentences_apart():
     """Without direction and distance masks the encoder is a bag of words, exactly."""
     blind = build_dsan(dataclasses.replace(CONFIG, use_direction_mask=False,
-                                           use_distance_mask=False))
+                                           distance_prior="none"))
     inputs, _ = encode([Example("the dog chased the cat", "the dog chased the cat", 0),
                         Example("the dog chased the cat", "the cat chased the dog", 2)])
     logits = np.asarray(blind(inputs))
@@ -48,7 +48,7 @@ def test_order_blind_model_cannot_tell_swapped_sentences_apart():
 def test_masks_carry_word_order():
     _, with_masks = train_accuracy(CONFIG)
     _, without_masks = train_accuracy(
-        dataclasses.replace(CONFIG, use_direction_mask=False, use_distance_mask=False))
+        dataclasses.replace(CONFIG, use_direction_mask=False, distance_prior="none"))
     print(f"train accuracy: masks on {with_masks:.3f}, masks off {without_masks:.3f}")
     assert with_masks >= 0.97
     # Entailment and contradiction pairs hold the same words: chance on those is 1/2.

@@ -4,13 +4,15 @@ from dsan_tf.layers.attention import MaskedMultiHeadAttention
 from dsan_tf.layers.bag_of_words import BagOfWordsEncoder
 from dsan_tf.layers.classifier import PairClassifier
 from dsan_tf.layers.directional import DirectionalSelfAttention
+from dsan_tf.layers.disan import DiSABlock, DiSANEncoder, MultiDimensionalTokenAttention
+from dsan_tf.layers.distance_prior import PRIORS, Clip, DistancePrior
 from dsan_tf.layers.encoder import POOLINGS, SentenceEncoder
 from dsan_tf.layers.feed_forward import PositionwiseFeedForward
 from dsan_tf.layers.fusion import FUSIONS, FusionGate
 from dsan_tf.layers.pooling import MaskedMaxPooling, Source2TokenAttention
 
 __all__ = [
-    "BagOfWordsEncoder", "DirectionalSelfAttention", "FUSIONS", "FusionGate", "MaskedMaxPooling",
-    "MaskedMultiHeadAttention", "PairClassifier", "POOLINGS", "PositionwiseFeedForward",
+    "BagOfWordsEncoder", "Clip", "DiSABlock", "DiSANEncoder", "DirectionalSelfAttention", "DistancePrior", "FUSIONS", "FusionGate", "MaskedMaxPooling",
+    "MaskedMultiHeadAttention", "MultiDimensionalTokenAttention", "PairClassifier", "POOLINGS", "PRIORS", "PositionwiseFeedForward",
     "SentenceEncoder", "Source2TokenAttention",
 ]

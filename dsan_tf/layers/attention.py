@@ -9,6 +9,7 @@ import keras
 from keras import ops
 
 from dsan_tf import masks
+from dsan_tf.layers.distance_prior import DistancePrior
 from dsan_tf.layers.utils import clone_initializer
 
 
@@ -19,6 +20,11 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
     head_h = softmax(Q_h K_hᵀ / √K + M_dir + α·M_dis) V_h (eq. 8), heads concatenated
     and projected by W^O (eq. 7). Q, K, V carry no bias and are layer-normalised per
     head; W^O has a bias and is followed by LayerNorm and dropout (docs/FIDELITY.md).
+    α·M_dis is the `linear` member of a family of distance priors (`DistancePrior`).
+
+    The masks and the prior are one [T, T] grid per call, joined with the padding into
+    one bias [B, 1, T, T] that broadcasts over the heads: the [B, H, T, T] logits and
+    their softmax are the largest tensors the layer makes.
 
     Masked keys (direction, diagonal, padding) get weight exactly 0. A query with no
     visible key (the first token forward, the last backward, a one-token sentence, a
@@ -28,8 +34,10 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
         num_heads: int, H. D must be divisible by H.
         direction: `"forward"` or `"backward"`.
         use_direction_mask: bool. False masks only the diagonal (an ablation).
-        use_distance_mask: bool. False drops α·M_dis (the paper's Table 1 ablation).
-        distance_alpha: float, α (the paper uses 1.5). Not trained.
+        distance_prior: one of `PRIORS`; `"linear"` is the paper's α·M_dis and
+            `"none"` its Table 1 ablation.
+        distance_alpha: float, α of the linear prior (the paper uses 1.5). Not trained.
+        prior_max_distance: int, distances above this share a `learned` prior bias.
         dropout: float, dropout rate on the attention output.
         layer_norm_epsilon: float.
         kernel_initializer: initializer for the projections.
@@ -45,7 +53,8 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
     """
 
     def __init__(self, num_heads, direction="forward", use_direction_mask=True,
-                 use_distance_mask=True, distance_alpha=1.5, dropout=0.1,
+                 distance_prior="linear", distance_alpha=1.5, prior_max_distance=10,
+                 dropout=0.1,
                  layer_norm_epsilon=1e-5, kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
         if direction not in masks.DIRECTIONS:
@@ -53,8 +62,9 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
         self.num_heads = num_heads
         self.direction = direction
         self.use_direction_mask = use_direction_mask
-        self.use_distance_mask = use_distance_mask
+        self.distance_prior = distance_prior
         self.distance_alpha = distance_alpha
+        self.prior_max_distance = prior_max_distance
         self.dropout = dropout
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
@@ -88,6 +98,11 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
         self.output_dense = dense("attention_output", use_bias=True)
         self.output_norm = norm("attention_output_norm", inputs_shape)
         self.output_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        # float32 whatever the policy: the prior is added to float32 logits.
+        self.prior = DistancePrior(self.distance_prior, alpha=self.distance_alpha,
+                                   max_distance=self.prior_max_distance,
+                                   name="distance_prior", dtype="float32")
+        self.prior.build((None, None))
         self.built = True
 
     def _heads(self, dense, norm, x):
@@ -114,14 +129,14 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
         key = self._heads(self.key_dense, self.key_norm, inputs)
         value = self._heads(self.value_dense, self.value_norm, inputs)
 
+        visible = self.visibility(length, padding_mask)
+        # M_dir, padding and the prior as one float32 bias [B, 1, T, T]. A masked key's
+        # weight underflows to exactly 0 whenever its row has a visible key.
+        bias = ops.where(visible, self.prior(masks.distances(length)), masks.LARGE_NEGATIVE)
         # Logits and softmax in float32 so that masking stays finite in half precision.
         logits = ops.einsum("bqhk,bthk->bhqt", query, key)
-        logits = ops.cast(logits, "float32") / math.sqrt(self.key_dim)
-        if self.use_distance_mask:
-            logits = logits + self.distance_alpha * masks.distance_mask(length)
-        visible = self.visibility(length, padding_mask)
-        logits = ops.where(visible, logits, masks.LARGE_NEGATIVE)
-        weights = ops.softmax(logits, axis=-1) * ops.cast(visible, "float32")
+        logits = ops.cast(logits, "float32") * (1.0 / math.sqrt(self.key_dim)) + bias
+        weights = ops.softmax(logits, axis=-1)
 
         heads = ops.einsum("bhqt,bthk->bqhk", ops.cast(weights, value.dtype), value)
         heads = ops.reshape(heads, ops.shape(inputs))
@@ -131,7 +146,8 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
         outputs = outputs * ops.cast(has_key, outputs.dtype)
         outputs = self.output_dropout(outputs, training=training)
         if return_attention_scores:
-            return outputs, weights
+            # A row without a visible key has meaningless weights: report them as 0.
+            return outputs, weights * ops.cast(visible, "float32")
         return outputs
 
     def compute_output_shape(self, inputs_shape):
@@ -143,8 +159,9 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
             "num_heads": self.num_heads,
             "direction": self.direction,
             "use_direction_mask": self.use_direction_mask,
-            "use_distance_mask": self.use_distance_mask,
+            "distance_prior": self.distance_prior,
             "distance_alpha": self.distance_alpha,
+            "prior_max_distance": self.prior_max_distance,
             "dropout": self.dropout,
             "layer_norm_epsilon": self.layer_norm_epsilon,
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),

@@ -22,7 +22,7 @@ class DirectionalSelfAttention(keras.layers.Layer):
         direction: `"forward"` or `"backward"`.
         num_heads: int, H.
         ffn_dim: int, F; None means 4·D, the paper's ratio.
-        use_direction_mask, use_distance_mask, distance_alpha: see
+        use_direction_mask, distance_prior, distance_alpha, prior_max_distance: see
             `MaskedMultiHeadAttention`.
         fusion: `"projected"` (paper) or `"raw"` (DiSAN), see `FusionGate`.
         dropout: float, on the attention output and inside the gate.
@@ -41,7 +41,8 @@ class DirectionalSelfAttention(keras.layers.Layer):
     """
 
     def __init__(self, direction, num_heads, ffn_dim=None, use_direction_mask=True,
-                 use_distance_mask=True, distance_alpha=1.5, fusion="projected",
+                 distance_prior="linear", distance_alpha=1.5, prior_max_distance=10,
+                 fusion="projected",
                  dropout=0.1, layer_norm_epsilon=1e-5,
                  kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
@@ -49,8 +50,9 @@ class DirectionalSelfAttention(keras.layers.Layer):
         self.num_heads = num_heads
         self.ffn_dim = ffn_dim
         self.use_direction_mask = use_direction_mask
-        self.use_distance_mask = use_distance_mask
+        self.distance_prior = distance_prior
         self.distance_alpha = distance_alpha
+        self.prior_max_distance = prior_max_distance
         self.fusion = fusion
         self.dropout = dropout
         self.layer_norm_epsilon = layer_norm_epsilon
@@ -65,8 +67,8 @@ class DirectionalSelfAttention(keras.layers.Layer):
         self.attention = MaskedMultiHeadAttention(
             num_heads=self.num_heads, direction=self.direction,
             use_direction_mask=self.use_direction_mask,
-            use_distance_mask=self.use_distance_mask,
-            distance_alpha=self.distance_alpha, dropout=self.dropout,
+            distance_prior=self.distance_prior, distance_alpha=self.distance_alpha,
+            prior_max_distance=self.prior_max_distance, dropout=self.dropout,
             name="masked_attention", **common)
         self.fusion_gate = FusionGate(
             fusion=self.fusion, dropout=self.dropout, name="fusion_gate", **common)
@@ -97,8 +99,9 @@ class DirectionalSelfAttention(keras.layers.Layer):
             "num_heads": self.num_heads,
             "ffn_dim": self.ffn_dim,
             "use_direction_mask": self.use_direction_mask,
-            "use_distance_mask": self.use_distance_mask,
+            "distance_prior": self.distance_prior,
             "distance_alpha": self.distance_alpha,
+            "prior_max_distance": self.prior_max_distance,
             "fusion": self.fusion,
             "dropout": self.dropout,
             "layer_norm_epsilon": self.layer_norm_epsilon,

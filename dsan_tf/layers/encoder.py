@@ -23,7 +23,8 @@ class SentenceEncoder(keras.layers.Layer):
     The forward and backward blocks have separate weights.
 
     Args:
-        num_heads, ffn_dim, use_direction_mask, use_distance_mask, distance_alpha,
+        num_heads, ffn_dim, use_direction_mask, distance_prior, distance_alpha,
+            prior_max_distance,
             fusion, dropout, layer_norm_epsilon, kernel_initializer: passed to both
             `DirectionalSelfAttention` blocks.
         pooling: one of `POOLINGS`.
@@ -40,8 +41,9 @@ class SentenceEncoder(keras.layers.Layer):
         float [B, output_dim].
     """
 
-    def __init__(self, num_heads, ffn_dim=None, use_direction_mask=True, use_distance_mask=True,
-                 distance_alpha=1.5, fusion="projected", pooling="multi_dim_max",
+    def __init__(self, num_heads, ffn_dim=None, use_direction_mask=True,
+                 distance_prior="linear", distance_alpha=1.5, prior_max_distance=10,
+                 fusion="projected", pooling="multi_dim_max",
                  dropout=0.1, layer_norm_epsilon=1e-5,
                  kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
@@ -50,8 +52,9 @@ class SentenceEncoder(keras.layers.Layer):
         self.num_heads = num_heads
         self.ffn_dim = ffn_dim
         self.use_direction_mask = use_direction_mask
-        self.use_distance_mask = use_distance_mask
+        self.distance_prior = distance_prior
         self.distance_alpha = distance_alpha
+        self.prior_max_distance = prior_max_distance
         self.fusion = fusion
         self.pooling = pooling
         self.dropout = dropout
@@ -63,8 +66,9 @@ class SentenceEncoder(keras.layers.Layer):
             "num_heads": self.num_heads,
             "ffn_dim": self.ffn_dim,
             "use_direction_mask": self.use_direction_mask,
-            "use_distance_mask": self.use_distance_mask,
+            "distance_prior": self.distance_prior,
             "distance_alpha": self.distance_alpha,
+            "prior_max_distance": self.prior_max_distance,
             "fusion": self.fusion,
             "dropout": self.dropout,
             "layer_norm_epsilon": self.layer_norm_epsilon,
