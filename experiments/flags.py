@@ -102,6 +102,11 @@ flags.DEFINE_string("input", None, "experiments.predict: a .jsonl file of senten
 flags.DEFINE_integer("pipeline_epochs", 3, "Timed passes over the data (after a warm-up).")
 flags.DEFINE_integer("train_steps", 20, "Timed training steps (after a warm-up).")
 
+# Results table (experiments.results).
+flags.DEFINE_string("shared_data", "../shared/data",
+                    "Directory of the shared small datasets and vectors (see its README).")
+flags.DEFINE_multi_string("variants", None, "experiments.results: only these rows (default: all).")
+
 # Analysis figures (experiments.visualize; --probe_sentence also in experiments.train).
 flags.DEFINE_string("sentence", "A lady stands outside of a Mexican market.",
                     "Sentence for the single-model figures (7, 9, 10, 11).")
