@@ -67,6 +67,9 @@ flags.DEFINE_integer("min_count", 1, "Keep training words seen at least this oft
 flags.DEFINE_integer("max_length", 256,
                      "Truncate sentences to this many tokens (counted and reported); 0: never.")
 flags.DEFINE_integer("batch_size", 64, "Global batch size.")
+flags.DEFINE_boolean("shuffle", True, "Shuffle the training pairs every epoch (false: file "
+                     "order; tf.distribute reorders a seeded shuffle, so compare strategies "
+                     "without it).")
 flags.DEFINE_integer("seed", 0, "Seed of shuffling and initialisation.")
 flags.DEFINE_boolean("pad_to_bucket", False,
                      "Pad batches to their length bucket's boundary (fewer shapes for XLA).")
@@ -90,6 +93,19 @@ flags.DEFINE_integer("log_every_steps", 100, "TensorBoard: log training metrics 
 flags.DEFINE_boolean("deterministic", True,
                      "Deterministic TF ops and input order (same seed, same data -> same run).")
 flags.DEFINE_boolean("jit_compile", False, "Compile the training step with XLA.")
+flags.DEFINE_enum("strategy", "default", ["default", "mirrored", "multi_worker", "tpu"],
+                  "tf.distribute strategy: one device, all local GPUs, several machines "
+                  "(TF_CONFIG) or a TPU; --batch_size is the global batch.")
+flags.DEFINE_string("tpu", "", "--strategy=tpu: the TPU's name or grpc:// address "
+                    "(empty: the TPU of this VM).")
+flags.DEFINE_integer("logical_cpus", 0, "Split the CPU into this many logical devices, so "
+                     "that --strategy=mirrored runs without GPUs (for trying it out, tests).")
+flags.DEFINE_integer("steps_per_epoch", 0, "Train on at most this many batches per epoch "
+                     "(0: all of them).")
+flags.DEFINE_enum("mixed_precision", "none", ["none", "mixed_float16", "mixed_bfloat16"],
+                  "Compute in half precision, keep float32 weights. For GPUs with fast half "
+                  "precision (float16: Volta and later; bfloat16: Ampere and later, TPUs); "
+                  "Pascal cards such as the paper's GTX 1080Ti are slower in float16.")
 flags.DEFINE_string("export_dir", None, "Where to write the SavedModel (train: after training).")
 flags.DEFINE_multi_string("data", None, "experiments.evaluate: data source spec(s) to evaluate.")
 flags.DEFINE_string("output", None, "experiments.evaluate / benchmarks: write results to this "
@@ -99,6 +115,10 @@ flags.DEFINE_string("hypothesis", None, "experiments.predict: a hypothesis.")
 flags.DEFINE_string("input", None, "experiments.predict: a .jsonl file of sentence1/sentence2.")
 
 # Benchmarks.
+flags.DEFINE_list("benchmark_lengths", ["16", "32"],
+                  "experiments.benchmark: sentence lengths of the XLA on/off comparison.")
+flags.DEFINE_list("sweep_lengths", ["8", "16", "32", "64", "128", "256", "512"],
+                  "experiments.benchmark: sentence lengths of the time and memory sweep.")
 flags.DEFINE_integer("pipeline_epochs", 3, "Timed passes over the data (after a warm-up).")
 flags.DEFINE_integer("train_steps", 20, "Timed training steps (after a warm-up).")
 
@@ -121,3 +141,16 @@ flags.DEFINE_multi_string("evaluation", None,
 flags.DEFINE_string("probe_sentence", None,
                     "experiments.train: log the analysis figures of this sentence to "
                     "TensorBoard at every epoch end.")
+
+
+def lengths(name):
+    """The sorted positive integers of a comma-separated list flag."""
+    try:
+        values = sorted({int(value) for value in FLAGS[name].value})
+    except ValueError:
+        values = []
+    if not values or values[0] < 1:
+        raise flags.ValidationError(
+            f"--{name} must be positive integers separated by commas, got "
+            f"{','.join(FLAGS[name].value)!r}.")
+    return values

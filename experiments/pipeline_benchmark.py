@@ -38,8 +38,8 @@ def main(argv):
             examples += read
     except data.DataError as error:
         sys.exit(f"error: {error}")
-    vocab = data.Vocabulary.build([e.premise for e in examples] + [e.hypothesis for e in examples],
-                                  min_count=FLAGS.min_count, lowercase=FLAGS.lowercase)
+    vocab = data.Vocabulary.from_examples(examples, min_count=FLAGS.min_count,
+                                          lowercase=FLAGS.lowercase)
     pairs = data.encode(examples, vocab, max_length=FLAGS.max_length or None)
     prepare_seconds = time.perf_counter() - started
     print(f"read, vocabulary ({vocab.size:,} ids) and encoding: {prepare_seconds:.1f} s; "

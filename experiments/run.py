@@ -38,7 +38,8 @@ def resolved_flags():
 
 # Flags of other programs, meaningless in a training run's flagfile.
 _NOT_RUN_FLAGS = {"vocab_size", "pipeline_epochs", "train_steps", "data", "output", "premise",
-                  "hypothesis", "input", "shared_data", "variants"}
+                  "hypothesis", "input", "shared_data", "variants",
+                  "benchmark_lengths", "sweep_lengths"}
 
 
 def write_json(name, value):

@@ -3,6 +3,8 @@
     python -m experiments.train --flagfile=experiments/configs/demo.cfg --workdir=/tmp/demo
     python -m experiments.train --flagfile=experiments/configs/dsan_snli.cfg --workdir=runs/dsan \
         --embeddings=glove.840B.300d.zip
+    ... --strategy=mirrored          # every local GPU; --batch_size stays the global batch
+    TF_CONFIG=... python -m experiments.train ... --strategy=multi_worker   # on each machine
 
 Run again with the same flags after an interruption (even SIGKILL): training continues from
 the last completed epoch. `tensorboard --logdir WORKDIR/tensorboard` shows the run.
@@ -40,8 +42,8 @@ def vocabulary(train):
             run.fail(f"{run.path(run.VOCAB)} was built with lowercase={vocab.lowercase}; "
                      "use a new --workdir to change --lowercase.")
         return vocab
-    vocab = Vocabulary.build([e.premise for e in train] + [e.hypothesis for e in train],
-                             min_count=FLAGS.min_count, lowercase=FLAGS.lowercase)
+    vocab = Vocabulary.from_examples(train, min_count=FLAGS.min_count,
+                                     lowercase=FLAGS.lowercase)
     vocab.save(run.path(run.VOCAB))
     return vocab
 
@@ -71,6 +73,18 @@ def embeddings(vocab):
     return matrix, FLAGS.trainable_embeddings, info
 
 
+def weights_digest(model):
+    """SHA-256 of the model's weights, to compare runs (e.g. the workers of one run)."""
+    import hashlib
+
+    import numpy as np
+
+    digest = hashlib.sha256()
+    for weights in model.get_weights():
+        digest.update(np.ascontiguousarray(weights).tobytes())
+    return digest.hexdigest()
+
+
 def main(argv):
     if len(argv) > 1:
         run.fail(f"unexpected arguments {argv[1:]}; every option is a --flag.")
@@ -83,8 +97,20 @@ def main(argv):
 
     from dsan_tf import build_model, data, parameter_breakdown
     from dsan_tf.serving import TextPairClassifier
-    from experiments import callbacks
+    from experiments import callbacks, distribute
 
+    if FLAGS.logical_cpus > 1:
+        distribute.split_cpu(FLAGS.logical_cpus)
+    strategy = distribute.make_strategy(FLAGS.strategy, FLAGS.tpu)
+    if FLAGS.batch_size % strategy.num_replicas_in_sync:
+        run.fail(f"--batch_size={FLAGS.batch_size} (the global batch) is not divisible by the "
+                 f"{strategy.num_replicas_in_sync} replicas of --strategy={FLAGS.strategy}.")
+    print(f"strategy: {FLAGS.strategy}, {strategy.num_replicas_in_sync} replica(s), "
+          f"{FLAGS.batch_size // strategy.num_replicas_in_sync} pairs each per step")
+    if FLAGS.strategy == "multi_worker":
+        FLAGS.workdir = distribute.worker_dir(FLAGS.workdir)
+    if FLAGS.mixed_precision != "none":
+        keras.config.set_dtype_policy(FLAGS.mixed_precision)
     os.makedirs(FLAGS.workdir, exist_ok=True)
     keras.utils.set_random_seed(FLAGS.seed)
     if FLAGS.deterministic:
@@ -108,14 +134,23 @@ def main(argv):
                if examples is not None}
     for name, pairs in encoded.items():
         print(f"{name} tokens: {pairs.report.summary()}")
-    batches = dict(batch_size=FLAGS.batch_size, pad_to_bucket=FLAGS.pad_to_bucket,
-                   deterministic=FLAGS.deterministic)
-    train_ds = data.make_dataset(encoded["train"], shuffle=True, seed=FLAGS.seed, **batches)
+    static_shapes = FLAGS.strategy == "tpu"  # TPUs compile one program per shape
+    batches = dict(batch_size=FLAGS.batch_size, deterministic=FLAGS.deterministic,
+                   pad_to_bucket=FLAGS.pad_to_bucket or static_shapes)
+    train_ds = data.make_dataset(encoded["train"], shuffle=FLAGS.shuffle, seed=FLAGS.seed,
+                                 drop_remainder=static_shapes, **batches)
+    if FLAGS.steps_per_epoch:
+        train_ds = train_ds.take(FLAGS.steps_per_epoch)
     dev_ds = data.make_dataset(encoded["dev"], **batches)
     padding = data.padding_fraction(train_ds)
     print(f"vocabulary: {vocab.size:,} ids; training batches hold {padding:.1%} padding")
 
-    model = build_model(FLAGS.model, config, matrix)
+    with strategy.scope():
+        model = build_model(FLAGS.model, config, matrix)
+        model.compile(optimizer=keras.optimizers.Adam(FLAGS.learning_rate),
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+                      jit_compile=FLAGS.jit_compile)
     parts = parameter_breakdown(model)
     print(f"model: {FLAGS.model}, {parts['params_excluding_embeddings']:,} trainable "
           "parameters excluding word embeddings")
@@ -124,14 +159,11 @@ def main(argv):
         "lowercase": vocab.lowercase, "vocab_size": vocab.size, "embeddings": embedding_info,
         "parameters": parts, "padding_fraction": padding,
         "data": {"train": train_report.summary(), "dev": dev_report.summary()}})
-    model.compile(optimizer=keras.optimizers.Adam(FLAGS.learning_rate),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
-                  jit_compile=FLAGS.jit_compile)
     nan_guard = callbacks.StopOnNaN()
     hparams = dict(config.to_dict(), model=FLAGS.model, learning_rate=FLAGS.learning_rate,
                    batch_size=FLAGS.batch_size, embeddings=embedding_info["source"],
-                   seed=FLAGS.seed)
+                   seed=FLAGS.seed, strategy=FLAGS.strategy,
+                   mixed_precision=FLAGS.mixed_precision)
     extra = []
     if FLAGS.probe_sentence:
         if FLAGS.model != "dsan":
@@ -140,21 +172,25 @@ def main(argv):
                                                     vocab.lowercase).to_list()[0]]
         extra.append(callbacks.ProbeFigures(run.path("tensorboard/probe"), tokens,
                                             vocab.ids([FLAGS.probe_sentence]).to_list()[0]))
-    model.fit(
-        train_ds, validation_data=dev_ds, epochs=FLAGS.epochs, shuffle=False,
-        verbose=1 if sys.stdout.isatty() else 2,
-        callbacks=[
-            keras.callbacks.BackupAndRestore(run.path("backup"), delete_checkpoint=False),
-            callbacks.EpochSeconds(),
-            nan_guard,
-            callbacks.KeepBest(run.path(run.BEST), run.path(run.BEST_INFO)),
-            keras.callbacks.CSVLogger(run.path("history.csv"), append=True),
-            keras.callbacks.TensorBoard(run.path("tensorboard"),
-                                        update_freq=FLAGS.log_every_steps),
-            callbacks.HParams(run.path("tensorboard"), hparams,
-                              trial=os.path.basename(os.path.abspath(FLAGS.workdir))),
-            *extra,
-        ])
+    shared = [
+        callbacks.EpochSeconds(),
+        nan_guard,
+        callbacks.KeepBest(run.path(run.BEST), run.path(run.BEST_INFO)),
+        keras.callbacks.CSVLogger(run.path("history.csv"), append=True),
+        keras.callbacks.TensorBoard(run.path("tensorboard"), update_freq=FLAGS.log_every_steps),
+        callbacks.HParams(run.path("tensorboard"), hparams,
+                          trial=os.path.basename(os.path.abspath(FLAGS.workdir))),
+        *extra,
+    ]
+    if FLAGS.strategy == "multi_worker":  # model.fit fails there (keras-team/keras#20585)
+        distribute.fit_multi_worker(model, strategy, train_ds, dev_ds, FLAGS.epochs, shared,
+                                    run.path("backup"))
+    else:
+        model.fit(train_ds, validation_data=dev_ds, epochs=FLAGS.epochs, shuffle=False,
+                  verbose=1 if sys.stdout.isatty() else 2,
+                  callbacks=[keras.callbacks.BackupAndRestore(run.path("backup"),
+                                                              delete_checkpoint=False),
+                             *shared])
     if nan_guard.message:
         run.fail(nan_guard.message)
     if not os.path.exists(run.path(run.BEST)):
@@ -162,7 +198,8 @@ def main(argv):
 
     best = keras.models.load_model(run.path(run.BEST))
     best_info = run.read_json(run.BEST_INFO)
-    results = {"best_epoch": best_info["epoch"], "parameters": parts}
+    results = {"best_epoch": best_info["epoch"], "parameters": parts,
+               "best_weights_sha256": weights_digest(best)}
     results["dev_accuracy"] = best.evaluate(dev_ds, verbose=0, return_dict=True)["accuracy"]
     if test is not None:
         results["test_accuracy"] = best.evaluate(

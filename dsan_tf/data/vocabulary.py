@@ -60,6 +60,12 @@ class Vocabulary:
                       key=lambda item: (-item[1], item[0]))
         return cls([w for w, _ in kept], [c for _, c in kept], lowercase, min_count)
 
+    @classmethod
+    def from_examples(cls, examples, min_count=1, lowercase=False):
+        """`build` over the premises and hypotheses of `Example`s."""
+        return cls.build([e.premise for e in examples] + [e.hypothesis for e in examples],
+                         min_count=min_count, lowercase=lowercase)
+
     def fingerprint(self):
         """A short hash of everything that decides the ids (for caches keyed by vocabulary)."""
         digest = hashlib.sha256(f"{_FORMAT}|{self.lowercase}|".encode())

@@ -1,0 +1,247 @@
+"""Speed, efficiency and memory of the model on this machine.
+
+    python -m experiments.benchmark [--output=FILE.json] [--mixed_precision=mixed_bfloat16]
+        [--benchmark_lengths=16,32] [--sweep_lengths=8,16,...,512] [model flags]
+
+For the model the flags describe (the paper's by default: d_e 300, 5 heads, d_ff 1200) at
+--batch_size (64), with random token ids (no padding) in premise and hypothesis alike:
+
+1. The dense-matmul peak of this machine, measured on matrices of the model's shapes.
+2. Training and inference throughput (pairs/s) at --benchmark_lengths, with and without
+   XLA (`jit_compile`), and the roofline fraction: achieved GFLOP/s (from an analytic FLOP
+   count, `forward_flops`; training = 3x forward) over the matmul peak.
+3. A sweep over --sweep_lengths: time per pair and peak memory (TF's allocator; and the
+   process's peak resident memory) of a training step, in the faster XLA setting of 2.
+4. The projected time of one SNLI epoch (549,367 pairs), from one timed epoch (after a
+   warm-up epoch) on the length buckets of --train_data (default: the shared 1% SNLI
+   sample, a random sample of SNLI train) when it exists.
+"""
+
+import json
+import os
+import platform
+import time
+
+from absl import app, logging
+
+from experiments import flags as project_flags
+from experiments import run
+
+FLAGS = project_flags.FLAGS
+SNLI_TRAIN_PAIRS = 549_367
+VOCAB_SIZE = 20_000  # the cost of a (frozen) embedding lookup does not depend on it
+MIN_SECONDS = 2.0    # time each measurement for at least this long
+
+
+def forward_flops(config, premise_length, hypothesis_length):
+    """Floating-point operations (a multiply-add is 2) of one pair's forward pass.
+
+    Counts the matrix products, which are all but a few percent of the work: per
+    sentence of T tokens and per block, Q, K, V, W^O and the gate's W^S, W^H (6 of
+    2·T·D²), QKᵀ and the weighted sum of V (2 of 2·T²·D over all heads), the FFN
+    (2 of 2·T·D·F); source2token's two (2D x 2D) linears; the classifier.
+    """
+    d, f = config.embedding_dim, config.ffn_dim
+    width = {"multi_dim_max": 4, "multi_dim": 2, "max": 2}[config.pooling] * d
+
+    def sentence(t):
+        block = 6 * 2 * t * d * d + 2 * 2 * t * t * d + 2 * 2 * t * d * f
+        source2token = 2 * 2 * t * (2 * d) ** 2 if config.pooling != "max" else 0
+        return 2 * block + source2token
+
+    classifier = 2 * 4 * width * config.classifier_units + 2 * config.classifier_units * 3
+    return sentence(premise_length) + sentence(hypothesis_length) + classifier
+
+
+def timed(step, min_seconds=MIN_SECONDS, min_calls=3):
+    """Seconds per call of `step` (after one warm-up call), over at least min_seconds."""
+    step()
+    calls, started = 0, time.perf_counter()
+    while calls < min_calls or time.perf_counter() - started < min_seconds:
+        step()
+        calls += 1
+    return (time.perf_counter() - started) / calls
+
+
+def matmul_peak(config, lengths, batch_size):
+    """GFLOP/s of tf.matmul on the model's dense shapes; the best is the machine's peak."""
+    import tensorflow as tf
+
+    d, f = config.embedding_dim, config.ffn_dim
+    results = []
+    for rows in sorted({batch_size * t for t in lengths}):
+        for inner, outer in ((d, d), (d, f), (f, d), (2 * d, 2 * d)):
+            a = tf.random.normal((rows, inner))
+            b = tf.random.normal((inner, outer))
+            seconds = timed(lambda: tf.linalg.matmul(a, b).numpy(), min_seconds=0.5)
+            results.append({"shape": [rows, inner, outer],
+                            "gflops": 2 * rows * inner * outer / seconds / 1e9})
+    return max(r["gflops"] for r in results), results
+
+
+class Memory:
+    """Peak bytes of TF's CPU allocator and of the process (Linux VmHWM) over a block."""
+
+    def __enter__(self):
+        import tensorflow as tf
+
+        tf.config.experimental.reset_memory_stats("CPU:0")
+        try:  # "5" resets the peak resident set size (proc(5))
+            with open("/proc/self/clear_refs", "w") as stream:
+                stream.write("5")
+        except OSError:
+            pass
+        return self
+
+    def __exit__(self, *exc):
+        import tensorflow as tf
+
+        self.peak_bytes = tf.config.experimental.get_memory_info("CPU:0")["peak"]
+        self.peak_rss_bytes = None
+        try:
+            with open("/proc/self/status") as stream:
+                for line in stream:
+                    if line.startswith("VmHWM:"):
+                        self.peak_rss_bytes = int(line.split()[1]) * 1024
+        except OSError:
+            pass
+
+
+def build(config, jit_compile):
+    import keras
+
+    from dsan_tf import build_model
+
+    keras.utils.set_random_seed(FLAGS.seed)
+    model = build_model(FLAGS.model, config)
+    model.compile(optimizer=keras.optimizers.Adam(FLAGS.learning_rate),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  jit_compile=jit_compile)
+    return model
+
+
+def random_batch(length, batch_size):
+    import numpy as np
+    import tensorflow as tf
+
+    rng = np.random.default_rng(FLAGS.seed)
+    ids = lambda: tf.constant(rng.integers(2, VOCAB_SIZE, (batch_size, length)), tf.int32)  # noqa: E731
+    return {"premise": ids(), "hypothesis": ids()}, tf.constant(rng.integers(0, 3, batch_size))
+
+
+def measure(model, config, length, peak, batch_size, steps=None):
+    """Throughput, roofline fraction and memory of training and inference at one length."""
+    inputs, labels = random_batch(length, batch_size)
+    train_step = lambda: model.train_on_batch(inputs, labels)  # noqa: E731 (returns numpy)
+    infer_step = lambda: model.predict_on_batch(inputs)  # noqa: E731
+    with Memory() as memory:
+        train_seconds = timed(train_step, min_calls=steps or 3)
+    infer_seconds = timed(infer_step, min_calls=steps or 3)
+    flops = forward_flops(config, length, length) * batch_size
+    result = {
+        "train_pairs_per_sec": batch_size / train_seconds,
+        "infer_pairs_per_sec": batch_size / infer_seconds,
+        "train_ms_per_pair": 1e3 * train_seconds / batch_size,
+        "train_gflops": 3 * flops / train_seconds / 1e9,
+        "infer_gflops": flops / infer_seconds / 1e9,
+        "peak_memory_bytes": memory.peak_bytes,
+        "peak_rss_bytes": memory.peak_rss_bytes,
+    }
+    result["roofline_fraction"] = result["train_gflops"] / peak
+    result["infer_roofline_fraction"] = result["infer_gflops"] / peak
+    return result
+
+
+def snli_epoch(config, jit_compile):
+    """Training pairs/s over real SNLI batches (length buckets) -> seconds per SNLI epoch."""
+    from dsan_tf import data
+
+    spec = FLAGS.train_data or os.path.join(FLAGS.shared_data, "snli/snli_1.0_train_0.01.jsonl.gz")
+    if not os.path.exists(spec):
+        return {"skipped": f"{spec} does not exist"}
+    examples, _ = data.read_examples(spec)
+    vocab = data.Vocabulary.from_examples(examples, lowercase=FLAGS.lowercase)
+    pairs = data.encode(examples, vocab, FLAGS.max_length or None)
+    dataset = data.make_dataset(pairs, FLAGS.batch_size, shuffle=True, seed=FLAGS.seed,
+                                pad_to_bucket=jit_compile, drop_remainder=True)
+    config = project_flags.model_config(vocab_size=vocab.size)
+    model = build(config, jit_compile)
+    model.fit(dataset, epochs=1, verbose=0, shuffle=False)  # warm-up: traces every shape
+    started = time.perf_counter()
+    model.fit(dataset, epochs=1, verbose=0, shuffle=False)
+    rate = int(dataset.cardinality()) * FLAGS.batch_size / (time.perf_counter() - started)
+    return {"source": spec, "train_pairs_per_sec": rate, "jit_compile": jit_compile,
+            "projected_seconds": SNLI_TRAIN_PAIRS / rate, "paper_seconds_gtx_1080ti": 693}
+
+
+def main(argv):
+    if len(argv) > 1:
+        run.fail(f"unexpected arguments {argv[1:]}; every option is a --flag.")
+    logging.set_verbosity(logging.WARNING)
+    import keras
+    import tensorflow as tf
+
+    if FLAGS.mixed_precision != "none":
+        keras.config.set_dtype_policy(FLAGS.mixed_precision)
+    config = project_flags.model_config(vocab_size=VOCAB_SIZE)
+    batch_size = FLAGS.batch_size
+    try:
+        lengths = project_flags.lengths("sweep_lengths")
+        compared_lengths = project_flags.lengths("benchmark_lengths")
+    except project_flags.flags.ValidationError as error:
+        run.fail(str(error))
+    lengths = sorted(set(lengths) | set(compared_lengths))
+    peak, shapes = matmul_peak(config, lengths, batch_size)
+    print(f"dense matmul peak on the model's shapes: {peak:.1f} GFLOP/s")
+
+    compared = {}
+    for jit_compile in (False, True):
+        model = build(config, jit_compile)
+        for length in compared_lengths:
+            r = measure(model, config, length, peak, batch_size, steps=FLAGS.train_steps)
+            compared.setdefault(length, {})[str(jit_compile).lower()] = r
+            print(f"T={length:<4} jit_compile={jit_compile!s:<5} train "
+                  f"{r['train_pairs_per_sec']:8.1f} pairs/s ({r['roofline_fraction']:.0%} of "
+                  f"peak)  inference {r['infer_pairs_per_sec']:8.1f} pairs/s")
+    faster = sum(c["true"]["train_pairs_per_sec"] > c["false"]["train_pairs_per_sec"]
+                 for c in compared.values()) * 2 > len(compared)
+    print(f"sweep with jit_compile={faster}")
+
+    per_length = {}
+    model = build(config, faster)
+    for length in lengths:
+        result = measure(model, config, length, peak, batch_size, steps=1 if length >= 256 else 3)
+        result["jit_compile"] = faster
+        if length in compared:
+            result["by_jit_compile"] = compared[length]
+        per_length[str(length)] = result
+        print(f"T={length:<4} train {result['train_ms_per_pair']:8.2f} ms/pair "
+              f"({result['roofline_fraction']:.0%})  inference {result['infer_pairs_per_sec']:8.1f}"
+              f" pairs/s  peak memory {result['peak_memory_bytes'] / 2**30:.2f} GiB "
+              f"(process {(result['peak_rss_bytes'] or 0) / 2**30:.2f} GiB)")
+
+    epoch = snli_epoch(config, faster)
+    if "projected_seconds" in epoch:
+        print(f"SNLI epoch ({SNLI_TRAIN_PAIRS:,} pairs) projected at "
+              f"{epoch['projected_seconds'] / 3600:.2f} h on this machine "
+              f"({epoch['train_pairs_per_sec']:.0f} pairs/s; paper: 693 s on a GTX 1080Ti)")
+    results = {
+        "machine": {"cpus": os.cpu_count(), "processor": platform.processor(),
+                    "tensorflow": tf.__version__, "keras": keras.__version__},
+        "model": FLAGS.model, "config": config.to_dict(), "batch_size": batch_size,
+        "mixed_precision": FLAGS.mixed_precision,
+        "matmul_peak_gflops": peak, "matmul_shapes": shapes,
+        "lengths": per_length, "snli_epoch": epoch,
+    }
+    if FLAGS.output:
+        with open(FLAGS.output, "w", encoding="utf-8") as stream:
+            json.dump(results, stream, indent=2)
+        print(f"results: {FLAGS.output}")
+
+
+def cli():
+    app.run(main)
+
+
+if __name__ == "__main__":
+    cli()

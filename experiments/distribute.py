@@ -1,0 +1,157 @@
+"""tf.distribute strategies for training, and the one training loop `model.fit` cannot serve.
+
+`--strategy`:
+    default       one device (TF places ops on a GPU when there is one).
+    mirrored      every local GPU (or, without GPUs, every logical CPU: see --logical_cpus).
+    multi_worker  MultiWorkerMirroredStrategy across machines described by TF_CONFIG.
+    tpu           TPUStrategy on --tpu (a Cloud TPU name or address; empty: this VM's TPU).
+
+--batch_size is the global batch: each of R replicas gets batch_size / R pairs per step.
+
+`model.fit` under MultiWorkerMirroredStrategy fails in Keras 3 ("Attempt to convert a value
+(PerReplica...) to a Tensor", keras-team/keras#20585), so `fit_multi_worker` trains with
+`strategy.run` inside a `tf.function` instead, with the same model, optimizer, datasets and
+Keras callbacks (history, best model, TensorBoard), and tf.train checkpoints for resuming.
+"""
+
+import json
+import os
+
+from experiments import run
+
+STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
+
+
+def split_cpu(count):
+    """Makes `count` logical CPU devices; must run before TensorFlow touches a device."""
+    import tensorflow as tf
+
+    if count > 1:
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(count)])
+
+
+def make_strategy(name, tpu=""):
+    """The tf.distribute strategy `name` (one of STRATEGIES); a setup error is one sentence."""
+    import tensorflow as tf
+
+    if name == "default":
+        return tf.distribute.get_strategy()
+    if name == "mirrored":
+        if tf.config.list_logical_devices("GPU"):
+            return tf.distribute.MirroredStrategy()
+        cpus = [device.name for device in tf.config.list_logical_devices("CPU")]
+        return tf.distribute.MirroredStrategy(devices=cpus)
+    if name == "multi_worker":
+        if "TF_CONFIG" not in os.environ:
+            run.fail("--strategy=multi_worker needs the TF_CONFIG environment variable "
+                     "(cluster and task of each worker; see the README).")
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    if name == "tpu":
+        try:
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+            tf.config.experimental_connect_to_cluster(resolver)
+            tf.tpu.experimental.initialize_tpu_system(resolver)
+        except (ValueError, tf.errors.OpError) as error:
+            run.fail(f"--strategy=tpu: no TPU found at --tpu={tpu!r} "
+                     f"({str(error).splitlines()[0]}).")
+        return tf.distribute.TPUStrategy(resolver)
+    run.fail(f"--strategy must be one of {STRATEGIES}, got {name!r}.")
+
+
+def worker_dir(workdir):
+    """Where this process writes its run directory: the workdir for the chief (or a
+    single process), WORKDIR/worker<i> for another worker. The workers hold identical
+    weights; their own files let them be compared, and nobody overwrites the chief's."""
+    config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+    task, cluster = config.get("task", {}), config.get("cluster", {})
+    chief = (not task or task.get("type") == "chief"
+             or (task.get("type") == "worker" and task.get("index") == 0
+                 and "chief" not in cluster))
+    return workdir if chief else os.path.join(workdir, f"{task.get('type')}{task.get('index')}")
+
+
+def fit_multi_worker(model, strategy, train_ds, dev_ds, epochs, callbacks, backup_dir):
+    """Trains `model` (compiled in `strategy.scope()`) like `model.fit` would.
+
+    Every step averages the loss over the global batch exactly (also for a partial last
+    batch); the callbacks see the same logs as under `fit` (loss, accuracy, val_loss,
+    val_accuracy). `backup_dir` holds the checkpoint of the last finished epoch, from
+    which a restarted run continues.
+
+    Returns:
+        the per-epoch logs (a list of dicts).
+    """
+    import keras
+    import tensorflow as tf
+
+    per_example = keras.losses.SparseCategoricalCrossentropy(from_logits=True,
+                                                             reduction=None)
+    optimizer = model.optimizer
+    train_dist = strategy.experimental_distribute_dataset(train_ds)
+    dev_dist = strategy.experimental_distribute_dataset(dev_ds)
+
+    def sums(inputs, labels, training):
+        logits = model(inputs, training=training)
+        losses = per_example(labels, logits)
+        correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=labels.dtype), labels),
+                          tf.float32)
+        count = tf.cast(tf.shape(labels)[0], tf.float32)
+        return tf.reduce_sum(losses), tf.reduce_sum(correct), count
+
+    def train_replica(inputs, labels):
+        context = tf.distribute.get_replica_context()
+        with tf.GradientTape() as tape:
+            loss_sum, correct, count = sums(inputs, labels, training=True)
+            # The mean over the global batch: every replica divides by the global count.
+            global_count = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
+            loss = optimizer.scale_loss(loss_sum / global_count)
+        gradients = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply(gradients, model.trainable_variables)
+        return loss_sum, correct, count
+
+    def reduce(values):
+        return [strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None) for v in values]
+
+    @tf.function(input_signature=[train_dist.element_spec])
+    def train_step(batch):
+        return reduce(strategy.run(train_replica, args=batch))
+
+    @tf.function(input_signature=[dev_dist.element_spec])
+    def eval_step(batch):
+        return reduce(strategy.run(lambda x, y: sums(x, y, training=False), args=batch))
+
+    epoch_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="epoch")
+    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, epoch=epoch_var)
+    manager = tf.train.CheckpointManager(checkpoint, backup_dir, max_to_keep=1)
+    if manager.latest_checkpoint:
+        checkpoint.restore(manager.latest_checkpoint)
+        print(f"resuming after epoch {int(epoch_var.numpy())} from {manager.latest_checkpoint}")
+
+    callback_list = keras.callbacks.CallbackList(callbacks, model=model)
+    callback_list.on_train_begin()
+    history = []
+    for epoch in range(int(epoch_var.numpy()), epochs):
+        callback_list.on_epoch_begin(epoch)
+        totals = tf.zeros(3)
+        for batch_index, batch in enumerate(train_dist):
+            callback_list.on_train_batch_begin(batch_index)
+            totals += tf.stack(train_step(batch))
+            loss, correct, count = totals.numpy()
+            callback_list.on_train_batch_end(
+                batch_index, {"loss": loss / count, "accuracy": correct / count})
+            if model.stop_training:
+                break
+        dev = sum(tf.stack(eval_step(batch)) for batch in dev_dist).numpy()
+        logs = {"loss": float(loss / count), "accuracy": float(correct / count),
+                "val_loss": float(dev[0] / dev[2]), "val_accuracy": float(dev[1] / dev[2])}
+        epoch_var.assign(epoch + 1)
+        manager.save()
+        callback_list.on_epoch_end(epoch, logs)
+        history.append(logs)
+        if model.stop_training:
+            break
+    callback_list.on_train_end()
+    return history
+
