@@ -160,3 +160,37 @@ def test_keras_file_reloads_in_a_fresh_process(small_config, rng, tmp_path, name
                             capture_output=True, text=True, timeout=300, check=True)
     reloaded = np.array(json.loads(result.stdout.strip().splitlines()[-1]))
     np.testing.assert_array_equal(reloaded, expected)
+
+
+def test_no_training_tensor_is_bigger_than_the_attention_logits(small_config):
+    """Every tensor of a training step (forward and backward) has at most B·H·T² elements:
+    masks are [T, T] grids broadcast over batch and heads, never expanded per head."""
+    import tensorflow as tf
+
+    batch_size, length = 2, 48  # T large against D (24) and d_ff (48), as at T = 512
+    config = dataclasses.replace(small_config, classifier_units=8)
+    model = build_dsan(config)
+    optimizer = keras.optimizers.Adam()
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    spec = tf.TensorSpec((batch_size, length), tf.int32)
+
+    @tf.function(input_signature=[spec, spec, tf.TensorSpec((batch_size,), tf.int32)])
+    def step(premise, hypothesis, labels):
+        with tf.GradientTape() as tape:
+            logits = model({"premise": premise, "hypothesis": hypothesis}, training=True)
+            loss = loss_fn(labels, logits)
+        gradients = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply(gradients, model.trainable_variables)
+        return loss
+
+    graph = step.get_concrete_function().graph
+    limit = batch_size * config.num_heads * length ** 2
+    sizes, unknown = [], 0
+    for op in graph.get_operations():
+        for tensor in op.outputs:
+            if tensor.shape.rank is None or not tensor.shape.is_fully_defined():
+                unknown += 1
+                continue
+            sizes.append((tensor.shape.num_elements(), op.name))
+    assert max(sizes)[0] == limit, max(sizes)  # the logits exist, and nothing is larger
+    assert unknown < 0.05 * len(sizes), "too many tensors of unknown shape to check"

@@ -125,7 +125,10 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
 
     def call(self, inputs, padding_mask=None, training=None, return_attention_scores=False):
         length = ops.shape(inputs)[1]
-        query = self._heads(self.query_dense, self.query_norm, inputs)
+        # Scaling the [B, T, H, K] queries rather than the [B, H, T, T] logits keeps the
+        # backward pass from holding on to the unscaled logits.
+        query = self._heads(self.query_dense, self.query_norm, inputs) * (
+            1.0 / math.sqrt(self.key_dim))
         key = self._heads(self.key_dense, self.key_norm, inputs)
         value = self._heads(self.value_dense, self.value_norm, inputs)
 
@@ -135,7 +138,7 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
         bias = ops.where(visible, self.prior(masks.distances(length)), masks.LARGE_NEGATIVE)
         # Logits and softmax in float32 so that masking stays finite in half precision.
         logits = ops.einsum("bqhk,bthk->bhqt", query, key)
-        logits = ops.cast(logits, "float32") * (1.0 / math.sqrt(self.key_dim)) + bias
+        logits = ops.cast(logits, "float32") + bias
         weights = ops.softmax(logits, axis=-1)
 
         heads = ops.einsum("bhqt,bthk->bqhk", ops.cast(weights, value.dtype), value)
