@@ -115,6 +115,8 @@ flags.DEFINE_string("hypothesis", None, "experiments.predict: a hypothesis.")
 flags.DEFINE_string("input", None, "experiments.predict: a .jsonl file of sentence1/sentence2.")
 
 # Benchmarks.
+flags.DEFINE_float("benchmark_seconds", 2.0,
+                   "experiments.benchmark: time each measurement for at least this long.")
 flags.DEFINE_list("benchmark_lengths", ["16", "32"],
                   "experiments.benchmark: sentence lengths of the XLA on/off comparison.")
 flags.DEFINE_list("sweep_lengths", ["8", "16", "32", "64", "128", "256", "512"],

@@ -39,7 +39,7 @@ def resolved_flags():
 # Flags of other programs, meaningless in a training run's flagfile.
 _NOT_RUN_FLAGS = {"vocab_size", "pipeline_epochs", "train_steps", "data", "output", "premise",
                   "hypothesis", "input", "shared_data", "variants",
-                  "benchmark_lengths", "sweep_lengths"}
+                  "benchmark_lengths", "sweep_lengths", "benchmark_seconds"}
 
 
 def write_json(name, value):

@@ -1,0 +1,38 @@
+"""`experiments.benchmark` writes the figures users compare machines with (not a timed test)."""
+
+import json
+
+from test_cli import cli, ok
+
+from dsan_tf import DSANConfig
+from experiments.benchmark import forward_flops
+
+
+def test_flop_count_follows_the_formula():
+    config = DSANConfig(embedding_dim=300, num_heads=5, ffn_dim=1200)
+    d, f, t = 300, 1200, 16
+    block = 12 * t * d * d + 4 * t * t * d + 4 * t * d * f
+    sentence = 2 * block + 4 * t * (2 * d) ** 2
+    classifier = 2 * 16 * d * 300 + 2 * 300 * 3
+    assert forward_flops(config, t, t) == 2 * sentence + classifier
+    # Attention makes the cost superlinear in T.
+    assert forward_flops(config, 64, 64) > 4 * forward_flops(config, 16, 16)
+
+
+def test_benchmark_writes_every_figure(tmp_path):
+    output = tmp_path / "benchmark.json"
+    ok(cli("benchmark", "--embedding_dim=16", "--num_heads=4", "--ffn_dim=32",
+           "--batch_size=8", "--benchmark_lengths=8", "--sweep_lengths=4,8", "--train_steps=2",
+           "--benchmark_seconds=0.1",
+           "--train_data=synthetic:word_order/train", f"--output={output}"))
+    result = json.loads(output.read_text())
+    assert result["matmul_peak_gflops"] > 0
+    assert set(result["lengths"]) == {"4", "8"}
+    for figures in result["lengths"].values():
+        for key in ("train_pairs_per_sec", "infer_pairs_per_sec", "roofline_fraction",
+                    "peak_memory_bytes"):
+            assert figures[key] > 0, key
+    assert set(result["lengths"]["8"]["by_jit_compile"]) == {"false", "true"}
+    assert result["snli_epoch"]["projected_seconds"] > 0
+    bad = cli("benchmark", "--sweep_lengths=8,x")
+    assert bad.returncode != 0 and "--sweep_lengths must be positive integers" in bad.stderr
