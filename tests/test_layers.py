@@ -155,6 +155,29 @@ def test_scale_is_sqrt_of_head_width(rng):
     np.testing.assert_allclose(np.asarray(weights)[0, 0], expected, rtol=1e-4, atol=1e-6)
 
 
+def test_layer_norm_values_and_gradients_are_keras_layer_normalization(rng):
+    """The memory-lean gradient is the exact gradient, for the input, γ and β."""
+    import tensorflow as tf
+
+    ours, reference = layers.LayerNorm(epsilon=1e-3), keras.layers.LayerNormalization(epsilon=1e-3)
+    x = tf.constant(rng.normal(size=(2, 5, HEADS, 6)) * 3.0 + 1.0, tf.float32)
+    ours.build(x.shape)
+    reference.build(x.shape)
+    gamma, beta = rng.normal(size=6), rng.normal(size=6)
+    for layer in (ours, reference):
+        layer.set_weights([gamma, beta])
+    upstream = tf.constant(rng.normal(size=x.shape), tf.float32)
+    results = []
+    for layer in (ours, reference):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            out = layer(x)
+            loss = tf.reduce_sum(out * upstream)
+        results.append([out, *tape.gradient(loss, [x, *layer.trainable_weights])])
+    for mine, theirs in zip(*results):
+        np.testing.assert_allclose(np.asarray(mine), np.asarray(theirs), rtol=1e-4, atol=1e-5)
+
+
 LAYER_FACTORIES = {
     "attention": lambda: attention(direction="backward", distance_alpha=0.7, dropout=0.2),
     "fusion": lambda: layers.FusionGate(fusion="raw", dropout=0.3),
@@ -166,6 +189,7 @@ LAYER_FACTORIES = {
     "disa_block": lambda: layers.DiSABlock("backward", dropout=0.2),
     "disan": lambda: layers.DiSANEncoder(dropout=0.2),
     "prior": lambda: layers.DistancePrior("learned", max_distance=4),
+    "layer_norm": lambda: layers.LayerNorm(epsilon=1e-3),
     "encoder": lambda: layers.SentenceEncoder(num_heads=HEADS, ffn_dim=32, pooling="multi_dim"),
     "classifier": lambda: layers.PairClassifier(hidden_units=8, num_classes=3, dropout=0.2),
 }

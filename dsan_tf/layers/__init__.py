@@ -9,10 +9,12 @@ from dsan_tf.layers.distance_prior import PRIORS, Clip, DistancePrior
 from dsan_tf.layers.encoder import POOLINGS, SentenceEncoder
 from dsan_tf.layers.feed_forward import PositionwiseFeedForward
 from dsan_tf.layers.fusion import FUSIONS, FusionGate
+from dsan_tf.layers.layer_norm import LayerNorm
 from dsan_tf.layers.pooling import MaskedMaxPooling, Source2TokenAttention
 
 __all__ = [
-    "BagOfWordsEncoder", "Clip", "DiSABlock", "DiSANEncoder", "DirectionalSelfAttention", "DistancePrior", "FUSIONS", "FusionGate", "MaskedMaxPooling",
-    "MaskedMultiHeadAttention", "MultiDimensionalTokenAttention", "PairClassifier", "POOLINGS", "PRIORS", "PositionwiseFeedForward",
-    "SentenceEncoder", "Source2TokenAttention",
+    "BagOfWordsEncoder", "Clip", "DiSABlock", "DiSANEncoder", "DirectionalSelfAttention",
+    "DistancePrior", "FUSIONS", "FusionGate", "LayerNorm", "MaskedMaxPooling",
+    "MaskedMultiHeadAttention", "MultiDimensionalTokenAttention", "PairClassifier", "POOLINGS",
+    "PRIORS", "PositionwiseFeedForward", "SentenceEncoder", "Source2TokenAttention",
 ]

@@ -10,6 +10,7 @@ from keras import ops
 
 from dsan_tf import masks
 from dsan_tf.layers.distance_prior import DistancePrior
+from dsan_tf.layers.layer_norm import LayerNorm
 from dsan_tf.layers.utils import clone_initializer
 
 
@@ -84,7 +85,7 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
             return layer
 
         def norm(name, shape):
-            layer = keras.layers.LayerNormalization(
+            layer = LayerNorm(
                 epsilon=self.layer_norm_epsilon, name=name, dtype=self.dtype_policy)
             layer.build(shape)
             return layer

@@ -6,6 +6,7 @@ Shape legend: B batch, E sentence-vector width, C classes.
 import keras
 from keras import ops
 
+from dsan_tf.layers.layer_norm import LayerNorm
 from dsan_tf.layers.utils import clone_initializer
 
 
@@ -46,7 +47,7 @@ class PairClassifier(keras.layers.Layer):
             self.hidden_units, name="classifier_hidden", dtype=self.dtype_policy,
             kernel_initializer=clone_initializer(self.kernel_initializer))
         self.hidden_dense.build(features_shape)
-        self.hidden_norm = keras.layers.LayerNormalization(
+        self.hidden_norm = LayerNorm(
             epsilon=self.layer_norm_epsilon, name="classifier_hidden_norm",
             dtype=self.dtype_policy)
         self.hidden_norm.build(hidden_shape)

@@ -5,6 +5,7 @@ Shape legend: B batch, T tokens, D width, F hidden width (d_ff).
 
 import keras
 
+from dsan_tf.layers.layer_norm import LayerNorm
 from dsan_tf.layers.utils import clone_initializer
 
 
@@ -42,7 +43,7 @@ class PositionwiseFeedForward(keras.layers.Layer):
             width, name="ffn_output", dtype=self.dtype_policy,
             kernel_initializer=clone_initializer(self.kernel_initializer))
         self.output_dense.build(tuple(inputs_shape[:-1]) + (self.ffn_dim,))
-        self.output_norm = keras.layers.LayerNormalization(
+        self.output_norm = LayerNorm(
             epsilon=self.layer_norm_epsilon, name="ffn_norm", dtype=self.dtype_policy)
         self.output_norm.build(inputs_shape)
         self.built = True

@@ -6,6 +6,7 @@ Shape legend: B batch, T tokens, D width.
 import keras
 from keras import ops
 
+from dsan_tf.layers.layer_norm import LayerNorm
 from dsan_tf.layers.utils import clone_initializer
 
 FUSIONS = ("projected", "raw")
@@ -56,9 +57,9 @@ class FusionGate(keras.layers.Layer):
         self.context_dense = keras.layers.Dense(
             width, use_bias=False, name="context_projection",
             kernel_initializer=clone_initializer(self.kernel_initializer), **common)
-        self.source_norm = keras.layers.LayerNormalization(
+        self.source_norm = LayerNorm(
             epsilon=self.layer_norm_epsilon, name="source_projection_norm", **common)
-        self.context_norm = keras.layers.LayerNormalization(
+        self.context_norm = LayerNorm(
             epsilon=self.layer_norm_epsilon, name="context_projection_norm", **common)
         for layer in (self.source_dense, self.context_dense,
                       self.source_norm, self.context_norm):

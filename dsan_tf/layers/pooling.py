@@ -8,6 +8,7 @@ import keras
 from keras import ops
 
 from dsan_tf import masks
+from dsan_tf.layers.layer_norm import LayerNorm
 from dsan_tf.layers.utils import clone_initializer
 
 
@@ -53,12 +54,12 @@ class Source2TokenAttention(keras.layers.Layer):
         self.hidden_dense = keras.layers.Dense(
             width, name="s2t_hidden", **common,
             kernel_initializer=clone_initializer(self.kernel_initializer))
-        self.hidden_norm = keras.layers.LayerNormalization(
+        self.hidden_norm = LayerNorm(
             epsilon=self.layer_norm_epsilon, name="s2t_hidden_norm", **common)
         self.score_dense = keras.layers.Dense(
             width, name="s2t_score", **common,
             kernel_initializer=clone_initializer(self.kernel_initializer))
-        self.score_norm = keras.layers.LayerNormalization(
+        self.score_norm = LayerNorm(
             epsilon=self.layer_norm_epsilon, name="s2t_score_norm", **common)
         for layer in (self.hidden_dense, self.hidden_norm, self.score_dense, self.score_norm):
             layer.build(inputs_shape)
