@@ -53,15 +53,24 @@ def forward_flops(config, premise_length, hypothesis_length):
 
 
 def timed(step, min_seconds=None, min_calls=3):
-    """Seconds per call of `step` (after one warm-up call), over at least min_seconds
-    (default --benchmark_seconds)."""
+    """Median seconds per call of `step` over at least min_calls calls and min_seconds
+    (default --benchmark_seconds), after two warm-up calls.
+
+    The median, not the mean: on a shared 2-core machine a few calls are slowed by other
+    processes, and the first calls after tracing still fill oneDNN's primitive cache.
+    """
     min_seconds = FLAGS.benchmark_seconds if min_seconds is None else min_seconds
     step()
-    calls, started = 0, time.perf_counter()
-    while calls < min_calls or time.perf_counter() - started < min_seconds:
+    step()
+    durations, started = [], time.perf_counter()
+    while len(durations) < min_calls or time.perf_counter() - started < min_seconds:
+        before = time.perf_counter()
         step()
-        calls += 1
-    return (time.perf_counter() - started) / calls
+        durations.append(time.perf_counter() - before)
+    durations.sort()
+    middle = len(durations) // 2
+    return (durations[middle] if len(durations) % 2
+            else (durations[middle - 1] + durations[middle]) / 2)
 
 
 def matmul_peak(config, lengths, batch_size):

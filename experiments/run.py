@@ -74,5 +74,6 @@ def load_run(workdir=None):
     require_workdir(workdir)
     with open(path(CONFIG, workdir), encoding="utf-8") as stream:
         config = json.load(stream)
-    model = keras.models.load_model(path(BEST, workdir))
+    # Inference only: the optimizer's state (a loss-scale wrapper under mixed_float16) is not needed.
+    model = keras.models.load_model(path(BEST, workdir), compile=False)
     return model, Vocabulary.load(path(VOCAB, workdir)), config
