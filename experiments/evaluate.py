@@ -8,7 +8,7 @@ pair's average length in 5-token buckets (the paper's Figure 6); printed and wri
 
 import json
 
-from absl import app, logging
+from absl import app
 
 from experiments import flags as project_flags
 from experiments import run
@@ -41,11 +41,7 @@ def evaluate(model, vocab, config, spec):
 
 
 def main(argv):
-    if len(argv) > 1:
-        run.fail(f"unexpected arguments {argv[1:]}; every option is a --flag.")
-    if not FLAGS.data:
-        run.fail("give --data=SPEC (repeat it for several sources).")
-    logging.set_verbosity(logging.WARNING)
+    run.start(argv, data="the data to evaluate on (repeat it for several sources)")
     from dsan_tf import data, metrics
 
     model, vocab, config = run.load_run()

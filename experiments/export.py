@@ -13,7 +13,7 @@ SavedModel files, `model.keras` and `vocab.json` hold the model for Keras users.
 import os
 import shutil
 
-from absl import app, logging
+from absl import app
 
 from experiments import flags as project_flags
 from experiments import run
@@ -22,11 +22,7 @@ FLAGS = project_flags.FLAGS
 
 
 def main(argv):
-    if len(argv) > 1:
-        run.fail(f"unexpected arguments {argv[1:]}; every option is a --flag.")
-    if not FLAGS.export_dir:
-        run.fail("give --export_dir, where to write the SavedModel.")
-    logging.set_verbosity(logging.WARNING)
+    run.start(argv, export_dir="where to write the SavedModel")
     from dsan_tf.serving import TextPairClassifier
 
     model, vocab, config = run.load_run()

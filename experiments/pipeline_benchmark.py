@@ -11,24 +11,22 @@ at least 10x faster than training so that input is never the bottleneck.
 """
 
 import json
-import sys
 import time
 
 from absl import app
 
 from experiments import flags as project_flags
+from experiments import run
 
 FLAGS = project_flags.FLAGS
 
 
 def main(argv):
-    del argv
+    run.start(argv, train_data="a data file, tfds:NAME/SPLIT or synthetic:...")
     import keras
 
     from dsan_tf import build_dsan, data
 
-    if not FLAGS.train_data:
-        sys.exit("error: give --train_data (a data file, tfds:NAME/SPLIT or synthetic:...).")
     started = time.perf_counter()
     try:
         examples = []
@@ -37,7 +35,7 @@ def main(argv):
             print(report.summary())
             examples += read
     except data.DataError as error:
-        sys.exit(f"error: {error}")
+        run.fail(str(error))
     vocab = data.Vocabulary.from_examples(examples, min_count=FLAGS.min_count,
                                           lowercase=FLAGS.lowercase)
     pairs = data.encode(examples, vocab, max_length=FLAGS.max_length or None)

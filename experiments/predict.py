@@ -8,7 +8,7 @@ Prints one JSON object per pair: premise, hypothesis, label, probabilities.
 
 import json
 
-from absl import app, logging
+from absl import app
 
 from experiments import flags as project_flags
 from experiments import run
@@ -40,13 +40,11 @@ def read_pairs(path):
 
 
 def main(argv):
-    if len(argv) > 1:
-        run.fail(f"unexpected arguments {argv[1:]}; every option is a --flag.")
+    run.start(argv)
     if bool(FLAGS.input) == bool(FLAGS.premise or FLAGS.hypothesis):
         run.fail("give either --premise and --hypothesis, or --input=FILE.jsonl.")
     if not FLAGS.input and not (FLAGS.premise and FLAGS.hypothesis):
         run.fail("give both --premise and --hypothesis.")
-    logging.set_verbosity(logging.WARNING)
     from dsan_tf.data import DataError
     from dsan_tf.serving import TextPairClassifier
 

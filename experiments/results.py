@@ -160,10 +160,7 @@ def table(rows):
 
 
 def main(argv):
-    if len(argv) > 1:
-        run.fail(f"unexpected arguments {argv[1:]}; every option is a --flag.")
-    if not FLAGS.workdir:
-        run.fail("give --workdir, where the runs of the table are kept (and reused).")
+    run.start(argv, workdir="where the runs of the table are kept (and reused)")
     shared = FLAGS.shared_data
     for spec in [GLOVE, CROSS_DOMAIN] + [s for task in TASKS.values() for s in task.values()]:
         if not os.path.exists(os.path.join(shared, spec)):

@@ -25,6 +25,20 @@ def fail(message):
     sys.exit(f"error: {message}")
 
 
+def start(argv, **required):
+    """The start of every program: no positional arguments, each required flag given
+    (`name="what the user should give"`), absl logging at WARNING (TF's INFO lines would
+    bury the program's own output)."""
+    from absl import logging
+
+    if len(argv) > 1:
+        fail(f"unexpected arguments {argv[1:]}; every option is a --flag.")
+    for name, what in required.items():
+        if not FLAGS[name].value:
+            fail(f"give --{name}, {what}.")
+    logging.set_verbosity(logging.WARNING)
+
+
 def path(name, workdir=None):
     return os.path.join(workdir or FLAGS.workdir, name)
 

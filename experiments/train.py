@@ -15,7 +15,7 @@ import os
 import sys
 import time
 
-from absl import app, logging
+from absl import app
 
 from experiments import flags as project_flags
 from experiments import run
@@ -86,12 +86,9 @@ def weights_digest(model):
 
 
 def main(argv):
-    if len(argv) > 1:
-        run.fail(f"unexpected arguments {argv[1:]}; every option is a --flag.")
-    for name in ("workdir", "train_data", "dev_data", "embeddings"):
-        if not FLAGS[name].value:
-            run.fail(f"give --{name} (see --helpfull).")
-    logging.set_verbosity(logging.WARNING)  # TF's INFO lines would bury the progress
+    run.start(argv, workdir="the run directory", train_data="the training data (see --helpfull)",
+              dev_data="the development data (see --helpfull)",
+              embeddings="a GloVe file, glove:840B.300d or random")
     import keras
     import tensorflow as tf
 

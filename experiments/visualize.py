@@ -12,7 +12,7 @@ All values come from the model's own intermediate outputs (dsan_tf.analysis).
 import json
 import os
 
-from absl import app, logging
+from absl import app
 
 from experiments import flags as project_flags
 from experiments import run
@@ -45,11 +45,7 @@ def load_evaluations(specs):
 
 
 def main(argv):
-    if len(argv) > 1:
-        run.fail(f"unexpected arguments {argv[1:]}; every option is a --flag.")
-    if not FLAGS.output_dir:
-        run.fail("give --output_dir, where to write the figures.")
-    logging.set_verbosity(logging.WARNING)
+    run.start(argv, output_dir="where to write the figures")
     from dsan_tf import analysis, plots
 
     os.makedirs(FLAGS.output_dir, exist_ok=True)
