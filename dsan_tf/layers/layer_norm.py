@@ -22,6 +22,7 @@ def _layer_norm(x, gamma, beta, epsilon):
         normalized = centered * inverse_std
 
         def grad(*args, upstream=None):
+            # Keras passes the upstream gradient positionally or by keyword, by backend.
             if upstream is None:
                 (upstream,) = args
             leading = tuple(range(len(upstream.shape) - 1))
