@@ -1,9 +1,10 @@
 """Speed, efficiency and memory of the model on this machine.
 
     python -m experiments.benchmark [--output=FILE.json] [--mixed_precision=mixed_bfloat16]
-        [--benchmark_lengths=16,32] [--sweep_lengths=8,16,...,512] [model flags]
+        [--benchmark_lengths=16,32] [--sweep_lengths=8,16,...,512] [--model=disan] [model flags]
 
-For the model the flags describe (the paper's by default: d_e 300, 5 heads, d_ff 1200) at
+For the model the flags describe (DSAN at the paper's size by default: d_e 300, 5 heads,
+d_ff 1200; --model=disan or cbow for the baselines) at
 --batch_size (64), with random token ids (no padding) in premise and hypothesis alike:
 
 1. The dense-matmul peak of this machine, measured on matrices of the model's shapes.
@@ -32,21 +33,35 @@ SNLI_TRAIN_PAIRS = 549_367
 VOCAB_SIZE = 20_000  # the cost of a (frozen) embedding lookup does not depend on it
 
 
-def forward_flops(config, premise_length, hypothesis_length):
+def forward_flops(config, premise_length, hypothesis_length, model="dsan"):
     """Floating-point operations (a multiply-add is 2) of one pair's forward pass.
 
-    Counts the matrix products, which are all but a few percent of the work: per
+    Counts the matrix products. For DSAN they are all but a few percent of the work: per
     sentence of T tokens and per block, Q, K, V, W^O and the gate's W^S, W^H (6 of
     2·T·D²), QKᵀ and the weighted sum of V (2 of 2·T²·D over all heads), the FFN
-    (2 of 2·T·D·F); source2token's two (2D x 2D) linears; the classifier.
+    (2 of 2·T·D·F); source2token's two (2D x 2D) linears; the classifier. DiSAN per block:
+    the token map, W1, W2 and the gate's two (5 of 2·T·D²) and the weighted sum (2·T²·D);
+    its [T, T, D] tanh is elementwise work the count leaves out, so its roofline fraction
+    understates how busy the machine is. CBOW: the classifier only.
     """
     d, f = config.embedding_dim, config.ffn_dim
-    width = {"multi_dim_max": 4, "multi_dim": 2, "max": 2}[config.pooling] * d
+    source2token = lambda t: 2 * 2 * t * (2 * d) ** 2  # noqa: E731
 
-    def sentence(t):
-        block = 6 * 2 * t * d * d + 2 * 2 * t * t * d + 2 * 2 * t * d * f
-        source2token = 2 * 2 * t * (2 * d) ** 2 if config.pooling != "max" else 0
-        return 2 * block + source2token
+    if model == "dsan":
+        width = {"multi_dim_max": 4, "multi_dim": 2, "max": 2}[config.pooling] * d
+
+        def sentence(t):
+            block = 6 * 2 * t * d * d + 2 * 2 * t * t * d + 2 * 2 * t * d * f
+            return 2 * block + (source2token(t) if config.pooling != "max" else 0)
+    elif model == "disan":
+        width = 2 * d
+
+        def sentence(t):
+            return 2 * (5 * 2 * t * d * d + 2 * t * t * d) + source2token(t)
+    elif model == "cbow":
+        width, sentence = d, lambda t: 0
+    else:
+        raise ValueError(f"no FLOP count for model {model!r}.")
 
     classifier = 2 * 4 * width * config.classifier_units + 2 * config.classifier_units * 3
     return sentence(premise_length) + sentence(hypothesis_length) + classifier
@@ -148,7 +163,7 @@ def measure(model, config, length, peak, batch_size, steps=None):
     with Memory() as memory:
         train_seconds = timed(train_step, min_calls=steps or 3)
     infer_seconds = timed(infer_step, min_calls=steps or 3)
-    flops = forward_flops(config, length, length) * batch_size
+    flops = forward_flops(config, length, length, FLAGS.model) * batch_size
     result = {
         "train_pairs_per_sec": batch_size / train_seconds,
         "infer_pairs_per_sec": batch_size / infer_seconds,
@@ -222,7 +237,13 @@ def main(argv):
     per_length = {}
     model = build(config, faster)
     for length in lengths:
-        result = measure(model, config, length, peak, batch_size, steps=1 if length >= 256 else 3)
+        try:
+            result = measure(model, config, length, peak, batch_size,
+                             steps=1 if length >= 256 else 3)
+        except tf.errors.ResourceExhaustedError:  # e.g. DiSAN's [B, T, T, D] on a GPU
+            per_length[str(length)] = {"error": "out of memory"}
+            print(f"T={length:<4} out of memory; longer lengths skipped")
+            break
         result["jit_compile"] = faster
         if length in compared:
             result["by_jit_compile"] = compared[length]

@@ -17,6 +17,11 @@ def test_flop_count_follows_the_formula():
     assert forward_flops(config, t, t) == 2 * sentence + classifier
     # Attention makes the cost superlinear in T.
     assert forward_flops(config, 64, 64) > 4 * forward_flops(config, 16, 16)
+    # The baselines are counted as themselves, not as DSAN.
+    disan_sentence = 2 * (10 * t * d * d + 2 * t * t * d) + 4 * t * (2 * d) ** 2
+    disan_classifier = 2 * 8 * d * 300 + 2 * 300 * 3
+    assert forward_flops(config, t, t, "disan") == 2 * disan_sentence + disan_classifier
+    assert forward_flops(config, t, t, "cbow") == 2 * 4 * d * 300 + 2 * 300 * 3
 
 
 def test_benchmark_writes_every_figure(tmp_path):
