@@ -259,8 +259,8 @@ def main(argv):
               f"{epoch['projected_seconds'] / 3600:.2f} h on this machine "
               f"({epoch['train_pairs_per_sec']:.0f} pairs/s; paper: 693 s on a GTX 1080Ti)")
     results = {
-        "machine": {"cpus": os.cpu_count(), "processor": platform.processor(),
-                    "tensorflow": tf.__version__, "keras": keras.__version__},
+        "machine": {"cpus": os.cpu_count(), "processor": platform.processor()},
+        "provenance": run.provenance(),
         "model": FLAGS.model, "config": config.to_dict(), "batch_size": batch_size,
         "mixed_precision": FLAGS.mixed_precision,
         "matmul_peak_gflops": peak, "matmul_shapes": shapes,

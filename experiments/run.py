@@ -39,6 +39,27 @@ def start(argv, **required):
     logging.set_verbosity(logging.WARNING)
 
 
+def provenance():
+    """What produced a result: package versions and, in a git checkout, the commit (with
+    "-dirty" when files differ from it)."""
+    import subprocess
+
+    import keras
+    import tensorflow as tf
+
+    import dsan_tf
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        commit = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"],
+                                cwd=here, capture_output=True, text=True, timeout=10,
+                                check=True).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None  # not a checkout (an installed package) or no git
+    return {"dsan_tf": dsan_tf.__version__, "git_commit": commit,
+            "tensorflow": tf.__version__, "keras": keras.__version__}
+
+
 def path(name, workdir=None):
     return os.path.join(workdir or FLAGS.workdir, name)
 

@@ -156,7 +156,7 @@ def main(argv):
         "lowercase": vocab.lowercase, "vocab_size": vocab.size, "embeddings": embedding_info,
         "parameters": parts, "padding_fraction": padding,
         "mixed_precision": FLAGS.mixed_precision, "strategy": FLAGS.strategy,
-        "replicas": strategy.num_replicas_in_sync,
+        "replicas": strategy.num_replicas_in_sync, "provenance": run.provenance(),
         "data": {"train": train_report.summary(), "dev": dev_report.summary()}})
     nan_guard = callbacks.StopOnNaN()
     hparams = dict(config.to_dict(), model=FLAGS.model, learning_rate=FLAGS.learning_rate,

@@ -32,6 +32,7 @@ def test_benchmark_writes_every_figure(tmp_path):
            "--train_data=synthetic:word_order/train", f"--output={output}"))
     result = json.loads(output.read_text())
     assert result["matmul_peak_gflops"] > 0
+    assert result["provenance"]["keras"] and result["machine"]["cpus"] > 0
     assert set(result["lengths"]) == {"4", "8"}
     for figures in result["lengths"].values():
         for key in ("train_pairs_per_sec", "infer_pairs_per_sec", "roofline_fraction",

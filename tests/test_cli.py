@@ -54,6 +54,10 @@ def test_demo_trains_and_leaves_a_complete_run_directory(demo):
         assert (workdir / name).exists(), name
     config = json.loads((workdir / "config.json").read_text())
     assert config["model_config"]["embedding_dim"] == 32 and config["model"] == "dsan"
+    import tensorflow as tf  # what produced the run is recorded with it
+    assert config["provenance"]["tensorflow"] == tf.__version__
+    if (ROOT / ".git").exists():
+        assert config["provenance"]["git_commit"]
     assert "--embedding_dim=32" in (workdir / "flags.txt").read_text()
     rows = history(workdir)
     assert [int(r["epoch"]) for r in rows] == [0, 1, 2, 3]
