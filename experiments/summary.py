@@ -6,11 +6,10 @@
 The last line is `params_excluding_embeddings=N` (trainable, word embeddings excluded).
 """
 
-import sys
-
 from absl import app
 
 from experiments import flags as project_flags
+from experiments import run
 
 FLAGS = project_flags.FLAGS
 
@@ -19,13 +18,13 @@ PAPER_COUNTS = {"dsan": "4.7M", "disan": "2.4M"}
 
 
 def main(argv):
-    del argv
+    run.start(argv)
     from dsan_tf import build_model, parameter_breakdown  # after flag parsing: TF is slow to load
 
     try:
         config = project_flags.model_config(vocab_size=FLAGS.vocab_size)
     except project_flags.flags.ValidationError as error:
-        sys.exit(f"error: {error}")
+        run.fail(str(error))
     parts = parameter_breakdown(build_model(FLAGS.model, config))
     print(f"model: {FLAGS.model}, {config.to_dict()}")
     total = parts.pop("params_excluding_embeddings")
