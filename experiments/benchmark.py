@@ -21,6 +21,7 @@ d_ff 1200; --model=disan or cbow for the baselines) at
 import json
 import os
 import platform
+import statistics
 import time
 
 from absl import app
@@ -82,10 +83,7 @@ def timed(step, min_seconds=None, min_calls=3):
         before = time.perf_counter()
         step()
         durations.append(time.perf_counter() - before)
-    durations.sort()
-    middle = len(durations) // 2
-    return (durations[middle] if len(durations) % 2
-            else (durations[middle - 1] + durations[middle]) / 2)
+    return statistics.median(durations)
 
 
 def matmul_peak(config, lengths, batch_size):
