@@ -144,7 +144,9 @@ def table(rows):
             f"{percent(sick.get('test_accuracy'))} | {seconds(snli.get('seconds_per_epoch'))}"
             f" / {seconds(sick.get('seconds_per_epoch'))} |")
     # Summed from the runs themselves, so a resumed invocation still reports the whole table.
-    runs = [row for tasks in rows.values() for row in tasks.values() if "seconds_per_epoch" in row]
+    # A failed run has no seconds; a run without timed epochs has them as None.
+    runs = [row for tasks in rows.values() for row in tasks.values()
+            if row.get("seconds_per_epoch") is not None]
     total = sum(row["seconds_per_epoch"] * row["epochs"] for row in runs)
     lines += ["", f"Training time, summed over the {len(runs)} runs: {total / 60:.0f} min "
               "(plus start-up and the MultiNLI evaluations).", "", "## Commands", ""]
