@@ -26,9 +26,44 @@ def words(text, **kwargs):
     ("to-go packages - \"quoted\"", ["to-go", "packages", "-", '"', "quoted", '"']),
     ("Two  women\tare embracing.", ["Two", "women", "are", "embracing", "."]),
     ("", []),
+    # Letters are Unicode letters: accented words stay whole (TF's \\w is ASCII-only).
+    ("Pokémon at the café in Zürich, naïve.",
+     ["Pokémon", "at", "the", "café", "in", "Zürich", ",", "naïve", "."]),
+    # Abbreviations keep their period inside a sentence, as the Stanford tokenizer does.
+    ("Mr. Smith and Dr. Who on St. Patrick's Day in a 3 ft. pool.",
+     ["Mr.", "Smith", "and", "Dr.", "Who", "on", "St.", "Patrick", "'s", "Day", "in", "a", "3",
+      "ft.", "pool", "."]),
+    ("He cannot pay 1,000 dollars at 10:30, he/she said: no. ",
+     ["He", "can", "not", "pay", "1,000", "dollars", "at", "10:30", ",", "he/she", "said", ":",
+      "no", "."]),
+    ("ports don't. ", ["ports", "do", "n't", "."]),
 ])
 def test_tokenizer(text, expected):
     assert words(text) == expected
+
+
+def test_tokenizer_lowercases_unicode_and_keeps_abbreviations():
+    assert words("MR. ÉCLAIR ATE.", lowercase=True) == ["mr.", "éclair", "ate", "."]
+
+
+@pytest.mark.skipif(not (SHARED / "snli" / "snli_1.0_dev.jsonl.gz").exists(),
+                    reason="needs ../shared/data")
+def test_tokenizer_agrees_with_the_stanford_parses_of_snli_dev():
+    """The SNLI parses' leaves are the tokenization the dataset was annotated with."""
+    from experiments import tokenizer_agreement
+
+    snli, _ = tokenizer_agreement.measure(str(SHARED / "snli" / "snli_1.0_dev.jsonl.gz"))
+    assert snli["agreement"] >= 0.999 and snli["letter_splits"] == 0
+    multinli, _ = tokenizer_agreement.measure(
+        str(SHARED / "multinli" / "multinli_1.0_dev_matched.jsonl.gz"))
+    assert multinli["letter_splits"] == 0
+
+
+def test_letter_splits_finds_accents_split_out_of_words():
+    from experiments.tokenizer_agreement import letter_splits
+
+    assert letter_splits("the café", ["the", "caf", "é"]) == [("caf", "é")]
+    assert letter_splits("don't cannot", ["do", "n't", "can", "not"]) == []
 
 
 def test_tokenizer_casing_and_bad_bytes():
