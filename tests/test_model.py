@@ -11,7 +11,7 @@ import pytest
 
 from conftest import random_ids
 from dsan_tf import DSANConfig, build_disan, build_dsan, build_model, parameter_breakdown
-from dsan_tf.layers import SentenceEncoder
+from dsan_tf.layers import DiSANEncoder, PairClassifier, SentenceEncoder
 
 
 def batch(rng, batch_size=4, premise_length=7, hypothesis_length=5):
@@ -194,3 +194,28 @@ def test_no_training_tensor_is_bigger_than_the_attention_logits(small_config):
             sizes.append((tensor.shape.num_elements(), op.name))
     assert max(sizes)[0] == limit, max(sizes)  # the logits exist, and nothing is larger
     assert unknown < 0.05 * len(sizes), "too many tensors of unknown shape to check"
+
+
+@pytest.mark.parametrize("initializer", [
+    "glorot_uniform", keras.initializers.GlorotUniform(seed=3)])
+def test_no_two_kernels_start_equal(small_config, initializer):
+    """A seeded initializer must not make W^Q = W^K = W^V (or the forward and backward
+    blocks, or the classifier's two layers) identical; the same seed still builds the
+    same weights."""
+    def kernels(layer_class, input_width, **kwargs):
+        layer = layer_class(kernel_initializer=initializer, **kwargs)
+        layer.build((None, None, input_width) if layer_class is not PairClassifier
+                    else (None, input_width))
+        return [np.asarray(w) for w in layer.weights if w.path.endswith("kernel")]
+
+    width = small_config.embedding_dim
+    for layer_class, kwargs in ((SentenceEncoder, {"num_heads": 4}), (DiSANEncoder, {}),
+                                (PairClassifier, {"hidden_units": width, "num_classes": width})):
+        built = kernels(layer_class, width, **kwargs)
+        assert len(built) >= 2
+        for i, first in enumerate(built):
+            for second in built[i + 1:]:
+                assert first.shape != second.shape or not np.array_equal(first, second)
+        if not isinstance(initializer, str):
+            again = kernels(layer_class, width, **kwargs)
+            assert all(np.array_equal(a, b) for a, b in zip(again, built))

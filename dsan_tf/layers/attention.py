@@ -80,7 +80,7 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
         def dense(name, use_bias):
             layer = keras.layers.Dense(
                 width, use_bias=use_bias, name=name, dtype=self.dtype_policy,
-                kernel_initializer=clone_initializer(self.kernel_initializer))
+                kernel_initializer=clone_initializer(self.kernel_initializer, name))
             layer.build(inputs_shape)
             return layer
 

@@ -45,7 +45,7 @@ class PairClassifier(keras.layers.Layer):
         self.input_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
         self.hidden_dense = keras.layers.Dense(
             self.hidden_units, name="classifier_hidden", dtype=self.dtype_policy,
-            kernel_initializer=clone_initializer(self.kernel_initializer))
+            kernel_initializer=clone_initializer(self.kernel_initializer, "classifier_hidden"))
         self.hidden_dense.build(features_shape)
         self.hidden_norm = LayerNorm(
             epsilon=self.layer_norm_epsilon, name="classifier_hidden_norm",
@@ -54,7 +54,7 @@ class PairClassifier(keras.layers.Layer):
         self.hidden_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
         self.logits_dense = keras.layers.Dense(
             self.num_classes, name="classifier_logits", dtype="float32",
-            kernel_initializer=clone_initializer(self.kernel_initializer))
+            kernel_initializer=clone_initializer(self.kernel_initializer, "classifier_logits"))
         self.logits_dense.build(hidden_shape)
         self.built = True
 

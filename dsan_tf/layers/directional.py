@@ -8,6 +8,7 @@ import keras
 from dsan_tf.layers.attention import MaskedMultiHeadAttention
 from dsan_tf.layers.feed_forward import PositionwiseFeedForward
 from dsan_tf.layers.fusion import FusionGate
+from dsan_tf.layers.utils import clone_initializer
 
 
 @keras.saving.register_keras_serializable(package="dsan_tf")
@@ -59,21 +60,21 @@ class DirectionalSelfAttention(keras.layers.Layer):
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
 
     def build(self, inputs_shape):
-        common = {
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-            "dtype": self.dtype_policy,
-        }
+        common = {"layer_norm_epsilon": self.layer_norm_epsilon, "dtype": self.dtype_policy}
+        initializer = lambda name: clone_initializer(self.kernel_initializer, name)  # noqa: E731
         self.attention = MaskedMultiHeadAttention(
             num_heads=self.num_heads, direction=self.direction,
             use_direction_mask=self.use_direction_mask,
             distance_prior=self.distance_prior, distance_alpha=self.distance_alpha,
             prior_max_distance=self.prior_max_distance, dropout=self.dropout,
-            name="masked_attention", **common)
+            name="masked_attention", kernel_initializer=initializer("masked_attention"),
+            **common)
         self.fusion_gate = FusionGate(
-            fusion=self.fusion, dropout=self.dropout, name="fusion_gate", **common)
+            fusion=self.fusion, dropout=self.dropout, name="fusion_gate",
+            kernel_initializer=initializer("fusion_gate"), **common)
         self.feed_forward = PositionwiseFeedForward(
-            ffn_dim=self.ffn_dim or 4 * inputs_shape[-1], name="feed_forward", **common)
+            ffn_dim=self.ffn_dim or 4 * inputs_shape[-1], name="feed_forward",
+            kernel_initializer=initializer("feed_forward"), **common)
         self.attention.build(inputs_shape)
         self.fusion_gate.build(inputs_shape)
         self.feed_forward.build(inputs_shape)

@@ -52,7 +52,7 @@ class MultiDimensionalTokenAttention(keras.layers.Layer):
         width = inputs_shape[-1]
         dense = lambda name, bias: keras.layers.Dense(  # noqa: E731
             width, use_bias=bias, name=name, dtype=self.dtype_policy,
-            kernel_initializer=clone_initializer(self.kernel_initializer))
+            kernel_initializer=clone_initializer(self.kernel_initializer, name))
         self.key_dense = dense("key", bias=False)
         self.query_dense = dense("query", bias=True)  # its bias is DiSAN's b
         self.key_dense.build(inputs_shape)
@@ -116,17 +116,18 @@ class DiSABlock(keras.layers.Layer):
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
 
     def build(self, inputs_shape):
-        initializer = keras.initializers.serialize(self.kernel_initializer)
+        initializer = lambda name: clone_initializer(self.kernel_initializer, name)  # noqa: E731
         self.input_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
         self.token_map = keras.layers.Dense(
             inputs_shape[-1], activation="elu", name="token_map", dtype=self.dtype_policy,
-            kernel_initializer=keras.initializers.get(initializer))
+            kernel_initializer=initializer("token_map"))
         self.attention = MultiDimensionalTokenAttention(
-            self.direction, kernel_initializer=initializer, name="token2token",
+            self.direction, kernel_initializer=initializer("token2token"), name="token2token",
             dtype=self.dtype_policy)
         self.fusion_gate = FusionGate(
             fusion="raw", dropout=self.dropout, layer_norm_epsilon=self.layer_norm_epsilon,
-            kernel_initializer=initializer, name="fusion_gate", dtype=self.dtype_policy)
+            kernel_initializer=initializer("fusion_gate"), name="fusion_gate",
+            dtype=self.dtype_policy)
         for layer in (self.token_map, self.attention, self.fusion_gate):
             layer.build(inputs_shape)
         self.built = True
@@ -179,16 +180,19 @@ class DiSANEncoder(keras.layers.Layer):
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
 
     def build(self, inputs_shape):
+        initializer = lambda name: clone_initializer(self.kernel_initializer, name)  # noqa: E731
         common = dict(dropout=self.dropout, layer_norm_epsilon=self.layer_norm_epsilon,
-                      kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
                       dtype=self.dtype_policy)
-        self.forward_block = DiSABlock("forward", name="forward_block", **common)
-        self.backward_block = DiSABlock("backward", name="backward_block", **common)
+        self.forward_block = DiSABlock("forward", name="forward_block",
+                                       kernel_initializer=initializer("forward_block"), **common)
+        self.backward_block = DiSABlock("backward", name="backward_block",
+                                        kernel_initializer=initializer("backward_block"),
+                                        **common)
         self.forward_block.build(inputs_shape)
         self.backward_block.build(inputs_shape)
         self.source2token = Source2TokenAttention(
             layer_norm_epsilon=self.layer_norm_epsilon, name="source2token",
-            kernel_initializer=common["kernel_initializer"], dtype=self.dtype_policy)
+            kernel_initializer=initializer("source2token"), dtype=self.dtype_policy)
         self.source2token.build(tuple(inputs_shape[:-1]) + (2 * inputs_shape[-1],))
         self.built = True
 

@@ -8,6 +8,7 @@ from keras import ops
 
 from dsan_tf.layers.directional import DirectionalSelfAttention
 from dsan_tf.layers.pooling import MaskedMaxPooling, Source2TokenAttention
+from dsan_tf.layers.utils import clone_initializer
 
 POOLINGS = ("multi_dim_max", "multi_dim", "max")
 
@@ -72,14 +73,16 @@ class SentenceEncoder(keras.layers.Layer):
             "fusion": self.fusion,
             "dropout": self.dropout,
             "layer_norm_epsilon": self.layer_norm_epsilon,
-            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
         }
 
     def build(self, inputs_shape):
+        initializer = lambda name: clone_initializer(self.kernel_initializer, name)  # noqa: E731
         self.forward_block = DirectionalSelfAttention(
-            "forward", name="forward_block", dtype=self.dtype_policy, **self._block_config())
+            "forward", name="forward_block", dtype=self.dtype_policy,
+            kernel_initializer=initializer("forward_block"), **self._block_config())
         self.backward_block = DirectionalSelfAttention(
-            "backward", name="backward_block", dtype=self.dtype_policy, **self._block_config())
+            "backward", name="backward_block", dtype=self.dtype_policy,
+            kernel_initializer=initializer("backward_block"), **self._block_config())
         self.forward_block.build(inputs_shape)
         self.backward_block.build(inputs_shape)
         encoded_shape = tuple(inputs_shape[:-1]) + (2 * inputs_shape[-1],)
@@ -88,8 +91,7 @@ class SentenceEncoder(keras.layers.Layer):
         if self.pooling in ("multi_dim_max", "multi_dim"):
             self.source2token = Source2TokenAttention(
                 layer_norm_epsilon=self.layer_norm_epsilon, name="source2token",
-                kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
-                dtype=self.dtype_policy)
+                kernel_initializer=initializer("source2token"), dtype=self.dtype_policy)
             self.source2token.build(encoded_shape)
         if self.pooling in ("multi_dim_max", "max"):
             self.max_pooling = MaskedMaxPooling(name="max_pooling", dtype=self.dtype_policy)
@@ -126,4 +128,5 @@ class SentenceEncoder(keras.layers.Layer):
         config = super().get_config()
         config.update(self._block_config())
         config["pooling"] = self.pooling
+        config["kernel_initializer"] = keras.initializers.serialize(self.kernel_initializer)
         return config

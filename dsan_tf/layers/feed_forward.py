@@ -37,11 +37,11 @@ class PositionwiseFeedForward(keras.layers.Layer):
         width = inputs_shape[-1]
         self.hidden_dense = keras.layers.Dense(
             self.ffn_dim, activation="relu", name="ffn_hidden", dtype=self.dtype_policy,
-            kernel_initializer=clone_initializer(self.kernel_initializer))
+            kernel_initializer=clone_initializer(self.kernel_initializer, "ffn_hidden"))
         self.hidden_dense.build(inputs_shape)
         self.output_dense = keras.layers.Dense(
             width, name="ffn_output", dtype=self.dtype_policy,
-            kernel_initializer=clone_initializer(self.kernel_initializer))
+            kernel_initializer=clone_initializer(self.kernel_initializer, "ffn_output"))
         self.output_dense.build(tuple(inputs_shape[:-1]) + (self.ffn_dim,))
         self.output_norm = LayerNorm(
             epsilon=self.layer_norm_epsilon, name="ffn_norm", dtype=self.dtype_policy)

@@ -53,10 +53,10 @@ class FusionGate(keras.layers.Layer):
         common = {"dtype": self.dtype_policy}
         self.source_dense = keras.layers.Dense(
             width, use_bias=False, name="source_projection",
-            kernel_initializer=clone_initializer(self.kernel_initializer), **common)
+            kernel_initializer=clone_initializer(self.kernel_initializer, "source_projection"), **common)
         self.context_dense = keras.layers.Dense(
             width, use_bias=False, name="context_projection",
-            kernel_initializer=clone_initializer(self.kernel_initializer), **common)
+            kernel_initializer=clone_initializer(self.kernel_initializer, "context_projection"), **common)
         self.source_norm = LayerNorm(
             epsilon=self.layer_norm_epsilon, name="source_projection_norm", **common)
         self.context_norm = LayerNorm(

@@ -53,12 +53,12 @@ class Source2TokenAttention(keras.layers.Layer):
         common = {"dtype": self.dtype_policy}
         self.hidden_dense = keras.layers.Dense(
             width, name="s2t_hidden", **common,
-            kernel_initializer=clone_initializer(self.kernel_initializer))
+            kernel_initializer=clone_initializer(self.kernel_initializer, "s2t_hidden"))
         self.hidden_norm = LayerNorm(
             epsilon=self.layer_norm_epsilon, name="s2t_hidden_norm", **common)
         self.score_dense = keras.layers.Dense(
             width, name="s2t_score", **common,
-            kernel_initializer=clone_initializer(self.kernel_initializer))
+            kernel_initializer=clone_initializer(self.kernel_initializer, "s2t_score"))
         self.score_norm = LayerNorm(
             epsilon=self.layer_norm_epsilon, name="s2t_score_norm", **common)
         for layer in (self.hidden_dense, self.hidden_norm, self.score_dense, self.score_norm):
