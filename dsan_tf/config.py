@@ -3,6 +3,7 @@
 import dataclasses
 import json
 
+from dsan_tf.layers.attention import QKV_NORMS
 from dsan_tf.layers.distance_prior import PRIORS
 from dsan_tf.layers.encoder import POOLINGS
 from dsan_tf.layers.fusion import FUSIONS
@@ -10,7 +11,8 @@ from dsan_tf.layers.fusion import FUSIONS
 
 @dataclasses.dataclass
 class DSANConfig:
-    """Hyperparameters of `build_dsan`; defaults are the paper's (Im & Cho, 2017, Section 4.1).
+    """Hyperparameters of `build_dsan`; defaults are the paper's (Im & Cho, 2017: Section 4.1
+    for the classifier, 4.2.4 for d_ff = 4·d_e, 5.2 for d_e, h, α, dropout and LayerNorm).
 
     Attributes:
         vocab_size: int or None; None takes it from the embedding matrix.
@@ -26,8 +28,12 @@ class DSANConfig:
         use_direction_mask: apply M_dir; False masks only the diagonal.
         fusion: "projected" (the paper: gate the projected S^F, H^F) or "raw" (DiSAN).
         pooling: "multi_dim_max" (the paper), "multi_dim" or "max".
-        dropout: rate on the attention output, inside the fusion gate and in the
-            classifier (0.1).
+        dropout: rate on the attention output, inside the fusion gate (Section 5.2) and
+            on the classifier's ReLU layer (Section 4.1) (0.1).
+        classifier_input_dropout: rate on the classifier's [u; v; |u−v|; u*v] features,
+            a site the paper does not name (0.0).
+        qkv_norm: LayerNorm of the Q, K, V projections: "per_head" (each head's d_k-wide
+            projection, eq. 8's W_i) or "full" (the d_e-wide projection of all heads).
         classifier_units: width of the ReLU layer of the classifier (300).
         num_classes: 3 (entailment, neutral, contradiction).
         trainable_embeddings: False (the paper freezes GloVe).
@@ -45,6 +51,8 @@ class DSANConfig:
     fusion: str = "projected"
     pooling: str = "multi_dim_max"
     dropout: float = 0.1
+    classifier_input_dropout: float = 0.0
+    qkv_norm: str = "per_head"
     classifier_units: int = 300
     num_classes: int = 3
     trainable_embeddings: bool = False
@@ -70,8 +78,11 @@ class DSANConfig:
             raise ValueError(f"fusion must be one of {FUSIONS}, got {self.fusion!r}.")
         if self.pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}.")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}.")
+        for name in ("dropout", "classifier_input_dropout"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}.")
+        if self.qkv_norm not in QKV_NORMS:
+            raise ValueError(f"qkv_norm must be one of {QKV_NORMS}, got {self.qkv_norm!r}.")
         if self.vocab_size is not None and self.vocab_size < 2:
             raise ValueError(f"vocab_size must be at least 2 (padding and unknown), "
                              f"got {self.vocab_size}.")

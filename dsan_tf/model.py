@@ -37,7 +37,7 @@ def build_dsan(config=None, embedding_matrix=None):
         use_direction_mask=config.use_direction_mask,
         distance_prior=config.distance_prior, distance_alpha=config.distance_alpha,
         prior_max_distance=config.prior_max_distance, fusion=config.fusion,
-        pooling=config.pooling, dropout=config.dropout,
+        pooling=config.pooling, qkv_norm=config.qkv_norm, dropout=config.dropout,
         layer_norm_epsilon=config.layer_norm_epsilon, name=ENCODER_LAYER)
     return _pair_model("dsan", encoder, config, embedding_matrix)
 
@@ -94,8 +94,8 @@ def _pair_model(name, encoder, config, embedding_matrix):
         name=EMBEDDING_LAYER)
     classifier = PairClassifier(
         hidden_units=config.classifier_units, num_classes=config.num_classes,
-        dropout=config.dropout, layer_norm_epsilon=config.layer_norm_epsilon,
-        name=CLASSIFIER_LAYER)
+        dropout=config.dropout, input_dropout=config.classifier_input_dropout,
+        layer_norm_epsilon=config.layer_norm_epsilon, name=CLASSIFIER_LAYER)
 
     vectors = [encoder(embedding(ids), padding_mask=ops.not_equal(ids, 0))
                for ids in (premise, hypothesis)]

@@ -9,7 +9,7 @@ from absl import flags
 
 from dsan_tf.config import DSANConfig
 from dsan_tf.model import MODELS
-from dsan_tf.layers import FUSIONS, POOLINGS, PRIORS
+from dsan_tf.layers import FUSIONS, POOLINGS, PRIORS, QKV_NORMS
 
 _DEFAULTS = DSANConfig()
 
@@ -31,7 +31,13 @@ flags.DEFINE_enum("fusion", _DEFAULTS.fusion, FUSIONS,
 flags.DEFINE_enum("pooling", _DEFAULTS.pooling, POOLINGS,
                   "Sentence pooling: source2token + max (paper), source2token only, max only.")
 flags.DEFINE_float("dropout", _DEFAULTS.dropout,
-                   "Dropout on the attention output, in the fusion gate and in the classifier.")
+                   "Dropout on the attention output, in the fusion gate and on the classifier's "
+                   "ReLU layer.")
+flags.DEFINE_float("classifier_input_dropout", _DEFAULTS.classifier_input_dropout,
+                   "Dropout on the classifier's [u; v; |u-v|; u*v] features (not in the paper).")
+flags.DEFINE_enum("qkv_norm", _DEFAULTS.qkv_norm, QKV_NORMS,
+                  "LayerNorm of the Q, K, V projections: per head (d_k wide) or over the full "
+                  "d_e-wide projection before splitting into heads.")
 flags.DEFINE_integer("classifier_units", _DEFAULTS.classifier_units,
                      "Width of the classifier's ReLU layer.")
 flags.DEFINE_boolean("trainable_embeddings", _DEFAULTS.trainable_embeddings,

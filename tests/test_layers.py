@@ -179,7 +179,8 @@ def test_layer_norm_values_and_gradients_are_keras_layer_normalization(rng):
 
 
 LAYER_FACTORIES = {
-    "attention": lambda: attention(direction="backward", distance_alpha=0.7, dropout=0.2),
+    "attention": lambda: attention(direction="backward", distance_alpha=0.7, dropout=0.2,
+                                   qkv_norm="full"),
     "fusion": lambda: layers.FusionGate(fusion="raw", dropout=0.3),
     "ffn": lambda: layers.PositionwiseFeedForward(ffn_dim=40),
     "block": lambda: block("backward", distance_prior="none", fusion="raw"),
@@ -190,8 +191,10 @@ LAYER_FACTORIES = {
     "disan": lambda: layers.DiSANEncoder(dropout=0.2),
     "prior": lambda: layers.DistancePrior("learned", max_distance=4),
     "layer_norm": lambda: layers.LayerNorm(epsilon=1e-3),
-    "encoder": lambda: layers.SentenceEncoder(num_heads=HEADS, ffn_dim=32, pooling="multi_dim"),
-    "classifier": lambda: layers.PairClassifier(hidden_units=8, num_classes=3, dropout=0.2),
+    "encoder": lambda: layers.SentenceEncoder(num_heads=HEADS, ffn_dim=32, pooling="multi_dim",
+                                              qkv_norm="full"),
+    "classifier": lambda: layers.PairClassifier(hidden_units=8, num_classes=3, dropout=0.2,
+                                                input_dropout=0.3),
 }
 
 
@@ -211,3 +214,14 @@ def test_get_config_round_trips(rng, name):
     # And through Keras' registry, as a `.keras` file does it.
     revived = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(layer))
     assert type(revived) is type(layer) and revived.get_config() == config
+
+
+def test_classifier_drops_only_the_relu_layer_by_default(rng):
+    """Section 4.1 names dropout on the 300-d ReLU layer; the input features are kept."""
+    u, v = features(rng, batch=4, length=2)[:, 0], features(rng, batch=4, length=2)[:, 1]
+    paper = layers.PairClassifier(hidden_units=8, dropout=0.0)
+    np.testing.assert_allclose(np.asarray(paper(u, v, training=True)),
+                               np.asarray(paper(u, v, training=False)), atol=1e-6)
+    extra = layers.PairClassifier(hidden_units=8, dropout=0.0, input_dropout=0.5)
+    assert not np.allclose(np.asarray(extra(u, v, training=True)),
+                           np.asarray(extra(u, v, training=False)), atol=1e-3)

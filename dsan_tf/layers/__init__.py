@@ -1,6 +1,6 @@
 """Keras layers of the DSAN model, one concept each, registered for `.keras` files."""
 
-from dsan_tf.layers.attention import MaskedMultiHeadAttention
+from dsan_tf.layers.attention import QKV_NORMS, MaskedMultiHeadAttention
 from dsan_tf.layers.bag_of_words import BagOfWordsEncoder
 from dsan_tf.layers.classifier import PairClassifier
 from dsan_tf.layers.directional import DirectionalSelfAttention
@@ -16,5 +16,5 @@ __all__ = [
     "BagOfWordsEncoder", "Clip", "DiSABlock", "DiSANEncoder", "DirectionalSelfAttention",
     "DistancePrior", "FUSIONS", "FusionGate", "LayerNorm", "MaskedMaxPooling",
     "MaskedMultiHeadAttention", "MultiDimensionalTokenAttention", "PairClassifier", "POOLINGS",
-    "PRIORS", "PositionwiseFeedForward", "SentenceEncoder", "Source2TokenAttention",
+    "PRIORS", "PositionwiseFeedForward", "QKV_NORMS", "SentenceEncoder", "Source2TokenAttention",
 ]

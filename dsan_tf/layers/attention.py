@@ -1,4 +1,4 @@
-"""Masked multi-head attention (Im & Cho, 2017, eq. 7-9; masks of Section 3.1).
+"""Masked multi-head attention (Im & Cho, 2017, Section 4.2.2: eq. 7-9, Figures 3-4).
 
 Shape legend: B batch, T tokens, D model width (d_e), H heads, K = D / H (d_k).
 """
@@ -13,15 +13,19 @@ from dsan_tf.layers.distance_prior import DistancePrior
 from dsan_tf.layers.layer_norm import LayerNorm
 from dsan_tf.layers.utils import clone_initializer
 
+QKV_NORMS = ("per_head", "full")
+
 
 @keras.saving.register_keras_serializable(package="dsan_tf")
 class MaskedMultiHeadAttention(keras.layers.Layer):
     """Multi-head self-attention with the directional and distance masks.
 
-    head_h = softmax(Q_h K_hᵀ / √K + M_dir + α·M_dis) V_h (eq. 8), heads concatenated
-    and projected by W^O (eq. 7). Q, K, V carry no bias and are layer-normalised per
-    head; W^O has a bias and is followed by LayerNorm and dropout (docs/FIDELITY.md).
-    α·M_dis is the `linear` member of a family of distance priors (`DistancePrior`).
+    head_h = softmax(Q_h K_hᵀ / √K + M_dir + α·M_dis) V_h (eq. 7), heads concatenated
+    and projected by W^O (eq. 8), Q = K = V = the word vectors (eq. 9). The projections
+    carry no bias and are layer-normalised (Section 5.2) per head or over all heads
+    (`qkv_norm`); W^O has a bias and is followed by LayerNorm and dropout
+    (docs/FIDELITY.md rows 5, 9, 10). α·M_dis is the `linear` member of a family of
+    distance priors (`DistancePrior`).
 
     The masks and the prior are one [T, T] grid per call, joined with the padding into
     one bias [B, 1, T, T] that broadcasts over the heads: the [B, H, T, T] logits and
@@ -40,6 +44,9 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
         distance_alpha: float, α of the linear prior (the paper uses 1.5). Not trained.
         prior_max_distance: int, distances above this share a `learned` prior bias.
         dropout: float, dropout rate on the attention output.
+        qkv_norm: `"per_head"` (one LayerNorm over each head's K-wide projection, γ and β
+            shared by the heads) or `"full"` (one LayerNorm over the D-wide projection,
+            before it is split into heads).
         layer_norm_epsilon: float.
         kernel_initializer: initializer for the projections.
 
@@ -55,11 +62,13 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
 
     def __init__(self, num_heads, direction="forward", use_direction_mask=True,
                  distance_prior="linear", distance_alpha=1.5, prior_max_distance=10,
-                 dropout=0.1,
+                 dropout=0.1, qkv_norm="per_head",
                  layer_norm_epsilon=1e-5, kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
         if direction not in masks.DIRECTIONS:
             raise ValueError(f"direction must be one of {masks.DIRECTIONS}, got {direction!r}.")
+        if qkv_norm not in QKV_NORMS:
+            raise ValueError(f"qkv_norm must be one of {QKV_NORMS}, got {qkv_norm!r}.")
         self.num_heads = num_heads
         self.direction = direction
         self.use_direction_mask = use_direction_mask
@@ -67,6 +76,7 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
         self.distance_alpha = distance_alpha
         self.prior_max_distance = prior_max_distance
         self.dropout = dropout
+        self.qkv_norm = qkv_norm
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
 
@@ -75,7 +85,8 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
         if width % self.num_heads:
             raise ValueError(f"width {width} is not divisible by num_heads={self.num_heads}.")
         self.key_dim = width // self.num_heads
-        head_shape = tuple(inputs_shape[:-1]) + (self.num_heads, self.key_dim)
+        norm_shape = (tuple(inputs_shape[:-1]) + (self.num_heads, self.key_dim)
+                      if self.qkv_norm == "per_head" else inputs_shape)
 
         def dense(name, use_bias):
             layer = keras.layers.Dense(
@@ -93,9 +104,9 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
         self.query_dense = dense("query", use_bias=False)
         self.key_dense = dense("key", use_bias=False)
         self.value_dense = dense("value", use_bias=False)
-        self.query_norm = norm("query_norm", head_shape)
-        self.key_norm = norm("key_norm", head_shape)
-        self.value_norm = norm("value_norm", head_shape)
+        self.query_norm = norm("query_norm", norm_shape)
+        self.key_norm = norm("key_norm", norm_shape)
+        self.value_norm = norm("value_norm", norm_shape)
         self.output_dense = dense("attention_output", use_bias=True)
         self.output_norm = norm("attention_output_norm", inputs_shape)
         self.output_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
@@ -107,8 +118,12 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
         self.built = True
 
     def _heads(self, dense, norm, x):
+        """The normalised projection of x [B, T, D], split into heads: [B, T, H, K]."""
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
-        return norm(ops.reshape(dense(x), (batch, length, self.num_heads, self.key_dim)))
+        split = lambda y: ops.reshape(y, (batch, length, self.num_heads, self.key_dim))  # noqa: E731
+        if self.qkv_norm == "full":
+            return split(norm(dense(x)))
+        return norm(split(dense(x)))
 
     def visibility(self, length, padding_mask=None):
         """Which key each query may attend to: bool [1 or B, 1, T, T]."""
@@ -167,6 +182,7 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
             "distance_alpha": self.distance_alpha,
             "prior_max_distance": self.prior_max_distance,
             "dropout": self.dropout,
+            "qkv_norm": self.qkv_norm,
             "layer_norm_epsilon": self.layer_norm_epsilon,
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
         })

@@ -1,4 +1,4 @@
-"""Sentence-pair classifier on top of a sentence encoder (Im & Cho, 2017, Section 3.3).
+"""Sentence-pair classifier on top of a sentence encoder (Im & Cho, 2017, Section 4.1).
 
 Shape legend: B batch, E sentence-vector width, C classes.
 """
@@ -12,12 +12,16 @@ from dsan_tf.layers.utils import clone_initializer
 
 @keras.saving.register_keras_serializable(package="dsan_tf")
 class PairClassifier(keras.layers.Layer):
-    """[u; v; |u - v|; u * v] -> dropout -> Dense(hidden) -> LN -> ReLU -> dropout -> Dense(C).
+    """[u; v; |u - v|; u * v] -> Dense(hidden) -> LN -> ReLU -> dropout -> Dense(C).
+
+    Section 4.1 names layer normalization and dropout on the 300-d ReLU layer only;
+    dropout on the 4·E input features (common in other NLI models) is an option.
 
     Args:
         hidden_units: int (the paper: 300).
         num_classes: int, C (3 for NLI).
-        dropout: float, on the feature vector and on the hidden layer.
+        dropout: float, on the hidden layer.
+        input_dropout: float, on the [u; v; |u - v|; u * v] features (the paper: none).
         layer_norm_epsilon: float.
         kernel_initializer: initializer of both dense layers.
 
@@ -30,19 +34,21 @@ class PairClassifier(keras.layers.Layer):
         float32 logits [B, C] (float32 also under mixed precision, for a stable loss).
     """
 
-    def __init__(self, hidden_units=300, num_classes=3, dropout=0.1,
+    def __init__(self, hidden_units=300, num_classes=3, dropout=0.1, input_dropout=0.0,
                  layer_norm_epsilon=1e-5, kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
         self.hidden_units = hidden_units
         self.num_classes = num_classes
         self.dropout = dropout
+        self.input_dropout_rate = input_dropout
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
 
     def build(self, premise_shape):
         features_shape = (premise_shape[0], 4 * premise_shape[-1])
         hidden_shape = (premise_shape[0], self.hidden_units)
-        self.input_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        self.input_dropout = keras.layers.Dropout(self.input_dropout_rate,
+                                                  dtype=self.dtype_policy)
         self.hidden_dense = keras.layers.Dense(
             self.hidden_units, name="classifier_hidden", dtype=self.dtype_policy,
             kernel_initializer=clone_initializer(self.kernel_initializer, "classifier_hidden"))
@@ -75,6 +81,7 @@ class PairClassifier(keras.layers.Layer):
             "hidden_units": self.hidden_units,
             "num_classes": self.num_classes,
             "dropout": self.dropout,
+            "input_dropout": self.input_dropout_rate,
             "layer_norm_epsilon": self.layer_norm_epsilon,
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
         })

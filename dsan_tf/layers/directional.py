@@ -26,6 +26,7 @@ class DirectionalSelfAttention(keras.layers.Layer):
         use_direction_mask, distance_prior, distance_alpha, prior_max_distance: see
             `MaskedMultiHeadAttention`.
         fusion: `"projected"` (paper) or `"raw"` (DiSAN), see `FusionGate`.
+        qkv_norm: `"per_head"` or `"full"`, see `MaskedMultiHeadAttention`.
         dropout: float, on the attention output and inside the gate.
         layer_norm_epsilon: float.
         kernel_initializer: initializer of every projection.
@@ -43,7 +44,7 @@ class DirectionalSelfAttention(keras.layers.Layer):
 
     def __init__(self, direction, num_heads, ffn_dim=None, use_direction_mask=True,
                  distance_prior="linear", distance_alpha=1.5, prior_max_distance=10,
-                 fusion="projected",
+                 fusion="projected", qkv_norm="per_head",
                  dropout=0.1, layer_norm_epsilon=1e-5,
                  kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
@@ -55,6 +56,7 @@ class DirectionalSelfAttention(keras.layers.Layer):
         self.distance_alpha = distance_alpha
         self.prior_max_distance = prior_max_distance
         self.fusion = fusion
+        self.qkv_norm = qkv_norm
         self.dropout = dropout
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
@@ -67,7 +69,7 @@ class DirectionalSelfAttention(keras.layers.Layer):
             use_direction_mask=self.use_direction_mask,
             distance_prior=self.distance_prior, distance_alpha=self.distance_alpha,
             prior_max_distance=self.prior_max_distance, dropout=self.dropout,
-            name="masked_attention", kernel_initializer=initializer("masked_attention"),
+            qkv_norm=self.qkv_norm, name="masked_attention", kernel_initializer=initializer("masked_attention"),
             **common)
         self.fusion_gate = FusionGate(
             fusion=self.fusion, dropout=self.dropout, name="fusion_gate",
@@ -104,6 +106,7 @@ class DirectionalSelfAttention(keras.layers.Layer):
             "distance_alpha": self.distance_alpha,
             "prior_max_distance": self.prior_max_distance,
             "fusion": self.fusion,
+            "qkv_norm": self.qkv_norm,
             "dropout": self.dropout,
             "layer_norm_epsilon": self.layer_norm_epsilon,
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),

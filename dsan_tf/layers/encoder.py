@@ -25,8 +25,7 @@ class SentenceEncoder(keras.layers.Layer):
 
     Args:
         num_heads, ffn_dim, use_direction_mask, distance_prior, distance_alpha,
-            prior_max_distance,
-            fusion, dropout, layer_norm_epsilon, kernel_initializer: passed to both
+            prior_max_distance, fusion, qkv_norm, dropout, layer_norm_epsilon, kernel_initializer: passed to both
             `DirectionalSelfAttention` blocks.
         pooling: one of `POOLINGS`.
 
@@ -44,7 +43,7 @@ class SentenceEncoder(keras.layers.Layer):
 
     def __init__(self, num_heads, ffn_dim=None, use_direction_mask=True,
                  distance_prior="linear", distance_alpha=1.5, prior_max_distance=10,
-                 fusion="projected", pooling="multi_dim_max",
+                 fusion="projected", pooling="multi_dim_max", qkv_norm="per_head",
                  dropout=0.1, layer_norm_epsilon=1e-5,
                  kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
@@ -58,6 +57,7 @@ class SentenceEncoder(keras.layers.Layer):
         self.prior_max_distance = prior_max_distance
         self.fusion = fusion
         self.pooling = pooling
+        self.qkv_norm = qkv_norm
         self.dropout = dropout
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
@@ -71,6 +71,7 @@ class SentenceEncoder(keras.layers.Layer):
             "distance_alpha": self.distance_alpha,
             "prior_max_distance": self.prior_max_distance,
             "fusion": self.fusion,
+            "qkv_norm": self.qkv_norm,
             "dropout": self.dropout,
             "layer_norm_epsilon": self.layer_norm_epsilon,
         }
