@@ -51,7 +51,8 @@ def classification_report(labels, predictions, premise_lengths, hypothesis_lengt
 
 def format_report(name, report):
     """The report as a text table."""
-    lines = [f"{name}: accuracy {report['accuracy']:.4f} on {report['examples']:,} pairs",
+    lines = [f"{name}: accuracy {report['accuracy']:.4f} on {report['examples']:,} pairs"
+             + (f", oov_rate {report['oov_rate']:.2%}" if "oov_rate" in report else ""),
              f"  {'class':<14}{'precision':>10}{'recall':>10}{'f1':>10}{'support':>10}"]
     for label, values in report["per_class"].items():
         lines.append(f"  {label:<14}{values['precision']:>10.4f}{values['recall']:>10.4f}"

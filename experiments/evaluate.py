@@ -2,8 +2,9 @@
 
     python -m experiments.evaluate --workdir=DIR --data=SPEC [--data=SPEC ...] --output=FILE.json
 
-Per source: accuracy, per-class precision/recall/F1, confusion matrix, and accuracy by the
-pair's average length in 5-token buckets (the paper's Figure 6); printed and written as JSON.
+Per source: accuracy, per-class precision/recall/F1, confusion matrix, accuracy by the
+pair's average length in 5-token buckets (the paper's Figure 6) and `oov_rate` (the fraction
+of tokens mapped to the unknown word); printed and written as JSON.
 """
 
 import json
@@ -37,6 +38,7 @@ def evaluate(model, vocab, config, spec):
         labels, predictions, premise_lengths, hypothesis_lengths)))
     result["read"] = report.summary()
     result["tokens"] = pairs.report.summary()
+    result["oov_rate"] = pairs.report.oov_rate
     return result
 
 

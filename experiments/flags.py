@@ -85,6 +85,12 @@ flags.DEFINE_string("embeddings", None,
                     "scratch: embeddings then default to trainable).")
 flags.DEFINE_string("embeddings_cache_dir", "~/.cache/dsan_tf",
                     "Cache of embedding matrices read from vector files.")
+flags.DEFINE_boolean("extend_vocabulary", True,
+                     "Give ids to the dev/test words that --embeddings has a vector for (they "
+                     "would otherwise all be the one unknown word).")
+flags.DEFINE_integer("vocab_from_vectors", 0,
+                     "Also give ids to the first N words of the --embeddings file (GloVe is "
+                     "ordered by frequency), so an exported model covers unseen text.")
 flags.DEFINE_enum("oov_init", "random", ["random", "zeros"],
                   "Vectors of words missing from the vector file: U(-0.05, 0.05) or zeros.")
 

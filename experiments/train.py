@@ -33,8 +33,23 @@ def read(spec, name):
     return examples, report
 
 
-def vocabulary(train):
-    from dsan_tf.data import Vocabulary
+def vector_file():
+    """The path of --embeddings, downloaded first for glove:NAME; None for random."""
+    from dsan_tf import data
+
+    if FLAGS.embeddings == "random":
+        return None
+    if FLAGS.embeddings.startswith("glove:"):  # e.g. glove:840B.300d, downloaded once
+        return data.download_glove("glove." + FLAGS.embeddings[len("glove:"):],
+                                   os.path.expanduser(FLAGS.embeddings_cache_dir))
+    return FLAGS.embeddings
+
+
+def vocabulary(train, others, source):
+    """The run's vocabulary: a resumed run's own; otherwise the training words, then the
+    words of `others` (dev/test examples) and the first --vocab_from_vectors words of the
+    vector file `source` that have a vector (docs/FIDELITY.md, row 25)."""
+    from dsan_tf.data import Vocabulary, extend_vocabulary
 
     if os.path.exists(run.path(run.VOCAB)):  # a resumed run keeps its ids
         vocab = Vocabulary.load(run.path(run.VOCAB))
@@ -44,22 +59,30 @@ def vocabulary(train):
         return vocab
     vocab = Vocabulary.from_examples(train, min_count=FLAGS.min_count,
                                      lowercase=FLAGS.lowercase)
+    if source and (FLAGS.extend_vocabulary or FLAGS.vocab_from_vectors):
+        extra = (Vocabulary.from_examples(others, lowercase=FLAGS.lowercase).words
+                 if FLAGS.extend_vocabulary and others else [])
+        training_words = len(vocab.words)
+        vocab, added = extend_vocabulary(
+            source, vocab, extra, FLAGS.vocab_from_vectors,
+            cache_dir=os.path.expanduser(FLAGS.embeddings_cache_dir),
+            progress=sys.stderr.isatty())
+        print(f"vocabulary: {training_words:,} training words, {added['from_data']:,} more "
+              f"dev/test words and {added['from_vectors']:,} more of the vector file's first "
+              f"{FLAGS.vocab_from_vectors:,} that have a vector")
     vocab.save(run.path(run.VOCAB))
     return vocab
 
 
-def embeddings(vocab):
+def embeddings(vocab, source):
     """(matrix or None, trainable, info dict)."""
     from dsan_tf import data
 
     explicit = FLAGS["trainable_embeddings"].present
-    if FLAGS.embeddings == "random":
+    if source is None:
         trainable = FLAGS.trainable_embeddings if explicit else True
         return None, trainable, {"source": "random"}
     cache_dir = os.path.expanduser(FLAGS.embeddings_cache_dir)
-    source = FLAGS.embeddings
-    if source.startswith("glove:"):  # e.g. glove:840B.300d, downloaded once into the cache
-        source = data.download_glove("glove." + source[len("glove:"):], cache_dir)
     matrix, report = data.load_vectors(source, vocab, cache_dir=cache_dir,
                                        oov_init=FLAGS.oov_init, seed=FLAGS.seed,
                                        progress=sys.stderr.isatty())
@@ -117,8 +140,9 @@ def main(argv):
         train, train_report = read(FLAGS.train_data, "train_data")
         dev, dev_report = read(FLAGS.dev_data, "dev_data")
         test = read(FLAGS.test_data, "test_data")[0] if FLAGS.test_data else None
-        vocab = vocabulary(train)
-        matrix, trainable, embedding_info = embeddings(vocab)
+        source = vector_file()
+        vocab = vocabulary(train, dev + (test or []), source)
+        matrix, trainable, embedding_info = embeddings(vocab, source)
     except data.DataError as error:
         run.fail(str(error))
     FLAGS.trainable_embeddings = trainable  # resolved, so that flags.txt repeats the run

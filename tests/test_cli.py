@@ -91,6 +91,7 @@ def test_evaluate_writes_metrics(demo, tmp_path):
     dev = result["synthetic:word_order/dev"]
     assert dev["examples"] == 168 == sum(map(sum, dev["confusion_matrix"]))
     assert set(dev["per_class"]) == {"entailment", "neutral", "contradiction"}
+    assert dev["oov_rate"] == 0.0  # the generated task has no word outside its vocabulary
     assert sum(b["examples"] for b in result["synthetic:word_order/all"]["accuracy_by_length"]) == 840
 
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from dsan_tf.data import DataError, Vocabulary, download_glove, load_vectors, tokenize
+from dsan_tf.data import (
+    DataError, Vocabulary, download_glove, extend_vocabulary, load_vectors, tokenize)
 from dsan_tf.data import embeddings as embeddings_module
 
 SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -183,3 +184,46 @@ def test_shared_glove_file():
     assert matrix.shape == (vocab.size, 25)
     # "chased" is not among its 12k words.
     assert (report.types_found, report.tokens_found, report.tokens_total) == (3, 4, 6)
+
+
+def test_words_the_vectors_cover_are_never_unknown(tmp_path, monkeypatch):
+    """With frozen vectors, a dev/test word outside the training data keeps its vector."""
+    path = write_glove(tmp_path / "vectors.txt")  # the cat ". . ." Dog dog
+    training = Vocabulary.build(["the the cat"])
+    extended, added = extend_vocabulary(path, training, ["dog", "zebra", "the"],
+                                        cache_dir=tmp_path / "cache", progress=False)
+    assert extended.words == ["the", "cat", "dog"] and added == {"from_data": 1,
+                                                                  "from_vectors": 0}
+    assert extended.counts == [2, 1, 0]  # training ids and counts unchanged
+    assert extended.ids(["the dog zebra"]).to_list() == [[2, 4, 1]]
+    matrix, _ = load_vectors(path, extended, progress=False)
+    np.testing.assert_array_equal(matrix[4], [5] * 3)
+    # A cased vocabulary takes a word the file has only lower-cased ("Cat" -> "cat").
+    cased, _ = extend_vocabulary(path, Vocabulary.build(["the"]), ["Cat", "Zebra"],
+                                 progress=False)
+    assert cased.words == ["the", "Cat"]
+    # The file's first words, for text no split holds; the cache spares a second read.
+    top, added = extend_vocabulary(path, training, ["dog"], top_words=4,
+                                   cache_dir=tmp_path / "cache", progress=False)
+    assert top.words == ["the", "cat", "dog", ". . .", "Dog"]
+    assert added == {"from_data": 1, "from_vectors": 2}
+    monkeypatch.setattr(embeddings_module, "_open_lines", None)
+    again, _ = extend_vocabulary(path, training, ["dog"], top_words=4,
+                                 cache_dir=tmp_path / "cache", progress=False)
+    assert again.words == top.words
+
+
+@pytest.mark.skipif(not (SHARED / "snli" / "snli_1.0_train_25k.jsonl.gz").exists(),
+                    reason="needs ../shared/data")
+def test_snli_dev_oov_rate_with_glove_6b():
+    """Measured before the vocabulary was extended: 1.06% of SNLI dev tokens were [UNK],
+    0.78 points of them words GloVe has."""
+    from dsan_tf.data import encode, read_examples
+
+    train, _ = read_examples(str(SHARED / "snli" / "snli_1.0_train_25k.jsonl.gz"))
+    dev, _ = read_examples(str(SHARED / "snli" / "snli_1.0_dev.jsonl.gz"))
+    vocab, _ = extend_vocabulary(str(SHARED / "glove" / "glove.6B.50d.top100k.txt.gz"),
+                                 Vocabulary.from_examples(train, lowercase=True),
+                                 Vocabulary.from_examples(dev, lowercase=True).words,
+                                 progress=False)
+    assert encode(dev, vocab).report.oov_rate <= 0.0056

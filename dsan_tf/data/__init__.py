@@ -4,7 +4,8 @@
 vocabulary)`; `encode(examples, vocabulary)` -> `EncodedPairs`; `make_dataset(pairs, ...)`.
 """
 
-from dsan_tf.data.embeddings import EmbeddingReport, download_glove, load_vectors
+from dsan_tf.data.embeddings import (
+    EmbeddingReport, download_glove, extend_vocabulary, load_vectors)
 from dsan_tf.data.pipeline import (
     DEFAULT_BUCKETS, DEFAULT_MAX_LENGTH, EncodedPairs, EncodeReport, encode, make_dataset,
     padding_fraction)
@@ -15,5 +16,6 @@ from dsan_tf.data.vocabulary import PAD_ID, UNK_ID, Vocabulary
 __all__ = [
     "DEFAULT_BUCKETS", "DEFAULT_MAX_LENGTH", "DataError", "EmbeddingReport", "EncodeReport",
     "EncodedPairs", "Example", "PAD_ID", "ReadReport", "UNK_ID", "Vocabulary", "download_glove",
+    "extend_vocabulary",
     "encode", "load_vectors", "make_dataset", "padding_fraction", "read_examples", "tokenize",
 ]

@@ -4,7 +4,10 @@
 resulting [V, D] matrix is cached as `.npz` under a key made of the vocabulary fingerprint
 and the source file's path, size and modification time, so later runs load it in a second.
 
-Words missing from the vectors (and the unknown-word row) are drawn from U(-0.05, 0.05) with a
+`extend_vocabulary` adds the words the file has beyond the training words (those of the
+other splits, and optionally the file's most frequent ones), since with frozen vectors such a
+word is as well represented as a training word. Words missing from the vectors (and the
+unknown-word row) are drawn from U(-0.05, 0.05) with a
 fixed seed (`oov_init="random"`, DiSAN's choice): with frozen embeddings, distinct vectors keep
 unknown words distinguishable, where zeros would merge them into one. `oov_init="zeros"` is
 the PyTorch re-implementation's choice. Row 0 (padding) is always zero. A cased vocabulary
@@ -81,6 +84,95 @@ def cache_key(path, vocabulary, oov_init, seed):
     return hashlib.sha256(f"{text}|{vocabulary.fingerprint()}".encode()).hexdigest()[:20]
 
 
+class _VectorLines:
+    """One pass over a GloVe-format file: (word, the line's fields) per well-formed line.
+
+    `dim` is the vector width (from the first line); `malformed` counts lines with too few
+    fields. Words are lower-cased when `lowercase` (a lower-cased vocabulary)."""
+
+    def __init__(self, path, lowercase, progress):
+        if not os.path.isfile(path):
+            raise DataError(f"embeddings file {path} does not exist (use --embeddings=random "
+                            "to train without pre-trained vectors).")
+        self.path, self.lowercase, self.progress = path, lowercase, progress
+        self.dim, self.malformed = None, 0
+
+    def __iter__(self):
+        stream, total, position = _open_lines(self.path)
+        with stream, _progress(total, self.progress) as bar:
+            for number, raw in enumerate(stream, start=1):
+                if number % 20_000 == 0:
+                    bar.update(position() - bar.n)
+                parts = raw.rstrip(b"\r\n").decode("utf-8", errors="replace").split(" ")
+                if self.dim is None:
+                    self.dim = len(parts) - 1
+                    if self.dim < 1:
+                        raise DataError(f"{self.path}:1: not a word-vector line.")
+                if len(parts) <= self.dim:
+                    self.malformed += 1
+                    continue
+                word = " ".join(parts[:-self.dim])  # 840B words may hold spaces
+                yield (word.lower() if self.lowercase else word), parts
+            bar.update(position() - bar.n)
+        if self.dim is None:
+            raise DataError(f"embeddings file {self.path} is empty.")
+
+
+def _read_vectors(lines, vocabulary):
+    """{id: vector} for the vocabulary words the file has, a cased word missing in its case
+    taking its lower-cased entry."""
+    index = {word: i + 2 for i, word in enumerate(vocabulary.words)}
+    lower = {}  # lower-cased word -> ids of cased words that may fall back to it
+    if not vocabulary.lowercase:
+        for word, i in index.items():
+            if word.lower() != word:
+                lower.setdefault(word.lower(), []).append(i)
+    vectors, fallback = {}, {}
+    for word, parts in lines:
+        targets = []
+        if word in index and index[word] not in vectors:
+            targets.append((vectors, index[word]))
+        for i in lower.get(word, ()):
+            if i not in fallback:
+                targets.append((fallback, i))
+        if targets:
+            try:
+                vector = np.asarray(parts[-lines.dim:], dtype=np.float32)
+            except ValueError:
+                lines.malformed += 1
+                continue
+            for table, i in targets:
+                table[i] = vector
+    for i, vector in fallback.items():
+        vectors.setdefault(i, vector)
+    return vectors
+
+
+def _matrix(vectors, vocabulary, dim, oov_init, seed):
+    """[V, D]: the vectors, seeded U(-0.05, 0.05) or zeros where there is none, row 0 zero."""
+    rng = np.random.default_rng(seed)
+    matrix = (rng.uniform(-0.05, 0.05, size=(vocabulary.size, dim)).astype(np.float32)
+              if oov_init == "random" else np.zeros((vocabulary.size, dim), np.float32))
+    for i, vector in vectors.items():
+        matrix[i] = vector
+    matrix[PAD_ID] = 0.0
+    return matrix
+
+
+def _cached(cache_path):
+    with np.load(cache_path) as cached:
+        report = EmbeddingReport(**json.loads(str(cached["report"])))
+        report.cache_path, report.from_cache = cache_path, True
+        return cached["matrix"], report
+
+
+def _save(cache_path, matrix, report):
+    os.makedirs(os.path.dirname(cache_path), exist_ok=True)
+    temporary = cache_path + ".partial.npz"
+    np.savez(temporary, matrix=matrix, report=json.dumps(dataclasses.asdict(report)))
+    os.replace(temporary, cache_path)
+
+
 def load_vectors(path, vocabulary, cache_dir=None, oov_init="random", seed=0, progress=True):
     """The embedding matrix of `vocabulary` from a GloVe-format file (.txt, .gz or .zip).
 
@@ -95,9 +187,7 @@ def load_vectors(path, vocabulary, cache_dir=None, oov_init="random", seed=0, pr
     Returns:
         (float32 array [V, D], `EmbeddingReport`).
     """
-    if not os.path.isfile(path):
-        raise DataError(f"embeddings file {path} does not exist (use --embeddings=random to "
-                        "train without pre-trained vectors).")
+    lines = _VectorLines(path, vocabulary.lowercase, progress)
     if oov_init not in OOV_INITS:
         raise DataError(f"oov_init must be one of {OOV_INITS}, got {oov_init!r}.")
     cache_path = ""
@@ -105,73 +195,72 @@ def load_vectors(path, vocabulary, cache_dir=None, oov_init="random", seed=0, pr
         cache_path = os.path.join(
             cache_dir, f"vectors-{cache_key(path, vocabulary, oov_init, seed)}.npz")
         if os.path.isfile(cache_path):
-            with np.load(cache_path) as cached:
-                report = EmbeddingReport(**json.loads(str(cached["report"])))
-                report.cache_path, report.from_cache = cache_path, True
-                return cached["matrix"], report
-
-    index = {word: i + 2 for i, word in enumerate(vocabulary.words)}
-    lower = {}  # lower-cased word -> ids of cased words that may fall back to it
-    if not vocabulary.lowercase:
-        for word, i in index.items():
-            if word.lower() != word:
-                lower.setdefault(word.lower(), []).append(i)
-    vectors, fallback, dim, malformed = {}, {}, None, 0
-    stream, total, position = _open_lines(path)
-    with stream, _progress(total, progress) as bar:
-        for number, raw in enumerate(stream, start=1):
-            if number % 20_000 == 0:
-                bar.update(position() - bar.n)
-            parts = raw.rstrip(b"\r\n").decode("utf-8", errors="replace").split(" ")
-            if dim is None:
-                dim = len(parts) - 1
-                if dim < 1:
-                    raise DataError(f"{path}:1: not a word-vector line.")
-            if len(parts) <= dim:
-                malformed += 1
-                continue
-            word = " ".join(parts[:-dim])
-            if vocabulary.lowercase:
-                word = word.lower()
-            targets = []
-            if word in index and index[word] not in vectors:
-                targets.append((vectors, index[word]))
-            for i in lower.get(word, ()):
-                if i not in fallback:
-                    targets.append((fallback, i))
-            if targets:
-                try:
-                    vector = np.asarray(parts[-dim:], dtype=np.float32)
-                except ValueError:
-                    malformed += 1
-                    continue
-                for table, i in targets:
-                    table[i] = vector
-        bar.update(position() - bar.n)
-    if dim is None:
-        raise DataError(f"embeddings file {path} is empty.")
-    for i, vector in fallback.items():
-        vectors.setdefault(i, vector)
-
-    rng = np.random.default_rng(seed)
-    matrix = (rng.uniform(-0.05, 0.05, size=(vocabulary.size, dim)).astype(np.float32)
-              if oov_init == "random" else np.zeros((vocabulary.size, dim), np.float32))
-    for i, vector in vectors.items():
-        matrix[i] = vector
-    matrix[PAD_ID] = 0.0
+            return _cached(cache_path)
+    vectors = _read_vectors(lines, vocabulary)
+    matrix = _matrix(vectors, vocabulary, lines.dim, oov_init, seed)
     counts = np.asarray(vocabulary.counts, dtype=np.int64)
     found = np.zeros(len(vocabulary.words), bool)
     found[[i - 2 for i in vectors]] = True
     report = EmbeddingReport(
-        source=path, dim=dim, vocab_types=len(vocabulary.words), types_found=int(found.sum()),
-        tokens_total=int(counts.sum()), tokens_found=int(counts[found].sum()),
-        malformed_lines=malformed, cache_path=cache_path)
+        source=path, dim=lines.dim, vocab_types=len(vocabulary.words),
+        types_found=int(found.sum()), tokens_total=int(counts.sum()),
+        tokens_found=int(counts[found].sum()), malformed_lines=lines.malformed,
+        cache_path=cache_path)
+    if cache_path:
+        _save(cache_path, matrix, report)
+    return matrix, report
+
+
+def extend_vocabulary(path, vocabulary, extra_words=(), top_words=0, cache_dir=None,
+                      progress=True):
+    """`vocabulary` plus the words the vector file can give a vector.
+
+    With frozen vectors, a word outside the training data is as well represented as any
+    training word whenever the file has it: mapping it to the one unknown-word vector would
+    throw that away. The new words come after the training words (whose ids do not move):
+    first those of `extra_words` (e.g. the dev and test words) that the file has, exactly or,
+    for a cased vocabulary, lower-cased, sorted; then the file's first `top_words` words
+    (GloVe files are ordered by frequency), so that an exported model covers unseen text.
+
+    Args:
+        path: vector file, as for `load_vectors`.
+        vocabulary: the training `Vocabulary`.
+        extra_words: iterable of words (same casing rule as `vocabulary`).
+        top_words: int, how many of the file's first words to add (0: none).
+        cache_dir: where to keep the result (keyed like `load_vectors`); None: no cache.
+        progress: show a progress bar while reading.
+
+    Returns:
+        (`Vocabulary`, {"from_data": int, "from_vectors": int}: words added by each rule).
+    """
+    known = set(vocabulary.words)
+    extra = sorted(set(extra_words) - known)
+    key = hashlib.sha256("\n".join([str(top_words), *extra]).encode()).hexdigest()[:12]
+    cache_path = (os.path.join(cache_dir, f"vocabulary-{cache_key(path, vocabulary, key, 0)}"
+                               ".json") if cache_dir else "")
+    if cache_path and os.path.isfile(cache_path):
+        with open(cache_path, encoding="utf-8") as stream:
+            cached = json.load(stream)
+        return vocabulary.extended(cached["words"]), cached["added"]
+    wanted = set(extra)
+    if not vocabulary.lowercase:
+        wanted |= {word.lower() for word in extra}
+    present, first = set(), {}  # a dict keeps the file's order
+    for word, _ in _VectorLines(path, vocabulary.lowercase, progress):
+        if word in wanted:
+            present.add(word)
+        if len(first) < top_words and word not in known:
+            first.setdefault(word)
+    from_data = [w for w in extra if w in present or w.lower() in present]
+    taken = known | set(from_data)
+    from_vectors = [w for w in first if w not in taken]
+    added = {"from_data": len(from_data), "from_vectors": len(from_vectors)}
     if cache_path:
         os.makedirs(cache_dir, exist_ok=True)
-        temporary = cache_path + ".partial.npz"
-        np.savez(temporary, matrix=matrix, report=json.dumps(dataclasses.asdict(report)))
-        os.replace(temporary, cache_path)
-    return matrix, report
+        with open(cache_path + ".partial", "w", encoding="utf-8") as stream:
+            json.dump({"words": from_data + from_vectors, "added": added}, stream)
+        os.replace(cache_path + ".partial", cache_path)
+    return vocabulary.extended(from_data + from_vectors), added
 
 
 def download_glove(name="glove.840B.300d", directory=".", timeout=30):

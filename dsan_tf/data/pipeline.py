@@ -12,7 +12,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from dsan_tf.data.vocabulary import PAD_ID
+from dsan_tf.data.vocabulary import PAD_ID, UNK_ID
 
 # Pairs are grouped by their longer sentence; SNLI's median is about 13 tokens.
 DEFAULT_BUCKETS = (8, 10, 12, 14, 16, 18, 20, 24, 28, 32, 40, 48, 64, 96, 128, 192)
@@ -21,16 +21,25 @@ DEFAULT_MAX_LENGTH = 256
 
 @dataclasses.dataclass
 class EncodeReport:
-    """What `encode` did to the text: truncation is counted, never silent."""
+    """What `encode` did to the text: unknown words and truncation are counted, never silent."""
 
     examples: int
     max_length: int | None
     truncated_premises: int = 0
     truncated_hypotheses: int = 0
     longest: int = 0
+    tokens: int = 0
+    unknown_tokens: int = 0
+
+    @property
+    def oov_rate(self):
+        """The fraction of tokens mapped to the unknown word ([UNK])."""
+        return self.unknown_tokens / max(self.tokens, 1)
 
     def summary(self):
-        text = f"{self.examples:,} pairs, longest sentence {self.longest} tokens"
+        text = (f"{self.examples:,} pairs, longest sentence {self.longest} tokens, "
+                f"oov_rate {self.oov_rate:.2%} ({self.unknown_tokens:,} of {self.tokens:,} "
+                "tokens unknown)")
         if self.truncated_premises or self.truncated_hypotheses:
             text += (f"; truncated to --max_length={self.max_length}: "
                      f"{self.truncated_premises:,} premises, "
@@ -61,6 +70,8 @@ def encode(examples, vocabulary, max_length=DEFAULT_MAX_LENGTH):
     for side in ("premise", "hypothesis"):
         ids = vocabulary.ids([getattr(e, side) for e in examples])
         lengths = ids.row_lengths()
+        report.tokens += int(tf.size(ids.flat_values))
+        report.unknown_tokens += int(tf.reduce_sum(tf.cast(ids.flat_values == UNK_ID, tf.int32)))
         report.longest = max(report.longest, int(tf.reduce_max(lengths)) if len(examples) else 0)
         if max_length:
             setattr(report, f"truncated_{side}s",

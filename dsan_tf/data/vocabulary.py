@@ -1,8 +1,9 @@
 """The word vocabulary: built from training text, saved into the run directory, reloaded
 for evaluation and serving.
 
-Ids: 0 is padding, 1 is the unknown word, 2.. are the words by falling frequency (ties
-alphabetical), so the same data always gives the same ids.
+Ids: 0 is padding, 1 is the unknown word, 2.. are the training words by falling frequency
+(ties alphabetical), so the same data always gives the same ids; words added for their
+pre-trained vectors (`Vocabulary.extended`, `dsan_tf.data.extend_vocabulary`) follow.
 """
 
 import hashlib
@@ -65,6 +66,14 @@ class Vocabulary:
         """`build` over the premises and hypotheses of `Example`s."""
         return cls.build([e.premise for e in examples] + [e.hypothesis for e in examples],
                          min_count=min_count, lowercase=lowercase)
+
+    def extended(self, words):
+        """A new vocabulary: these words (with count 0) after the present ones, whose ids
+        stay the same."""
+        known = set(self.words)
+        new = [word for word in dict.fromkeys(words) if word not in known]
+        return Vocabulary(self.words + new, self.counts + [0] * len(new), self.lowercase,
+                          self.min_count)
 
     def fingerprint(self):
         """A short hash of everything that decides the ids (for caches keyed by vocabulary)."""
