@@ -11,8 +11,10 @@ d_ff 1200; --model=disan or cbow for the baselines) at
 2. Training and inference throughput (pairs/s) at --benchmark_lengths, with and without
    XLA (`jit_compile`), and the roofline fraction: achieved GFLOP/s (from an analytic FLOP
    count, `forward_flops`; training = 3x forward) over the matmul peak.
-3. A sweep over --sweep_lengths: time per pair and peak memory (TF's allocator; and the
-   process's peak resident memory) of a training step, in the faster XLA setting of 2.
+3. A sweep over --sweep_lengths: time per pair and peak memory of a training step, in the
+   faster XLA setting of 2. Memory comes from TF's allocator where the device keeps
+   statistics (GPUs, oneDNN CPUs), else from the process's peak resident memory; each figure
+   names its source (`peak_memory_source`, see `Memory`).
 4. The projected time of one SNLI epoch (549,367 pairs), from one timed epoch (after a
    warm-up epoch) on the length buckets of --train_data (default: the shared 1% SNLI
    sample, a random sample of SNLI train) when it exists.
@@ -103,32 +105,78 @@ def matmul_peak(config, lengths, batch_size):
     return max(r["gflops"] for r in results), results
 
 
+def device_name():
+    """The device TF runs the model on: the first GPU when there is one, else the CPU."""
+    import tensorflow as tf
+
+    return "GPU:0" if tf.config.list_logical_devices("GPU") else "CPU:0"
+
+
+def _vmhwm():
+    """The process's peak resident set size in bytes (Linux VmHWM), or None."""
+    try:
+        with open("/proc/self/status") as stream:
+            for line in stream:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
 class Memory:
-    """Peak bytes of TF's CPU allocator and of the process (Linux VmHWM) over a block."""
+    """Peak memory over a block, from the most exact source this machine offers.
+
+    TF's allocator statistics where the device keeps them (GPUs; CPUs where TF's oneDNN
+    path is on); elsewhere (e.g. an AMD CPU without AVX-512, where TF leaves oneDNN off
+    and its CPU allocator keeps no statistics) the process's peak resident set size, reset
+    before the block where Linux allows it. `source` names the one used: "tf_allocator:DEVICE",
+    "process_peak_rss" (reset before the block), "process_peak_rss_since_start" (could not be
+    reset: includes earlier work) or "unavailable" (then `peak_bytes` is None, never 0).
+    `peak_rss_bytes` is the process figure whatever the source.
+    """
+
+    def __init__(self, device=None):
+        self.device = device or device_name()
 
     def __enter__(self):
         import tensorflow as tf
 
-        tf.config.experimental.reset_memory_stats("CPU:0")
+        try:
+            tf.config.experimental.reset_memory_stats(self.device)
+            self._allocator = True
+        except (ValueError, RuntimeError, tf.errors.OpError):
+            self._allocator = False  # this device's allocator keeps no statistics
         try:  # "5" resets the peak resident set size (proc(5))
             with open("/proc/self/clear_refs", "w") as stream:
                 stream.write("5")
+            self._rss_reset = True
         except OSError:
-            pass
+            self._rss_reset = False
         return self
 
     def __exit__(self, *exc):
         import tensorflow as tf
 
-        self.peak_bytes = tf.config.experimental.get_memory_info("CPU:0")["peak"]
-        self.peak_rss_bytes = None
-        try:
-            with open("/proc/self/status") as stream:
-                for line in stream:
-                    if line.startswith("VmHWM:"):
-                        self.peak_rss_bytes = int(line.split()[1]) * 1024
-        except OSError:
-            pass
+        allocator_peak = None
+        if self._allocator:
+            try:
+                allocator_peak = tf.config.experimental.get_memory_info(self.device)["peak"]
+            except (ValueError, RuntimeError, tf.errors.OpError):
+                pass
+        self.peak_rss_bytes = _vmhwm()
+        if allocator_peak:
+            self.peak_bytes, self.source = allocator_peak, f"tf_allocator:{self.device}"
+        elif self.peak_rss_bytes:
+            self.peak_bytes = self.peak_rss_bytes
+            self.source = ("process_peak_rss" if self._rss_reset
+                           else "process_peak_rss_since_start")
+        else:
+            self.peak_bytes, self.source = None, "unavailable"
+
+
+def gib(value):
+    return "unknown" if value is None else f"{value / 2**30:.2f} GiB"
 
 
 def build(config, jit_compile):
@@ -169,6 +217,7 @@ def measure(model, config, length, peak, batch_size, steps=None):
         "train_gflops": 3 * flops / train_seconds / 1e9,
         "infer_gflops": flops / infer_seconds / 1e9,
         "peak_memory_bytes": memory.peak_bytes,
+        "peak_memory_source": memory.source,
         "peak_rss_bytes": memory.peak_rss_bytes,
     }
     result["roofline_fraction"] = result["train_gflops"] / peak
@@ -196,6 +245,28 @@ def snli_epoch(config, jit_compile):
     rate = int(dataset.cardinality()) * FLAGS.batch_size / (time.perf_counter() - started)
     return {"source": spec, "train_pairs_per_sec": rate, "jit_compile": jit_compile,
             "projected_seconds": SNLI_TRAIN_PAIRS / rate, "paper_seconds_gtx_1080ti": 693}
+
+
+def machine():
+    """What the figures were measured on: CPU model and features, oneDNN setting, GPU."""
+    import tensorflow as tf
+
+    cpu = {"cpus": os.cpu_count(), "processor": platform.processor() or platform.machine()}
+    try:
+        with open("/proc/cpuinfo") as stream:
+            info = stream.read()
+        cpu["cpu_model"] = next((line.split(":", 1)[1].strip() for line in info.splitlines()
+                                 if line.startswith("model name")), None)
+        cpu["avx512"] = " avx512f" in info
+    except OSError:
+        pass
+    cpu["tf_enable_onednn_opts"] = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "(TF's default)")
+    cpu["device"] = device_name()
+    gpus = tf.config.list_physical_devices("GPU")
+    if gpus:
+        details = tf.config.experimental.get_device_details(gpus[0])
+        cpu["gpu"] = details.get("device_name", gpus[0].name)
+    return cpu
 
 
 def main(argv):
@@ -248,8 +319,8 @@ def main(argv):
         per_length[str(length)] = result
         print(f"T={length:<4} train {result['train_ms_per_pair']:8.2f} ms/pair "
               f"({result['roofline_fraction']:.0%})  inference {result['infer_pairs_per_sec']:8.1f}"
-              f" pairs/s  peak memory {result['peak_memory_bytes'] / 2**30:.2f} GiB "
-              f"(process {(result['peak_rss_bytes'] or 0) / 2**30:.2f} GiB)")
+              f" pairs/s  peak memory {gib(result['peak_memory_bytes'])} "
+              f"({result['peak_memory_source']}; process {gib(result['peak_rss_bytes'])})")
 
     epoch = snli_epoch(config, faster)
     if "projected_seconds" in epoch:
@@ -257,7 +328,7 @@ def main(argv):
               f"{epoch['projected_seconds'] / 3600:.2f} h on this machine "
               f"({epoch['train_pairs_per_sec']:.0f} pairs/s; paper: 693 s on a GTX 1080Ti)")
     results = {
-        "machine": {"cpus": os.cpu_count(), "processor": platform.processor()},
+        "machine": machine(),
         "provenance": run.provenance(),
         "model": FLAGS.model, "config": config.to_dict(), "batch_size": batch_size,
         "mixed_precision": FLAGS.mixed_precision,

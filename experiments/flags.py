@@ -99,7 +99,9 @@ flags.DEFINE_string("workdir", None, "Run directory: configuration, vocabulary, 
                     "TensorBoard logs, best model.")
 flags.DEFINE_enum("model", "dsan", MODELS,
                   "Model: DSAN, the DiSAN baseline (Shen et al. 2017) or the CBOW baseline.")
-flags.DEFINE_integer("epochs", 20, "Training epochs.")
+flags.DEFINE_integer("epochs", 20, "Training epochs (at most, with --patience).")
+flags.DEFINE_integer("patience", 0, "Stop when dev accuracy has not improved for this many "
+                     "epochs (0: train all --epochs); the best epoch's model is kept.")
 flags.DEFINE_float("learning_rate", 1e-3, "Adam learning rate.")
 flags.DEFINE_integer("log_every_steps", 100, "TensorBoard: log training metrics every N steps.")
 flags.DEFINE_boolean("deterministic", True,

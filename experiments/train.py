@@ -205,6 +205,9 @@ def main(argv):
                           trial=os.path.basename(os.path.abspath(FLAGS.workdir))),
         *extra,
     ]
+    if FLAGS.patience:
+        shared.append(keras.callbacks.EarlyStopping("val_accuracy", patience=FLAGS.patience,
+                                                    mode="max"))
     if FLAGS.strategy == "multi_worker":  # model.fit fails there (keras-team/keras#20585)
         distribute.fit_multi_worker(model, strategy, train_ds, dev_ds, FLAGS.epochs, shared,
                                     run.path("backup"))

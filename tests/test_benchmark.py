@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from test_cli import cli, ok
 
 from dsan_tf import DSANConfig
@@ -24,20 +26,30 @@ def test_flop_count_follows_the_formula():
     assert forward_flops(config, t, t, "cbow") == 2 * 4 * d * 300 + 2 * 300 * 3
 
 
-def test_benchmark_writes_every_figure(tmp_path):
+@pytest.mark.parametrize("onednn", ["0", "1"])
+def test_benchmark_writes_every_figure(tmp_path, onednn):
+    """On any CPU, oneDNN on or off: where TF's CPU allocator keeps no statistics (oneDNN
+    off, e.g. AMD CPUs without AVX-512), memory comes from the process, and says so."""
     output = tmp_path / "benchmark.json"
     ok(cli("benchmark", "--embedding_dim=16", "--num_heads=4", "--ffn_dim=32",
            "--batch_size=8", "--benchmark_lengths=8", "--sweep_lengths=4,8", "--train_steps=2",
            "--benchmark_seconds=0.1",
-           "--train_data=synthetic:word_order/train", f"--output={output}"))
+           "--train_data=synthetic:word_order/train", f"--output={output}",
+           env={"TF_ENABLE_ONEDNN_OPTS": onednn}))
     result = json.loads(output.read_text())
     assert result["matmul_peak_gflops"] > 0
     assert result["provenance"]["keras"] and result["machine"]["cpus"] > 0
+    assert result["machine"]["tf_enable_onednn_opts"] == onednn
     assert set(result["lengths"]) == {"4", "8"}
     for figures in result["lengths"].values():
         for key in ("train_pairs_per_sec", "infer_pairs_per_sec", "roofline_fraction",
                     "peak_memory_bytes"):
             assert figures[key] > 0, key
+        source = figures["peak_memory_source"]
+        assert source in ("tf_allocator:CPU:0", "tf_allocator:GPU:0", "process_peak_rss",
+                          "process_peak_rss_since_start")
+        if source.startswith("process"):
+            assert figures["peak_memory_bytes"] == figures["peak_rss_bytes"]
     assert set(result["lengths"]["8"]["by_jit_compile"]) == {"false", "true"}
     assert result["snli_epoch"]["projected_seconds"] > 0
     bad = cli("benchmark", "--sweep_lengths=8,x")

@@ -20,9 +20,9 @@ def command(program, *flags):
     return [sys.executable, "-m", f"experiments.{program}", *flags]
 
 
-def cli(program, *flags, timeout=600):
-    return subprocess.run(command(program, *flags), cwd=ROOT, env=ENV, capture_output=True,
-                          text=True, timeout=timeout)
+def cli(program, *flags, timeout=600, env=None):
+    return subprocess.run(command(program, *flags), cwd=ROOT, env=dict(ENV, **(env or {})),
+                          capture_output=True, text=True, timeout=timeout)
 
 
 def ok(result):
