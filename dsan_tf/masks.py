@@ -1,4 +1,4 @@
-"""Attention masks of the DSAN paper (Im & Cho, 2017, Section 3.1, Figures 3 and 4).
+"""Attention masks of the DSAN paper (Im & Cho, 2017, Section 4.2.2, Figures 3 and 4).
 
 Shape legend: T tokens (sequence length). A query position is a row i, a key position
 is a column j.

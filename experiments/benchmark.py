@@ -182,14 +182,11 @@ def gib(value):
 def build(config, jit_compile):
     import keras
 
-    from dsan_tf import build_model
+    from dsan_tf import build_model, compile_for_training
 
     keras.utils.set_random_seed(FLAGS.seed)
-    model = build_model(FLAGS.model, config)
-    model.compile(optimizer=keras.optimizers.Adam(FLAGS.learning_rate),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  jit_compile=jit_compile)
-    return model
+    return compile_for_training(build_model(FLAGS.model, config), FLAGS.learning_rate,
+                                jit_compile)
 
 
 def random_batch(length, batch_size):

@@ -25,7 +25,7 @@ def main(argv):
     run.start(argv, train_data="a data file, tfds:NAME/SPLIT or synthetic:...")
     import keras
 
-    from dsan_tf import build_dsan, data
+    from dsan_tf import build_model, compile_for_training, data
 
     started = time.perf_counter()
     try:
@@ -59,9 +59,9 @@ def main(argv):
           f"(without bucketing {plain_padding:.1%})")
 
     keras.utils.set_random_seed(FLAGS.seed)
-    model = build_dsan(project_flags.model_config(vocab_size=vocab.size))
-    model.compile(optimizer=keras.optimizers.Adam(1e-3),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model = compile_for_training(
+        build_model(FLAGS.model, project_flags.model_config(vocab_size=vocab.size)),
+        FLAGS.learning_rate)
     batches = dataset.repeat()
     model.fit(batches, steps_per_epoch=5, epochs=1, verbose=0, shuffle=False)  # warm-up and tracing
     started = time.perf_counter()

@@ -13,7 +13,6 @@ the last completed epoch. `tensorboard --logdir WORKDIR/tensorboard` shows the r
 import math
 import os
 import sys
-import time
 
 from absl import app
 
@@ -115,7 +114,7 @@ def main(argv):
     import keras
     import tensorflow as tf
 
-    from dsan_tf import build_model, data, parameter_breakdown
+    from dsan_tf import build_model, compile_for_training, data, parameter_breakdown
     from dsan_tf.serving import TextPairClassifier
     from experiments import callbacks, distribute
 
@@ -168,10 +167,7 @@ def main(argv):
 
     with strategy.scope():
         model = build_model(FLAGS.model, config, matrix)
-        model.compile(optimizer=keras.optimizers.Adam(FLAGS.learning_rate),
-                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                      metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
-                      jit_compile=FLAGS.jit_compile)
+        compile_for_training(model, FLAGS.learning_rate, FLAGS.jit_compile)
     parts = parameter_breakdown(model)
     print(f"model: {FLAGS.model}, {parts['params_excluding_embeddings']:,} trainable "
           "parameters excluding word embeddings")

@@ -97,3 +97,29 @@ def test_word_order_task_round_trip():
     examples = word_order_pairs()[:30]
     vocab = Vocabulary.build([e.premise for e in examples] + [e.hypothesis for e in examples])
     assert len(collect(make_dataset(encode(examples, vocab), batch_size=8))) == 30
+
+
+def test_training_traces_each_step_once_whatever_the_batch_shapes(pairs):
+    """Length-bucketed batches have many shapes; the train and dev steps must still be
+    traced once for the whole run, or the first epoch pays for a retracing storm."""
+    import keras
+
+    from dsan_tf import DSANConfig, build_dsan, compile_for_training
+
+    _, vocab, encoded = pairs
+    dataset = make_dataset(encoded, batch_size=16, shuffle=True, seed=3)
+    shapes = {(int(x["premise"].shape[1]), int(x["hypothesis"].shape[1])) for x, _ in dataset}
+    assert len(shapes) >= 5
+    model = compile_for_training(build_dsan(DSANConfig(
+        vocab_size=vocab.size, embedding_dim=8, num_heads=2, ffn_dim=8, classifier_units=8)))
+    traces = collections.Counter()
+    for kind in ("train", "test"):
+        step = getattr(model, f"{kind}_step")
+
+        def counted(batch, step=step, kind=kind):
+            traces[kind] += 1  # Python runs only while TensorFlow traces the step
+            return step(batch)
+        setattr(model, f"{kind}_step", counted)
+    model.fit(dataset, validation_data=dataset, epochs=2, verbose=0)
+    assert traces == {"train": 1, "test": 1}
+    assert isinstance(model.optimizer, keras.optimizers.Adam)

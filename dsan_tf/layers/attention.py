@@ -120,10 +120,10 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
     def _heads(self, dense, norm, x):
         """The normalised projection of x [B, T, D], split into heads: [B, T, H, K]."""
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
-        split = lambda y: ops.reshape(y, (batch, length, self.num_heads, self.key_dim))  # noqa: E731
+        shape = (batch, length, self.num_heads, self.key_dim)
         if self.qkv_norm == "full":
-            return split(norm(dense(x)))
-        return norm(split(dense(x)))
+            return ops.reshape(norm(dense(x)), shape)
+        return norm(ops.reshape(dense(x), shape))
 
     def visibility(self, length, padding_mask=None):
         """Which key each query may attend to: bool [1 or B, 1, T, T]."""

@@ -69,7 +69,8 @@ class DirectionalSelfAttention(keras.layers.Layer):
             use_direction_mask=self.use_direction_mask,
             distance_prior=self.distance_prior, distance_alpha=self.distance_alpha,
             prior_max_distance=self.prior_max_distance, dropout=self.dropout,
-            qkv_norm=self.qkv_norm, name="masked_attention", kernel_initializer=initializer("masked_attention"),
+            qkv_norm=self.qkv_norm, name="masked_attention",
+            kernel_initializer=initializer("masked_attention"),
             **common)
         self.fusion_gate = FusionGate(
             fusion=self.fusion, dropout=self.dropout, name="fusion_gate",

@@ -1,6 +1,6 @@
 """Distance priors: additive attention-logit biases that favour nearby words.
 
-DSAN's distance mask (Im & Cho, 2017, eq. 8: α·M_dis, M_dis[i, j] = -|i - j|) and the
+DSAN's distance mask (Im & Cho, 2017, eq. 7 and Figure 4: α·M_dis, M_dis[i, j] = -|i - j|) and the
 alternatives compared in Table 1 of the Gaussian Transformer paper (Guo et al., 2019).
 
 Shape legend: T tokens. d = |i - j| is the distance between query i and key j.

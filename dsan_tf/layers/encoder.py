@@ -1,4 +1,4 @@
-"""The DSAN sentence encoder (Im & Cho, 2017, Section 3 and Figure 1).
+"""The DSAN sentence encoder (Im & Cho, 2017, Section 4.2 and Figure 2).
 
 Shape legend: B batch, T tokens, D word width (d_e), H heads, F FFN hidden width.
 """

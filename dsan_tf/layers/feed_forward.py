@@ -1,4 +1,5 @@
-"""Position-wise feed-forward network with residual and LayerNorm (Im & Cho, 2017, eq. 13).
+"""Position-wise feed-forward network with residual and LayerNorm (Im & Cho, 2017, Section
+4.2.4: eq. 13 is the FFN; the residual and LayerNorm are Figure 2's and Section 5.5's).
 
 Shape legend: B batch, T tokens, D width, F hidden width (d_ff).
 """
@@ -11,7 +12,7 @@ from dsan_tf.layers.utils import clone_initializer
 
 @keras.saving.register_keras_serializable(package="dsan_tf")
 class PositionwiseFeedForward(keras.layers.Layer):
-    """output = LN(x + ReLU(x W1 + b1) W2 + b2)   (eq. 13, post-LN as in the paper).
+    """output = LN(x + ReLU(x W1 + b1) W2 + b2)   (eq. 13 inside; post-LN, Section 5.5).
 
     Args:
         ffn_dim: int, F (the paper: 4·D = 1200).

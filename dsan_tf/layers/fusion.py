@@ -1,4 +1,5 @@
-"""Fusion gate (Im & Cho, 2017, eq. 11-12).
+"""Fusion gate (Im & Cho, 2017, Section 4.2.3, eq. 10-12; its LayerNorm and dropout are
+Section 5.2's).
 
 Shape legend: B batch, T tokens, D width.
 """
@@ -53,10 +54,12 @@ class FusionGate(keras.layers.Layer):
         common = {"dtype": self.dtype_policy}
         self.source_dense = keras.layers.Dense(
             width, use_bias=False, name="source_projection",
-            kernel_initializer=clone_initializer(self.kernel_initializer, "source_projection"), **common)
+            kernel_initializer=clone_initializer(self.kernel_initializer, "source_projection"),
+            **common)
         self.context_dense = keras.layers.Dense(
             width, use_bias=False, name="context_projection",
-            kernel_initializer=clone_initializer(self.kernel_initializer, "context_projection"), **common)
+            kernel_initializer=clone_initializer(self.kernel_initializer, "context_projection"),
+            **common)
         self.source_norm = LayerNorm(
             epsilon=self.layer_norm_epsilon, name="source_projection_norm", **common)
         self.context_norm = LayerNorm(

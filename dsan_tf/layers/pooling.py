@@ -1,5 +1,5 @@
-"""Sentence pooling: multi-dimensional source2token attention (Im & Cho, 2017, eq. 14-16)
-and max pooling, both blind to padding.
+"""Sentence pooling: multi-dimensional source2token attention (Im & Cho, 2017, Section 4.2.5,
+eq. 14-16) and max pooling, both blind to padding.
 
 Shape legend: B batch, T tokens, D width (2·d_e for the DSAN encoder output U).
 """
