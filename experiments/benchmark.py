@@ -286,10 +286,12 @@ def main(argv):
 
     # A fresh process's first training steps run slower (thread pools, allocator, oneDNN's
     # primitive cache; measured: 68% of peak at T 16 first, 75% later), so warm it up once.
-    measure(build(config, False), config, compared_lengths[0], peak, batch_size, steps=3)
+    # One model per XLA setting, reused by the sweep: building and tracing a model costs
+    # more than the measurements of a small one.
+    models = {jit_compile: build(config, jit_compile) for jit_compile in (False, True)}
+    measure(models[False], config, compared_lengths[0], peak, batch_size, steps=3)
     compared = {}
-    for jit_compile in (False, True):
-        model = build(config, jit_compile)
+    for jit_compile, model in models.items():
         for length in compared_lengths:
             r = measure(model, config, length, peak, batch_size, steps=FLAGS.train_steps)
             compared.setdefault(length, {})[str(jit_compile).lower()] = r
@@ -301,7 +303,7 @@ def main(argv):
     print(f"sweep with jit_compile={faster}")
 
     per_length = {}
-    model = build(config, faster)
+    model = models[faster]
     for length in lengths:
         try:
             result = measure(model, config, length, peak, batch_size,

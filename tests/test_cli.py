@@ -130,6 +130,7 @@ def test_export_runs_without_our_package(demo, tmp_path):
         assert list(row["probabilities"].values()) == pytest.approx(expected, abs=1e-5)
 
 
+@pytest.mark.slow
 def test_mixed_precision_trains_reloads_and_serves(tmp_path):
     """--mixed_precision=mixed_float16 (GPUs): masks stay finite, the run reaches the float32
     demo's accuracy, and its best model reloads and exports without the loss-scale optimizer."""
@@ -160,7 +161,8 @@ def test_user_mistakes_get_one_sentence(tmp_path):
 
 
 def test_nan_loss_stops_with_a_message(tmp_path):
-    result = cli("train", *DEMO, f"--workdir={tmp_path}", "--epochs=2", "--learning_rate=1e30")
+    result = cli("train", *DEMO, f"--workdir={tmp_path}", "--epochs=2", "--steps_per_epoch=4",
+                 "--learning_rate=1e30")
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert "training stopped: the loss became nan" in result.stderr
 
@@ -168,12 +170,14 @@ def test_nan_loss_stops_with_a_message(tmp_path):
 def test_same_seed_same_metrics(tmp_path):
     runs = []
     for name in ("a", "b"):
-        ok(cli("train", *DEMO, f"--workdir={tmp_path / name}", "--epochs=2", "--seed=3"))
+        ok(cli("train", *DEMO, f"--workdir={tmp_path / name}", "--epochs=2", "--steps_per_epoch=6",
+               "--seed=3"))
         runs.append([{k: v for k, v in row.items() if k != "seconds"}
                      for row in history(tmp_path / name)])
     assert runs[0] == runs[1]
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_from_the_last_completed_epoch(tmp_path):
     flags = [*DEMO, f"--workdir={tmp_path}", "--epochs=5"]
     process = subprocess.Popen(command("train", *flags), cwd=ROOT, env=ENV,

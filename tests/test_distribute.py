@@ -36,6 +36,7 @@ def single(tmp_path_factory):
     return workdir
 
 
+@pytest.mark.slow
 def test_mirrored_replicas_match_one_device(single, tmp_path):
     stdout = ok(cli("train", *SHORT, f"--workdir={tmp_path}",
                     "--strategy=mirrored", "--logical_cpus=2"))
@@ -51,6 +52,7 @@ def free_port():
         return sock.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_two_workers_on_loopback_train_and_agree(single, tmp_path):
     cluster = {"worker": [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]}
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")

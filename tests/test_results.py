@@ -57,6 +57,7 @@ def test_every_row_trains_a_different_model():
     assert seen["dsan"][1].distance_prior == "linear" and seen["dsan"][1].distance_alpha == 1.5
 
 
+@pytest.mark.slow
 def test_table_is_written_resumed_and_reproducible(tmp_path):
     shared, workdir, output = tmp_path / "shared", tmp_path / "runs", tmp_path / "RESULTS.md"
     _shared_data(shared)
