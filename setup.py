@@ -19,7 +19,7 @@ setup(
     package_data={"experiments": ["configs/*.cfg"]},
     python_requires=">=3.10",
     install_requires=requirements,
-    extras_require={"test": ["pytest>=8,<10"]},
+    extras_require={"test": ["pytest>=8,<10", "pytest-xdist>=3.5,<4"]},
     entry_points={"console_scripts": [
         "dsan-train=experiments.train:cli",
         "dsan-evaluate=experiments.evaluate:cli",
