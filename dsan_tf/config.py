@@ -30,8 +30,6 @@ class DSANConfig:
         pooling: "multi_dim_max" (the paper), "multi_dim" or "max".
         dropout: rate on the attention output, inside the fusion gate (Section 5.2) and
             on the classifier's ReLU layer (Section 4.1) (0.1).
-        classifier_input_dropout: rate on the classifier's [u; v; |u−v|; u*v] features,
-            a site the paper does not name (0.0).
         qkv_norm: LayerNorm of the Q, K, V projections: "per_head" (each head's d_k-wide
             projection, eq. 8's W_i) or "full" (the d_e-wide projection of all heads).
         classifier_units: width of the ReLU layer of the classifier (300).
@@ -51,7 +49,6 @@ class DSANConfig:
     fusion: str = "projected"
     pooling: str = "multi_dim_max"
     dropout: float = 0.1
-    classifier_input_dropout: float = 0.0
     qkv_norm: str = "per_head"
     classifier_units: int = 300
     num_classes: int = 3
@@ -78,9 +75,8 @@ class DSANConfig:
             raise ValueError(f"fusion must be one of {FUSIONS}, got {self.fusion!r}.")
         if self.pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}.")
-        for name in ("dropout", "classifier_input_dropout"):
-            if not 0.0 <= getattr(self, name) < 1.0:
-                raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}.")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}.")
         if self.qkv_norm not in QKV_NORMS:
             raise ValueError(f"qkv_norm must be one of {QKV_NORMS}, got {self.qkv_norm!r}.")
         if self.vocab_size is not None and self.vocab_size < 2:

@@ -94,8 +94,7 @@ def _pair_model(name, encoder, config, embedding_matrix):
         name=EMBEDDING_LAYER)
     classifier = PairClassifier(
         hidden_units=config.classifier_units, num_classes=config.num_classes,
-        dropout=config.dropout, input_dropout=config.classifier_input_dropout,
-        layer_norm_epsilon=config.layer_norm_epsilon, name=CLASSIFIER_LAYER)
+        dropout=config.dropout, layer_norm_epsilon=config.layer_norm_epsilon, name=CLASSIFIER_LAYER)
 
     vectors = [encoder(embedding(ids), padding_mask=ops.not_equal(ids, 0))
                for ids in (premise, hypothesis)]

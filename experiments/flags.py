@@ -33,8 +33,6 @@ flags.DEFINE_enum("pooling", _DEFAULTS.pooling, POOLINGS,
 flags.DEFINE_float("dropout", _DEFAULTS.dropout,
                    "Dropout on the attention output, in the fusion gate and on the classifier's "
                    "ReLU layer.")
-flags.DEFINE_float("classifier_input_dropout", _DEFAULTS.classifier_input_dropout,
-                   "Dropout on the classifier's [u; v; |u-v|; u*v] features (not in the paper).")
 flags.DEFINE_enum("qkv_norm", _DEFAULTS.qkv_norm, QKV_NORMS,
                   "LayerNorm of the Q, K, V projections: per head (d_k wide) or over the full "
                   "d_e-wide projection before splitting into heads.")

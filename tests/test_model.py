@@ -94,7 +94,6 @@ def test_ablation_switches_and_their_parameter_counts():
     assert paper - count(pooling="max") == 8 * 300 * 300 + source2token
     assert count(pooling="multi_dim") == paper - 8 * 300 * 300
     assert count(trainable_embeddings=True) == paper
-    assert count(classifier_input_dropout=0.1) == paper
     # One LayerNorm over the 300-wide projection instead of one over each head's 60:
     # 3 (Q, K, V) x 2 (γ, β) x (300 - 60) more per block.
     assert count(qkv_norm="full") == paper + 2 * 3 * 2 * (300 - 60)
