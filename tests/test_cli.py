@@ -153,6 +153,9 @@ def test_user_mistakes_get_one_sentence(tmp_path):
     missing = cli("train", *DEMO, f"--workdir={tmp_path}", "--train_data=/no/such/file.jsonl")
     assert missing.returncode != 0 and "Traceback" not in missing.stderr
     assert "error: data file /no/such/file.jsonl does not exist." in missing.stderr
+    no_vectors = cli("train", *DEMO, f"--workdir={tmp_path}", "--embeddings=/no/vectors.txt")
+    assert "error: embeddings file /no/vectors.txt does not exist" in no_vectors.stderr
+    assert "Traceback" not in no_vectors.stderr
     no_workdir = cli("train", *DEMO)
     assert "error: give --workdir" in no_workdir.stderr
     not_a_run = cli("predict", f"--workdir={tmp_path}", "--premise=a", "--hypothesis=b")

@@ -233,6 +233,7 @@ def extend_vocabulary(path, vocabulary, extra_words=(), top_words=0, cache_dir=N
     Returns:
         (`Vocabulary`, {"from_data": int, "from_vectors": int}: words added by each rule).
     """
+    lines = _VectorLines(path, vocabulary.lowercase, progress)  # a missing file: DataError
     known = set(vocabulary.words)
     extra = sorted(set(extra_words) - known)
     key = hashlib.sha256("\n".join([str(top_words), *extra]).encode()).hexdigest()[:12]
@@ -246,7 +247,7 @@ def extend_vocabulary(path, vocabulary, extra_words=(), top_words=0, cache_dir=N
     if not vocabulary.lowercase:
         wanted |= {word.lower() for word in extra}
     present, first = set(), {}  # a dict keeps the file's order
-    for word, _ in _VectorLines(path, vocabulary.lowercase, progress):
+    for word, _ in lines:
         if word in wanted:
             present.add(word)
         if len(first) < top_words and word not in known:
