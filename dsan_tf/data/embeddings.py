@@ -78,9 +78,10 @@ def _progress(total, enabled):
                 desc="reading word vectors", disable=not enabled)
 
 
-def cache_key(path, vocabulary, oov_init, seed):
+def cache_key(path, vocabulary, *settings):
+    """A short hash of the vector file (path, size, time), the vocabulary and `settings`."""
     stat = os.stat(path)
-    text = f"{os.path.abspath(path)}|{stat.st_size}|{int(stat.st_mtime)}|{oov_init}|{seed}"
+    text = "|".join(map(str, [os.path.abspath(path), stat.st_size, int(stat.st_mtime), *settings]))
     return hashlib.sha256(f"{text}|{vocabulary.fingerprint()}".encode()).hexdigest()[:20]
 
 
@@ -236,9 +237,9 @@ def extend_vocabulary(path, vocabulary, extra_words=(), top_words=0, cache_dir=N
     lines = _VectorLines(path, vocabulary.lowercase, progress)  # a missing file: DataError
     known = set(vocabulary.words)
     extra = sorted(set(extra_words) - known)
-    key = hashlib.sha256("\n".join([str(top_words), *extra]).encode()).hexdigest()[:12]
-    cache_path = (os.path.join(cache_dir, f"vocabulary-{cache_key(path, vocabulary, key, 0)}"
-                               ".json") if cache_dir else "")
+    cache_path = (os.path.join(cache_dir, "vocabulary-"
+                               f"{cache_key(path, vocabulary, 'extend', top_words, *extra)}.json")
+                  if cache_dir else "")
     if cache_path and os.path.isfile(cache_path):
         with open(cache_path, encoding="utf-8") as stream:
             cached = json.load(stream)
