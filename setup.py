@@ -10,7 +10,7 @@ requirements = [
 
 setup(
     name="dsan_tf",
-    version="0.1.0",
+    version="0.2.0",
     description="Distance-based Self-Attention Network for NLI (Im & Cho, 2017) "
                 "in TensorFlow 2 / Keras 3",
     long_description=(here / "README.md").read_text(),

@@ -1,12 +1,36 @@
-"""dsan_tf: Distance-based Self-Attention Network (Im & Cho, 2017) in TensorFlow 2 / Keras 3."""
+"""dsan_tf: Distance-based Self-Attention Network (Im & Cho, 2017) in TensorFlow 2 / Keras 3.
 
-from dsan_tf import layers, masks
-from dsan_tf.config import DSANConfig
-from dsan_tf.labels import LABEL_IDS, LABELS
-from dsan_tf.model import (MODELS, build_cbow, build_disan, build_dsan, build_model,
-                           compile_for_training, parameter_breakdown)
+Names load on first use, so that `import dsan_tf.config` (and a program's `--help`) does
+not load TensorFlow. `dsan_tf.models` registers the layers and models for `.keras` files.
+"""
 
-__version__ = "0.1.0"
+import importlib
 
-__all__ = ["DSANConfig", "LABELS", "LABEL_IDS", "MODELS", "build_cbow", "build_disan", "build_dsan",
-           "build_model", "compile_for_training", "layers", "masks", "parameter_breakdown"]
+__version__ = "0.2.0"
+
+# name -> module that defines it
+_EXPORTS = {
+    "DSANConfig": "dsan_tf.config", "DataConfig": "dsan_tf.config",
+    "ExperimentConfig": "dsan_tf.config", "TrainingConfig": "dsan_tf.config",
+    "MODELS": "dsan_tf.config",
+    "LABELS": "dsan_tf.labels", "LABEL_IDS": "dsan_tf.labels",
+    "Backbone": "dsan_tf.models", "CBOWBackbone": "dsan_tf.models",
+    "DSANBackbone": "dsan_tf.models", "DiSANBackbone": "dsan_tf.models",
+    "NLIClassifier": "dsan_tf.models", "PairBackbone": "dsan_tf.models",
+    "SentenceEncoderBackbone": "dsan_tf.models", "build_backbone": "dsan_tf.models",
+    "build_model": "dsan_tf.models",
+    "NLIPreprocessor": "dsan_tf.data",
+    "NLITask": "dsan_tf.task", "compile_for_training": "dsan_tf.task",
+}
+_SUBMODULES = ("analysis", "config", "data", "labels", "layers", "masks", "metrics", "models",
+               "plots", "serving", "task")
+
+__all__ = sorted(_EXPORTS) + list(_SUBMODULES)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    if name in _SUBMODULES:
+        return importlib.import_module(f"dsan_tf.{name}")
+    raise AttributeError(f"module 'dsan_tf' has no attribute {name!r}")

@@ -7,14 +7,15 @@ Shape legend: T tokens, H heads, D word width (d_e), F FFN hidden width.
 import numpy as np
 from keras import ops
 
-from dsan_tf.model import EMBEDDING_LAYER, ENCODER_LAYER
 
 
-def sentence_analysis(model, ids):
+def sentence_analysis(backbone, ids):
     """Intermediate values of the DSAN sentence encoder for one sentence.
 
     Args:
-        model: a DSAN model from `dsan_tf.build_dsan` (or a reloaded `.keras` file).
+        backbone: a `DSANBackbone` (e.g. `model.backbone` of a trained `NLIClassifier`);
+            other backbones raise `dsan_tf.models.AnalysisUnavailable`, one sentence
+            saying what they cannot show.
         ids: int sequence [T] of token ids (no padding).
 
     Returns:
@@ -30,13 +31,7 @@ def sentence_analysis(model, ids):
           `max_pool_share` [T]: share of the 2D dimensions in which the word holds the max
               of max pooling (sums to 1).
     """
-    encoder = model.get_layer(ENCODER_LAYER)
-    if not hasattr(encoder, "forward_block"):
-        raise ValueError("sentence analysis needs a DSAN model (this one has no attention).")
-    ids = np.asarray(ids, dtype="int32")[None, :]
-    embedded = model.get_layer(EMBEDDING_LAYER)(ids)
-    _, info = encoder(embedded, padding_mask=ops.not_equal(ids, 0), training=False,
-                      return_intermediates=True)
+    info = backbone.sentence_intermediates(np.asarray(ids, dtype="int32")[None, :])
     numpy = lambda x: np.asarray(ops.convert_to_numpy(x), dtype=np.float32)[0]  # noqa: E731
     result = {}
     for side in ("forward", "backward"):

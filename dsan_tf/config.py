@@ -1,17 +1,23 @@
-"""Model configuration: the paper's hyperparameters and the ablation/comparison switches."""
+"""Configuration: the paper's hyperparameters, the ablation/comparison switches, and the
+data and training settings of an experiment. Plain Python (no TensorFlow), so that
+programs can define and check their flags without loading TensorFlow.
+"""
 
 import dataclasses
 import json
 
-from dsan_tf.layers.attention import QKV_NORMS
-from dsan_tf.layers.distance_prior import PRIORS
-from dsan_tf.layers.encoder import POOLINGS
-from dsan_tf.layers.fusion import FUSIONS
+MODELS = ("dsan", "disan", "cbow")
+PRIORS = ("linear", "gaussian", "gaussian_variant", "zipf", "learned", "none")
+FUSIONS = ("projected", "raw")
+POOLINGS = ("multi_dim_max", "multi_dim", "max")
+QKV_NORMS = ("per_head", "full")
+OOV_INITS = ("random", "zeros")
+PRECISIONS = ("none", "mixed_float16", "mixed_bfloat16")
 
 
 @dataclasses.dataclass
 class DSANConfig:
-    """Hyperparameters of `build_dsan`; defaults are the paper's (Im & Cho, 2017: Section 4.1
+    """Hyperparameters of the models (`dsan_tf.build_model`); defaults are the paper's (Im & Cho, 2017: Section 4.1
     for the classifier, 4.2.4 for d_ff = 4·d_e, 5.2 for d_e, h, α, dropout and LayerNorm).
 
     Attributes:
@@ -20,7 +26,7 @@ class DSANConfig:
         num_heads: h (5); d_k = embedding_dim / num_heads.
         ffn_dim: d_ff (4·d_e = 1200).
         distance_prior: how attention favours nearby words, one of
-            `dsan_tf.layers.PRIORS`: "linear" is the paper's α·M_dis, "none" its Table 1
+            `PRIORS`: "linear" is the paper's α·M_dis, "none" its Table 1
             ablation; "gaussian", "gaussian_variant", "zipf", "learned" are the
             alternatives of the Gaussian Transformer paper (see `DistancePrior`).
         distance_alpha: α (1.5) of the linear prior, fixed, not trained.
@@ -66,19 +72,14 @@ class DSANConfig:
             raise ValueError(
                 f"embedding_dim={self.embedding_dim} must be divisible by "
                 f"num_heads={self.num_heads}.")
-        if self.distance_prior not in PRIORS:
-            raise ValueError(
-                f"distance_prior must be one of {PRIORS}, got {self.distance_prior!r}.")
+        _check_choice("distance_prior", self.distance_prior, PRIORS)
         if self.prior_max_distance < 1:
             raise ValueError(f"prior_max_distance must be >= 1, got {self.prior_max_distance}.")
-        if self.fusion not in FUSIONS:
-            raise ValueError(f"fusion must be one of {FUSIONS}, got {self.fusion!r}.")
-        if self.pooling not in POOLINGS:
-            raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}.")
+        _check_choice("fusion", self.fusion, FUSIONS)
+        _check_choice("pooling", self.pooling, POOLINGS)
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}.")
-        if self.qkv_norm not in QKV_NORMS:
-            raise ValueError(f"qkv_norm must be one of {QKV_NORMS}, got {self.qkv_norm!r}.")
+        _check_choice("qkv_norm", self.qkv_norm, QKV_NORMS)
         if self.vocab_size is not None and self.vocab_size < 2:
             raise ValueError(f"vocab_size must be at least 2 (padding and unknown), "
                              f"got {self.vocab_size}.")
@@ -100,3 +101,102 @@ class DSANConfig:
     @classmethod
     def from_json(cls, text):
         return cls.from_dict(json.loads(text))
+
+
+def _check_choice(name, value, choices):
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}.")
+
+
+@dataclasses.dataclass
+class DataConfig:
+    """Where the pairs and word vectors come from and how they become batches.
+
+    Attributes:
+        train_data, dev_data, test_data: source specs (a file, `tfds:NAME/SPLIT` or
+            `synthetic:word_order/SPLIT`; see `dsan_tf.data.read_examples`); None: unused.
+        tfds_data_dir: TFDS's data directory (None: TFDS's own).
+        lowercase: lower-case text before tokenizing.
+        min_count: keep training words seen at least this often.
+        max_length: truncate sentences to this many tokens (counted); 0 or None: never.
+        batch_size: the global batch size (Section 5.2: 64).
+        shuffle: shuffle the training pairs every epoch.
+        seed: seed of shuffling, initialisation and random word vectors.
+        pad_to_bucket: pad batches to their length bucket's boundary (fewer shapes).
+        deterministic: deterministic TF ops and input order.
+        embeddings: a GloVe-format file, `glove:NAME` (downloaded) or "random"/None.
+        embeddings_cache_dir: cache of matrices read from vector files.
+        extend_vocabulary: give ids to dev/test words the vector file covers.
+        vocab_from_vectors: also give ids to the vector file's first N words.
+        oov_init: vectors of words the file lacks: "random" U(±0.05) or "zeros".
+    """
+
+    train_data: str | None = None
+    dev_data: str | None = None
+    test_data: str | None = None
+    tfds_data_dir: str | None = None
+    lowercase: bool = False
+    min_count: int = 1
+    max_length: int | None = 256
+    batch_size: int = 64
+    shuffle: bool = True
+    seed: int = 0
+    pad_to_bucket: bool = False
+    deterministic: bool = True
+    embeddings: str | None = None
+    embeddings_cache_dir: str = "~/.cache/dsan_tf"
+    extend_vocabulary: bool = True
+    vocab_from_vectors: int = 0
+    oov_init: str = "random"
+
+    def __post_init__(self):
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be positive, got {self.batch_size}.")
+        _check_choice("oov_init", self.oov_init, OOV_INITS)
+
+
+@dataclasses.dataclass
+class TrainingConfig:
+    """How the model is optimised (Section 5.2: Adam, learning rate 1e-3).
+
+    Attributes:
+        learning_rate: Adam's learning rate.
+        epochs: at most this many epochs.
+        patience: stop after this many epochs without a better dev accuracy (0: never).
+        steps_per_epoch: at most this many batches per epoch (0: all).
+        jit_compile: compile the training step with XLA.
+        mixed_precision: one of `PRECISIONS`.
+    """
+
+    learning_rate: float = 1e-3
+    epochs: int = 20
+    patience: int = 0
+    steps_per_epoch: int = 0
+    jit_compile: bool = False
+    mixed_precision: str = "none"
+
+    def __post_init__(self):
+        _check_choice("mixed_precision", self.mixed_precision, PRECISIONS)
+
+
+@dataclasses.dataclass
+class ExperimentConfig:
+    """Everything `dsan_tf.task.NLITask` builds an experiment from.
+
+    Attributes:
+        model: one of `MODELS`.
+        model_config: `DSANConfig`, the model's hyperparameters.
+        data: `DataConfig`.
+        training: `TrainingConfig`.
+    """
+
+    model: str = "dsan"
+    model_config: DSANConfig = dataclasses.field(default_factory=DSANConfig)
+    data: DataConfig = dataclasses.field(default_factory=DataConfig)
+    training: TrainingConfig = dataclasses.field(default_factory=TrainingConfig)
+
+    def __post_init__(self):
+        _check_choice("model", self.model, MODELS)
+
+    def to_dict(self):
+        return dataclasses.asdict(self)

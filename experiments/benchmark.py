@@ -26,14 +26,34 @@ import platform
 import statistics
 import time
 
-from absl import app
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import flags
 
+from dsan_tf.task import NLITask
 from experiments import flags as project_flags
-from experiments import run
+from experiments import program, rundir
 
 FLAGS = project_flags.FLAGS
 SNLI_TRAIN_PAIRS = 549_367
 VOCAB_SIZE = 20_000  # the cost of a (frozen) embedding lookup does not depend on it
+
+
+def define_flags():
+    project_flags.define_model_flags()
+    project_flags.define_data_flags()
+    project_flags.define_training_flags()
+    project_flags.define_output_flag()
+    flags.DEFINE_string("shared_data", "../shared/data", "The shared data directory: its 1% "
+                        "SNLI sample is the default --train_data of the epoch projection.")
+    flags.DEFINE_float("benchmark_seconds", 2.0, "Time each measurement for at least this long.")
+    flags.DEFINE_list("benchmark_lengths", ["16", "32"],
+                      "Sentence lengths of the XLA on/off comparison.")
+    flags.DEFINE_list("sweep_lengths", ["8", "16", "32", "64", "128", "256", "512"],
+                      "Sentence lengths of the time and memory sweep.")
+    flags.DEFINE_integer("train_steps", 20, "Timed training steps per comparison (after a "
+                         "warm-up).")
 
 
 def forward_flops(config, premise_length, hypothesis_length, model="dsan"):
@@ -70,14 +90,13 @@ def forward_flops(config, premise_length, hypothesis_length, model="dsan"):
     return sentence(premise_length) + sentence(hypothesis_length) + classifier
 
 
-def timed(step, min_seconds=None, min_calls=3):
-    """Median seconds per call of `step` over at least min_calls calls and min_seconds
-    (default --benchmark_seconds), after two warm-up calls.
+def timed(step, min_seconds, min_calls=3):
+    """Median seconds per call of `step` over at least min_calls calls and min_seconds,
+    after two warm-up calls.
 
     The median, not the mean: on a shared 2-core machine a few calls are slowed by other
     processes, and the first calls after tracing still fill oneDNN's primitive cache.
     """
-    min_seconds = FLAGS.benchmark_seconds if min_seconds is None else min_seconds
     step()
     step()
     durations, started = [], time.perf_counter()
@@ -88,10 +107,8 @@ def timed(step, min_seconds=None, min_calls=3):
     return statistics.median(durations)
 
 
-def matmul_peak(config, lengths, batch_size):
+def matmul_peak(config, lengths, batch_size, seconds):
     """GFLOP/s of tf.matmul on the model's dense shapes; the best is the machine's peak."""
-    import tensorflow as tf
-
     d, f = config.embedding_dim, config.ffn_dim
     results = []
     for rows in sorted({batch_size * t for t in lengths}):
@@ -99,7 +116,7 @@ def matmul_peak(config, lengths, batch_size):
             a = tf.random.normal((rows, inner))
             b = tf.random.normal((inner, outer))
             seconds = timed(lambda: tf.linalg.matmul(a, b).numpy(),
-                            min_seconds=FLAGS.benchmark_seconds / 4)
+                            min_seconds=seconds / 4)
             results.append({"shape": [rows, inner, outer],
                             "gflops": 2 * rows * inner * outer / seconds / 1e9})
     return max(r["gflops"] for r in results), results
@@ -107,8 +124,6 @@ def matmul_peak(config, lengths, batch_size):
 
 def device_name():
     """The device TF runs the model on: the first GPU when there is one, else the CPU."""
-    import tensorflow as tf
-
     return "GPU:0" if tf.config.list_logical_devices("GPU") else "CPU:0"
 
 
@@ -140,8 +155,6 @@ class Memory:
         self.device = device or device_name()
 
     def __enter__(self):
-        import tensorflow as tf
-
         try:
             tf.config.experimental.reset_memory_stats(self.device)
             self._allocator = True
@@ -156,8 +169,6 @@ class Memory:
         return self
 
     def __exit__(self, *exc):
-        import tensorflow as tf
-
         allocator_peak = None
         if self._allocator:
             try:
@@ -179,34 +190,29 @@ def gib(value):
     return "unknown" if value is None else f"{value / 2**30:.2f} GiB"
 
 
-def build(config, jit_compile):
-    import keras
-
-    from dsan_tf import build_model, compile_for_training
-
-    keras.utils.set_random_seed(FLAGS.seed)
-    return compile_for_training(build_model(FLAGS.model, config), FLAGS.learning_rate,
-                                jit_compile)
+def build(task, jit_compile):
+    """A compiled model of the task's configuration, seeded, for random token ids."""
+    keras.utils.set_random_seed(task.config.data.seed)
+    return task.compile(task.build_model(VOCAB_SIZE), jit_compile)
 
 
-def random_batch(length, batch_size):
-    import numpy as np
-    import tensorflow as tf
-
-    rng = np.random.default_rng(FLAGS.seed)
+def random_batch(length, batch_size, seed):
+    rng = np.random.default_rng(seed)
     ids = lambda: tf.constant(rng.integers(2, VOCAB_SIZE, (batch_size, length)), tf.int32)  # noqa: E731
     return {"premise": ids(), "hypothesis": ids()}, tf.constant(rng.integers(0, 3, batch_size))
 
 
-def measure(model, config, length, peak, batch_size, steps=None):
+def measure(model, task, length, peak, seconds, steps=3):
     """Throughput, roofline fraction and memory of training and inference at one length."""
-    inputs, labels = random_batch(length, batch_size)
+    batch_size = task.config.data.batch_size
+    inputs, labels = random_batch(length, batch_size, task.config.data.seed)
     train_step = lambda: model.train_on_batch(inputs, labels)  # noqa: E731 (returns numpy)
     infer_step = lambda: model.predict_on_batch(inputs)  # noqa: E731
     with Memory() as memory:
-        train_seconds = timed(train_step, min_calls=steps or 3)
-    infer_seconds = timed(infer_step, min_calls=steps or 3)
-    flops = forward_flops(config, length, length, FLAGS.model) * batch_size
+        train_seconds = timed(train_step, seconds, min_calls=steps)
+    infer_seconds = timed(infer_step, seconds, min_calls=steps)
+    flops = forward_flops(task.config.model_config, length, length,
+                          task.config.model) * batch_size
     result = {
         "train_pairs_per_sec": batch_size / train_seconds,
         "infer_pairs_per_sec": batch_size / infer_seconds,
@@ -222,32 +228,26 @@ def measure(model, config, length, peak, batch_size, steps=None):
     return result
 
 
-def snli_epoch(config, jit_compile):
+def snli_epoch(task, spec, jit_compile):
     """Training pairs/s over real SNLI batches (length buckets) -> seconds per SNLI epoch."""
-    from dsan_tf import data
-
-    spec = FLAGS.train_data or os.path.join(FLAGS.shared_data, "snli/snli_1.0_train_0.01.jsonl.gz")
     if ":" not in spec and not os.path.exists(spec):  # a missing default file: skip
         return {"skipped": f"{spec} does not exist"}
-    examples, _ = data.read_examples(spec)
-    vocab = data.Vocabulary.from_examples(examples, lowercase=FLAGS.lowercase)
-    pairs = data.encode(examples, vocab, FLAGS.max_length or None)
-    dataset = data.make_dataset(pairs, FLAGS.batch_size, shuffle=True, seed=FLAGS.seed,
-                                pad_to_bucket=jit_compile, drop_remainder=True)
-    config = project_flags.model_config(vocab_size=vocab.size)
-    model = build(config, jit_compile)
+    examples, _ = task.read(spec, "train_data")
+    preprocessor = task.build_preprocessor(examples)
+    dataset = task.build_inputs(preprocessor.encode(examples), training=True,
+                                static_shapes=True)
+    model = task.compile(task.build_model(preprocessor.vocabulary_size), jit_compile)
     model.fit(dataset, epochs=1, verbose=0, shuffle=False)  # warm-up: traces every shape
     started = time.perf_counter()
     model.fit(dataset, epochs=1, verbose=0, shuffle=False)
-    rate = int(dataset.cardinality()) * FLAGS.batch_size / (time.perf_counter() - started)
+    rate = (int(dataset.cardinality()) * task.config.data.batch_size
+            / (time.perf_counter() - started))
     return {"source": spec, "train_pairs_per_sec": rate, "jit_compile": jit_compile,
             "projected_seconds": SNLI_TRAIN_PAIRS / rate, "paper_seconds_gtx_1080ti": 693}
 
 
 def machine():
     """What the figures were measured on: CPU model and features, oneDNN setting, GPU."""
-    import tensorflow as tf
-
     cpu = {"cpus": os.cpu_count(), "processor": platform.processor() or platform.machine()}
     try:
         with open("/proc/cpuinfo") as stream:
@@ -266,53 +266,38 @@ def machine():
     return cpu
 
 
-def main(argv):
-    run.start(argv)
-    import keras
-    import tensorflow as tf
-
-    if FLAGS.mixed_precision != "none":
-        keras.config.set_dtype_policy(FLAGS.mixed_precision)
-    config = project_flags.model_config(vocab_size=VOCAB_SIZE)
-    batch_size = FLAGS.batch_size
-    try:
-        lengths = project_flags.lengths("sweep_lengths")
-        compared_lengths = project_flags.lengths("benchmark_lengths")
-    except project_flags.flags.ValidationError as error:
-        run.fail(str(error))
-    lengths = sorted(set(lengths) | set(compared_lengths))
-    peak, shapes = matmul_peak(config, lengths, batch_size)
-    print(f"dense matmul peak on the model's shapes: {peak:.1f} GFLOP/s")
-
+def compare_xla(models, task, lengths, peak, seconds, steps):
+    """Training and inference at `lengths` with XLA off and on: ({length: {"false": ...,
+    "true": ...}}, whether XLA was faster at most lengths)."""
     # A fresh process's first training steps run slower (thread pools, allocator, oneDNN's
     # primitive cache; measured: 68% of peak at T 16 first, 75% later), so warm it up once.
-    # One model per XLA setting, reused by the sweep: building and tracing a model costs
-    # more than the measurements of a small one.
-    models = {jit_compile: build(config, jit_compile) for jit_compile in (False, True)}
-    measure(models[False], config, compared_lengths[0], peak, batch_size, steps=3)
+    measure(models[False], task, lengths[0], peak, seconds, steps=3)
     compared = {}
     for jit_compile, model in models.items():
-        for length in compared_lengths:
-            r = measure(model, config, length, peak, batch_size, steps=FLAGS.train_steps)
+        for length in lengths:
+            r = measure(model, task, length, peak, seconds, steps=steps)
             compared.setdefault(length, {})[str(jit_compile).lower()] = r
             print(f"T={length:<4} jit_compile={jit_compile!s:<5} train "
                   f"{r['train_pairs_per_sec']:8.1f} pairs/s ({r['roofline_fraction']:.0%} of "
                   f"peak)  inference {r['infer_pairs_per_sec']:8.1f} pairs/s")
     faster = sum(c["true"]["train_pairs_per_sec"] > c["false"]["train_pairs_per_sec"]
                  for c in compared.values()) * 2 > len(compared)
-    print(f"sweep with jit_compile={faster}")
+    return compared, faster
 
+
+def sweep(model, task, lengths, peak, seconds, jit_compile, compared):
+    """Time per pair and peak memory of a training step at each length, until memory runs
+    out: {str(length): result}."""
     per_length = {}
-    model = models[faster]
     for length in lengths:
         try:
-            result = measure(model, config, length, peak, batch_size,
+            result = measure(model, task, length, peak, seconds,
                              steps=1 if length >= 256 else 3)
         except tf.errors.ResourceExhaustedError:  # e.g. DiSAN's [B, T, T, D] on a GPU
             per_length[str(length)] = {"error": "out of memory"}
             print(f"T={length:<4} out of memory; longer lengths skipped")
             break
-        result["jit_compile"] = faster
+        result["jit_compile"] = jit_compile
         if length in compared:
             result["by_jit_compile"] = compared[length]
         per_length[str(length)] = result
@@ -320,17 +305,41 @@ def main(argv):
               f"({result['roofline_fraction']:.0%})  inference {result['infer_pairs_per_sec']:8.1f}"
               f" pairs/s  peak memory {gib(result['peak_memory_bytes'])} "
               f"({result['peak_memory_source']}; process {gib(result['peak_rss_bytes'])})")
+    return per_length
 
-    epoch = snli_epoch(config, faster)
+
+@program.main
+def main(argv):
+    program.check_start(argv)
+    try:
+        lengths = project_flags.lengths("sweep_lengths")
+        compared_lengths = project_flags.lengths("benchmark_lengths")
+    except ValueError as error:
+        raise program.UsageError(str(error)) from None
+    task = _task()
+    lengths = sorted(set(lengths) | set(compared_lengths))
+    config, seconds = task.config.model_config, FLAGS.benchmark_seconds
+    peak, shapes = matmul_peak(config, lengths, task.config.data.batch_size, seconds)
+    print(f"dense matmul peak on the model's shapes: {peak:.1f} GFLOP/s")
+    # One model per XLA setting, reused by the sweep: building and tracing a model costs
+    # more than the measurements of a small one.
+    models = {jit_compile: build(task, jit_compile) for jit_compile in (False, True)}
+    compared, faster = compare_xla(models, task, compared_lengths, peak, seconds,
+                                   FLAGS.train_steps)
+    print(f"sweep with jit_compile={faster}")
+    per_length = sweep(models[faster], task, lengths, peak, seconds, faster, compared)
+    spec = FLAGS.train_data or os.path.join(FLAGS.shared_data,
+                                            "snli/snli_1.0_train_0.01.jsonl.gz")
+    epoch = snli_epoch(task, spec, faster)
     if "projected_seconds" in epoch:
         print(f"SNLI epoch ({SNLI_TRAIN_PAIRS:,} pairs) projected at "
               f"{epoch['projected_seconds'] / 3600:.2f} h on this machine "
               f"({epoch['train_pairs_per_sec']:.0f} pairs/s; paper: 693 s on a GTX 1080Ti)")
     results = {
-        "machine": machine(),
-        "provenance": run.provenance(),
-        "model": FLAGS.model, "config": config.to_dict(), "batch_size": batch_size,
-        "mixed_precision": FLAGS.mixed_precision,
+        "machine": machine(), "provenance": rundir.provenance(),
+        "model": task.config.model, "config": config.to_dict(),
+        "batch_size": task.config.data.batch_size,
+        "mixed_precision": task.config.training.mixed_precision,
         "matmul_peak_gflops": peak, "matmul_shapes": shapes,
         "lengths": per_length, "snli_epoch": epoch,
     }
@@ -340,8 +349,16 @@ def main(argv):
         print(f"results: {FLAGS.output}")
 
 
+def _task():
+    """The NLITask of the flags, with the precision policy set."""
+    config = project_flags.experiment_config()
+    if config.training.mixed_precision != "none":
+        keras.config.set_dtype_policy(config.training.mixed_precision)
+    return NLITask(config)
+
+
 def cli():
-    app.run(main)
+    program.run(main, define_flags)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,10 @@ import os
 import time
 
 import keras
+import tensorflow as tf
+from tensorboard.plugins.hparams import api as hp
+
+from dsan_tf import analysis, plots
 
 
 class EpochSeconds(keras.callbacks.Callback):
@@ -68,9 +72,6 @@ class HParams(keras.callbacks.Callback):
         self.logdir, self.hparams, self.trial = logdir, hparams, trial
 
     def on_train_begin(self, logs=None):
-        import tensorflow as tf
-        from tensorboard.plugins.hparams import api as hp
-
         values = {k: v if isinstance(v, (bool, int, float, str)) else str(v)
                   for k, v in self.hparams.items()}
         with tf.summary.create_file_writer(self.logdir).as_default():
@@ -95,12 +96,8 @@ class ProbeFigures(keras.callbacks.Callback):
         self.logdir, self.tokens, self.ids = logdir, tokens, ids
 
     def on_epoch_end(self, epoch, logs=None):
-        import tensorflow as tf
-
-        from dsan_tf import analysis, plots
-
         figures = plots.sentence_figures(self.tokens,
-                                         analysis.sentence_analysis(self.model, self.ids))
+                                         analysis.sentence_analysis(self.model.backbone, self.ids))
         with tf.summary.create_file_writer(self.logdir).as_default():
             for name, figure in figures.items():
                 image = tf.image.decode_png(plots.png_bytes(figure), channels=4)

@@ -17,15 +17,16 @@ Keras callbacks (history, best model, TensorBoard), and tf.train checkpoints for
 import json
 import os
 
-from experiments import run
+import keras
+import tensorflow as tf
+
+from experiments.program import UsageError
 
 STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
 
 
 def split_cpu(count):
     """Makes `count` logical CPU devices; must run before TensorFlow touches a device."""
-    import tensorflow as tf
-
     if count > 1:
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(
@@ -33,9 +34,8 @@ def split_cpu(count):
 
 
 def make_strategy(name, tpu=""):
-    """The tf.distribute strategy `name` (one of STRATEGIES); a setup error is one sentence."""
-    import tensorflow as tf
-
+    """The tf.distribute strategy `name` (one of STRATEGIES); a setup error raises
+    `UsageError` with one sentence."""
     if name == "default":
         return tf.distribute.get_strategy()
     if name == "mirrored":
@@ -45,8 +45,8 @@ def make_strategy(name, tpu=""):
         return tf.distribute.MirroredStrategy(devices=cpus)
     if name == "multi_worker":
         if "TF_CONFIG" not in os.environ:
-            run.fail("--strategy=multi_worker needs the TF_CONFIG environment variable "
-                     "(cluster and task of each worker; see the README).")
+            raise UsageError("--strategy=multi_worker needs the TF_CONFIG environment "
+                             "variable (cluster and task of each worker; see the README).")
         return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "tpu":
         try:
@@ -54,10 +54,10 @@ def make_strategy(name, tpu=""):
             tf.config.experimental_connect_to_cluster(resolver)
             tf.tpu.experimental.initialize_tpu_system(resolver)
         except (ValueError, tf.errors.OpError) as error:
-            run.fail(f"--strategy=tpu: no TPU found at --tpu={tpu!r} "
-                     f"({str(error).splitlines()[0]}).")
+            raise UsageError(f"--strategy=tpu: no TPU found at --tpu={tpu!r} "
+                             f"({str(error).splitlines()[0]}).") from None
         return tf.distribute.TPUStrategy(resolver)
-    run.fail(f"--strategy must be one of {STRATEGIES}, got {name!r}.")
+    raise UsageError(f"--strategy must be one of {STRATEGIES}, got {name!r}.")
 
 
 def worker_dir(workdir):
@@ -83,47 +83,11 @@ def fit_multi_worker(model, strategy, train_ds, dev_ds, epochs, callbacks, backu
     Returns:
         the per-epoch logs (a list of dicts).
     """
-    import keras
-    import tensorflow as tf
-
-    per_example = keras.losses.SparseCategoricalCrossentropy(from_logits=True,
-                                                             reduction=None)
-    optimizer = model.optimizer
     train_dist = strategy.experimental_distribute_dataset(train_ds)
     dev_dist = strategy.experimental_distribute_dataset(dev_ds)
-
-    def sums(inputs, labels, training):
-        logits = model(inputs, training=training)
-        losses = per_example(labels, logits)
-        correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=labels.dtype), labels),
-                          tf.float32)
-        count = tf.cast(tf.shape(labels)[0], tf.float32)
-        return tf.reduce_sum(losses), tf.reduce_sum(correct), count
-
-    def train_replica(inputs, labels):
-        context = tf.distribute.get_replica_context()
-        with tf.GradientTape() as tape:
-            loss_sum, correct, count = sums(inputs, labels, training=True)
-            # The mean over the global batch: every replica divides by the global count.
-            global_count = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
-            loss = optimizer.scale_loss(loss_sum / global_count)
-        gradients = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply(gradients, model.trainable_variables)
-        return loss_sum, correct, count
-
-    def reduce(values):
-        return [strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None) for v in values]
-
-    @tf.function(input_signature=[train_dist.element_spec])
-    def train_step(batch):
-        return reduce(strategy.run(train_replica, args=batch))
-
-    @tf.function(input_signature=[dev_dist.element_spec])
-    def eval_step(batch):
-        return reduce(strategy.run(lambda x, y: sums(x, y, training=False), args=batch))
-
+    train_step, eval_step = _steps(model, strategy, train_dist, dev_dist)
     epoch_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="epoch")
-    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, epoch=epoch_var)
+    checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer, epoch=epoch_var)
     manager = tf.train.CheckpointManager(checkpoint, backup_dir, max_to_keep=1)
     if manager.latest_checkpoint:
         checkpoint.restore(manager.latest_checkpoint)
@@ -155,3 +119,41 @@ def fit_multi_worker(model, strategy, train_ds, dev_ds, epochs, callbacks, backu
     callback_list.on_train_end()
     return history
 
+
+def _steps(model, strategy, train_dist, dev_dist):
+    """The distributed training and evaluation steps: (loss sum, correct, count) each."""
+    per_example = keras.losses.SparseCategoricalCrossentropy(from_logits=True,
+                                                             reduction=None)
+    optimizer = model.optimizer
+
+    def sums(inputs, labels, training):
+        logits = model(inputs, training=training)
+        losses = per_example(labels, logits)
+        correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=labels.dtype), labels),
+                          tf.float32)
+        count = tf.cast(tf.shape(labels)[0], tf.float32)
+        return tf.reduce_sum(losses), tf.reduce_sum(correct), count
+
+    def train_replica(inputs, labels):
+        context = tf.distribute.get_replica_context()
+        with tf.GradientTape() as tape:
+            loss_sum, correct, count = sums(inputs, labels, training=True)
+            # The mean over the global batch: every replica divides by the global count.
+            global_count = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
+            loss = optimizer.scale_loss(loss_sum / global_count)
+        gradients = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply(gradients, model.trainable_variables)
+        return loss_sum, correct, count
+
+    def reduce(values):
+        return [strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None) for v in values]
+
+    @tf.function(input_signature=[train_dist.element_spec])
+    def train_step(batch):
+        return reduce(strategy.run(train_replica, args=batch))
+
+    @tf.function(input_signature=[dev_dist.element_spec])
+    def eval_step(batch):
+        return reduce(strategy.run(lambda x, y: sums(x, y, training=False), args=batch))
+
+    return train_step, eval_step

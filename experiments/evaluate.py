@@ -9,26 +9,31 @@ of tokens mapped to the unknown word); printed and written as JSON.
 
 import json
 
-from absl import app
+from absl import flags
 
 from experiments import flags as project_flags
-from experiments import run
+from experiments import program
 
 FLAGS = project_flags.FLAGS
 
 
-def evaluate(model, vocab, config, spec):
+def define_flags():
+    project_flags.define_workdir_flag()
+    project_flags.define_reading_flags()
+    project_flags.define_output_flag()
+    flags.DEFINE_multi_string("data", None, "Data source spec(s) to evaluate on.")
+
+
+def evaluate(task, model, preprocessor, spec):
+    """The classification report of `model` on the source `spec`."""
     import numpy as np
 
-    from dsan_tf import data, metrics
+    from dsan_tf import metrics
 
-    examples, report = data.read_examples(spec, FLAGS.tfds_data_dir)
-    if not examples:
-        run.fail(f"--data={spec} holds no labelled examples.")
-    pairs = data.encode(examples, vocab, config["max_length"])
-    dataset = data.make_dataset(pairs, batch_size=FLAGS.batch_size)
+    examples, report = task.read(spec, "data")
+    pairs = preprocessor.encode(examples)
     labels, predictions, premise_lengths, hypothesis_lengths = [], [], [], []
-    for inputs, batch_labels in dataset:
+    for inputs, batch_labels in task.build_inputs(pairs):
         logits = model.predict_on_batch(inputs)
         predictions.append(np.argmax(logits, axis=-1))
         labels.append(batch_labels.numpy())
@@ -42,19 +47,21 @@ def evaluate(model, vocab, config, spec):
     return result
 
 
+@program.main
 def main(argv):
-    run.start(argv, data="the data to evaluate on (repeat it for several sources)")
-    from dsan_tf import data, metrics
+    program.check_start(argv, data="the data to evaluate on (repeat it for several sources)")
+    from dsan_tf import metrics  # TensorFlow loads here, not for --help
+    from dsan_tf.config import DataConfig, ExperimentConfig
+    from dsan_tf.task import NLITask
+    from experiments.rundir import RunDirectory
 
-    model, vocab, config = run.load_run()
+    model, preprocessor, config = RunDirectory(FLAGS.workdir).load()
+    task = NLITask(ExperimentConfig(model=config["model"], data=DataConfig(
+        tfds_data_dir=FLAGS.tfds_data_dir, batch_size=FLAGS.batch_size)), log=lambda _: None)
     results = {"workdir": FLAGS.workdir, "model": config["model"], "sources": {}}
     for spec in FLAGS.data:
-        try:
-            result = evaluate(model, vocab, config, spec)
-        except data.DataError as error:
-            run.fail(str(error))
-        results["sources"][spec] = result
-        print(metrics.format_report(spec, result))
+        results["sources"][spec] = evaluate(task, model, preprocessor, spec)
+        print(metrics.format_report(spec, results["sources"][spec]))
     if FLAGS.output:
         with open(FLAGS.output, "w", encoding="utf-8") as stream:
             json.dump(results, stream, indent=2)
@@ -62,7 +69,7 @@ def main(argv):
 
 
 def cli():
-    app.run(main)
+    program.run(main, define_flags)
 
 
 if __name__ == "__main__":

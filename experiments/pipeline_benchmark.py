@@ -13,77 +13,96 @@ at least 10x faster than training so that input is never the bottleneck.
 import json
 import time
 
-from absl import app
+from absl import flags
 
 from experiments import flags as project_flags
-from experiments import run
+from experiments import program
 
 FLAGS = project_flags.FLAGS
 
 
-def main(argv):
-    run.start(argv, train_data="a data file, tfds:NAME/SPLIT or synthetic:...")
-    import keras
+def define_flags():
+    project_flags.define_model_flags()
+    project_flags.define_data_flags()
+    project_flags.define_training_flags()
+    project_flags.define_output_flag()
+    flags.DEFINE_integer("pipeline_epochs", 3, "Timed passes over the data (after a warm-up).")
+    flags.DEFINE_integer("train_steps", 20, "Timed training steps (after a warm-up).")
 
-    from dsan_tf import build_model, compile_for_training, data
 
+def prepare(task):
+    """Reads --train_data (and --dev_data) and encodes them: (pairs, count, seconds)."""
     started = time.perf_counter()
-    try:
-        examples = []
-        for spec in filter(None, (FLAGS.train_data, FLAGS.dev_data)):
-            read, report = data.read_examples(spec, FLAGS.tfds_data_dir)
-            print(report.summary())
-            examples += read
-    except data.DataError as error:
-        run.fail(str(error))
-    vocab = data.Vocabulary.from_examples(examples, min_count=FLAGS.min_count,
-                                          lowercase=FLAGS.lowercase)
-    pairs = data.encode(examples, vocab, max_length=FLAGS.max_length or None)
-    prepare_seconds = time.perf_counter() - started
-    print(f"read, vocabulary ({vocab.size:,} ids) and encoding: {prepare_seconds:.1f} s; "
-          f"{pairs.report.summary()}")
+    examples = []
+    for name in ("train_data", "dev_data"):
+        spec = getattr(task.config.data, name)
+        if spec:
+            examples += task.read(spec, name)[0]
+    preprocessor = task.build_preprocessor(examples)
+    pairs = preprocessor.encode(examples)
+    seconds = time.perf_counter() - started
+    print(f"read, vocabulary ({preprocessor.vocabulary_size:,} ids) and encoding: "
+          f"{seconds:.1f} s; {pairs.report.summary()}")
+    return pairs, preprocessor, seconds
 
-    dataset = data.make_dataset(pairs, FLAGS.batch_size, shuffle=True, seed=FLAGS.seed,
-                                pad_to_bucket=FLAGS.pad_to_bucket)
+
+def pipeline_rate(dataset, pairs, epochs):
+    """Pairs/s of iterating `dataset` for `epochs` passes, after one warm-up pass."""
     for _ in dataset:  # warm-up: tracing and the first shuffle buffer
         pass
     started = time.perf_counter()
-    for _ in range(FLAGS.pipeline_epochs):
+    for _ in range(epochs):
         for _ in dataset:
             pass
-    pipeline_rate = FLAGS.pipeline_epochs * len(examples) / (time.perf_counter() - started)
-    padding = data.padding_fraction(dataset)
-    plain_padding = data.padding_fraction(
-        data.make_dataset(pairs, FLAGS.batch_size, shuffle=True, seed=FLAGS.seed, buckets=None))
-    print(f"pipeline: {pipeline_rate:,.0f} pairs/s; padding {padding:.1%} "
-          f"(without bucketing {plain_padding:.1%})")
+    return epochs * len(pairs.labels) / (time.perf_counter() - started)
 
-    keras.utils.set_random_seed(FLAGS.seed)
-    model = compile_for_training(
-        build_model(FLAGS.model, project_flags.model_config(vocab_size=vocab.size)),
-        FLAGS.learning_rate)
+
+def training_rate(task, dataset, vocabulary_size, steps):
+    """Pairs/s of training the task's model on `dataset`, after 5 warm-up steps."""
+    import keras
+
+    keras.utils.set_random_seed(task.config.data.seed)
+    model = task.compile(task.build_model(vocabulary_size))
     batches = dataset.repeat()
-    model.fit(batches, steps_per_epoch=5, epochs=1, verbose=0, shuffle=False)  # warm-up and tracing
+    model.fit(batches, steps_per_epoch=5, epochs=1, verbose=0, shuffle=False)  # tracing
     started = time.perf_counter()
-    model.fit(batches, steps_per_epoch=FLAGS.train_steps, epochs=1, verbose=0,
-              shuffle=False)
-    train_rate = FLAGS.train_steps * FLAGS.batch_size / (time.perf_counter() - started)
-    ratio = pipeline_rate / train_rate
+    model.fit(batches, steps_per_epoch=steps, epochs=1, verbose=0, shuffle=False)
+    return steps * task.config.data.batch_size / (time.perf_counter() - started)
+
+
+@program.main
+def main(argv):
+    program.check_start(argv, train_data="a data file, tfds:NAME/SPLIT or synthetic:...")
+    from dsan_tf import data  # TensorFlow loads here, not for --help
+    from dsan_tf.task import NLITask
+
+    task = NLITask(project_flags.experiment_config())
+    pairs, preprocessor, prepare_seconds = prepare(task)
+    dataset = task.build_inputs(pairs, training=True)
+    rate = pipeline_rate(dataset, pairs, FLAGS.pipeline_epochs)
+    padding = data.padding_fraction(dataset)
+    settings = task.config.data
+    plain_padding = data.padding_fraction(data.make_dataset(
+        pairs, settings.batch_size, shuffle=True, seed=settings.seed, buckets=None))
+    print(f"pipeline: {rate:,.0f} pairs/s; padding {padding:.1%} "
+          f"(without bucketing {plain_padding:.1%})")
+    train_rate = training_rate(task, dataset, preprocessor.vocabulary_size, FLAGS.train_steps)
+    ratio = rate / train_rate
     print(f"model training: {train_rate:,.0f} pairs/s -> pipeline is {ratio:.0f}x faster "
           f"({'OK' if ratio >= 10 else 'TOO SLOW'}: needs 10x)")
-    results = {"pairs": len(examples), "prepare_seconds": prepare_seconds,
-               "pipeline_pairs_per_sec": pipeline_rate, "train_pairs_per_sec": train_rate,
+    results = {"pairs": len(pairs.labels), "prepare_seconds": prepare_seconds,
+               "pipeline_pairs_per_sec": rate, "train_pairs_per_sec": train_rate,
                "ratio": ratio, "padding_fraction": padding,
                "padding_fraction_without_buckets": plain_padding,
-               "batch_size": FLAGS.batch_size,
-               "model": project_flags.model_config(vocab_size=vocab.size).to_dict()}
+               "batch_size": settings.batch_size, "model": task.config.model,
+               "model_config": task.config.model_config.to_dict()}
     if FLAGS.output:
         with open(FLAGS.output, "w") as stream:
             json.dump(results, stream, indent=2)
 
 
 def cli():
-    app.run(main)
+    program.run(main, define_flags)
 
 
 if __name__ == "__main__":

@@ -8,18 +8,24 @@ Prints one JSON object per pair: premise, hypothesis, label, probabilities.
 
 import json
 
-from absl import app
+from absl import flags
 
 from experiments import flags as project_flags
-from experiments import run
+from experiments import program
 
 FLAGS = project_flags.FLAGS
 BATCH = 256
 
 
-def read_pairs(path):
-    from dsan_tf.data import DataError
+def define_flags():
+    project_flags.define_workdir_flag()
+    flags.DEFINE_string("premise", None, "A premise.")
+    flags.DEFINE_string("hypothesis", None, "A hypothesis.")
+    flags.DEFINE_string("input", None, "A .jsonl file of sentence1/sentence2 objects.")
 
+
+def read_pairs(path):
+    """(premise, hypothesis) pairs of a .jsonl file; `UsageError` naming file and line."""
     pairs = []
     try:
         with open(path, encoding="utf-8") as stream:
@@ -30,33 +36,31 @@ def read_pairs(path):
                     record = json.loads(line)
                     pairs.append((record["sentence1"], record["sentence2"]))
                 except (json.JSONDecodeError, KeyError, TypeError) as error:
-                    raise DataError(f"{path}:{number}: expected a JSON object with sentence1 "
-                                    f"and sentence2 ({error}).") from None
+                    raise program.UsageError(
+                        f"{path}:{number}: expected a JSON object with sentence1 and "
+                        f"sentence2 ({error}).") from None
     except FileNotFoundError:
-        raise DataError(f"input file {path} does not exist.") from None
+        raise program.UsageError(f"input file {path} does not exist.") from None
     except UnicodeDecodeError:
-        raise DataError(f"{path} is not valid UTF-8.") from None
+        raise program.UsageError(f"{path} is not valid UTF-8.") from None
     return pairs
 
 
+@program.main
 def main(argv):
-    run.start(argv)
+    program.check_start(argv)
     if bool(FLAGS.input) == bool(FLAGS.premise or FLAGS.hypothesis):
-        run.fail("give either --premise and --hypothesis, or --input=FILE.jsonl.")
+        raise program.UsageError("give either --premise and --hypothesis, or --input=FILE.jsonl.")
     if not FLAGS.input and not (FLAGS.premise and FLAGS.hypothesis):
-        run.fail("give both --premise and --hypothesis.")
-    from dsan_tf.data import DataError
-    from dsan_tf.serving import TextPairClassifier
+        raise program.UsageError("give both --premise and --hypothesis.")
+    pairs = read_pairs(FLAGS.input) if FLAGS.input else [(FLAGS.premise, FLAGS.hypothesis)]
+    from dsan_tf.serving import Predictor  # TensorFlow loads here, not for --help
+    from experiments.rundir import RunDirectory
 
-    try:
-        pairs = read_pairs(FLAGS.input) if FLAGS.input else [(FLAGS.premise, FLAGS.hypothesis)]
-    except DataError as error:
-        run.fail(str(error))
-    model, vocab, config = run.load_run()
-    classifier = TextPairClassifier(model, vocab, config["max_length"])
+    predictor = Predictor(*RunDirectory(FLAGS.workdir).load()[:2])
     for start in range(0, len(pairs), BATCH):
         chunk = pairs[start:start + BATCH]
-        out = classifier.classify([p for p, _ in chunk], [h for _, h in chunk])
+        out = predictor.classify([p for p, _ in chunk], [h for _, h in chunk])
         names = [n.decode() for n in out["label_names"].numpy()]
         for (premise, hypothesis), label, probabilities in zip(
                 chunk, out["label"].numpy(), out["probabilities"].numpy()):
@@ -66,7 +70,7 @@ def main(argv):
 
 
 def cli():
-    app.run(main)
+    program.run(main, define_flags)
 
 
 if __name__ == "__main__":

@@ -6,10 +6,10 @@
 The last line is `params_excluding_embeddings=N` (trainable, word embeddings excluded).
 """
 
-from absl import app
+from absl import flags
 
 from experiments import flags as project_flags
-from experiments import run
+from experiments import program
 
 FLAGS = project_flags.FLAGS
 
@@ -17,15 +17,18 @@ FLAGS = project_flags.FLAGS
 PAPER_COUNTS = {"dsan": "4.7M", "disan": "2.4M"}
 
 
-def main(argv):
-    run.start(argv)
-    from dsan_tf import build_model, parameter_breakdown  # after flag parsing: TF is slow to load
+def define_flags():
+    project_flags.define_model_flags()
+    flags.DEFINE_integer("vocab_size", 2, "Vocabulary size (the word embedding's rows).")
 
-    try:
-        config = project_flags.model_config(vocab_size=FLAGS.vocab_size)
-    except project_flags.flags.ValidationError as error:
-        run.fail(str(error))
-    parts = parameter_breakdown(build_model(FLAGS.model, config))
+
+@program.main
+def main(argv):
+    program.check_start(argv)
+    config = project_flags.model_config(vocab_size=FLAGS.vocab_size)
+    from dsan_tf import build_model  # TensorFlow loads here, not for --help
+
+    parts = build_model(FLAGS.model, config).parameter_breakdown()
     print(f"model: {FLAGS.model}, {config.to_dict()}")
     total = parts.pop("params_excluding_embeddings")
     for name, count in parts.items():
@@ -38,7 +41,7 @@ def main(argv):
 
 
 def cli():
-    app.run(main)
+    program.run(main, define_flags)
 
 
 if __name__ == "__main__":

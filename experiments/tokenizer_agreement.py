@@ -13,13 +13,18 @@ the PTB splits "do n't" and "can not"): accented letters split out of a word sho
 import gzip
 import json
 
-from absl import app
+from absl import flags
 
 from experiments import flags as project_flags
-from experiments import run
+from experiments import program
 
 FLAGS = project_flags.FLAGS
 SHOWN = 10  # disagreements printed per file
+
+
+def define_flags():
+    flags.DEFINE_multi_string("data", None, "A .jsonl[.gz] file of sentence pairs (SNLI's "
+                              "with parses); repeat it for several files.")
 
 _PTB_ESCAPES = {"``": '"', "''": '"', "-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]",
                 "-LCB-": "{", "-RCB-": "}"}
@@ -84,19 +89,20 @@ def measure(path, show=SHOWN):
     return result, lines
 
 
+@program.main
 def main(argv):
-    run.start(argv, data="a .jsonl[.gz] file of sentence pairs")
+    program.check_start(argv, data="a .jsonl[.gz] file of sentence pairs")
     for path in FLAGS.data:
         try:
             _, lines = measure(path)
         except (OSError, ValueError, KeyError) as error:
-            run.fail(f"--data={path} is not a readable .jsonl file of sentence1/sentence2 "
-                     f"pairs ({error}).")
+            raise program.UsageError(f"--data={path} is not a readable .jsonl file of "
+                                     f"sentence1/sentence2 pairs ({error}).") from None
         print("\n".join(lines))
 
 
 def cli():
-    app.run(main)
+    program.run(main, define_flags)
 
 
 if __name__ == "__main__":

@@ -12,21 +12,46 @@ All values come from the model's own intermediate outputs (dsan_tf.analysis).
 import json
 import os
 
-from absl import app
+from absl import flags
 
 from experiments import flags as project_flags
-from experiments import run
+from experiments import program
 
 FLAGS = project_flags.FLAGS
 
 
-def tokens_and_ids(vocab, sentence):
-    from dsan_tf.data import tokenize
+def define_flags():
+    project_flags.define_workdir_flag()
+    flags.DEFINE_string("sentence", "A lady stands outside of a Mexican market.",
+                        "Sentence for the single-model figures (7, 9, 10, 11).")
+    flags.DEFINE_string("long_sentence",
+                        "A young boy in a red shirt and blue jeans is climbing up the side of "
+                        "a large rock while his father watches from the grass below the cliff.",
+                        "Long sentence for the two-model comparison (Figure 8).")
+    flags.DEFINE_string("compare_workdir", None,
+                        "A second run for Figure 8 (e.g. no distance mask).")
+    flags.DEFINE_string("output_dir", None, "Where to write the PNG files.")
+    flags.DEFINE_multi_string("evaluation", None,
+                              "Figure 6: an experiments.evaluate JSON file, optionally "
+                              "NAME=FILE.")
 
-    tokens = [t.decode("utf-8") for t in tokenize([sentence], vocab.lowercase).to_list()[0]]
+
+def analysed(workdir, sentence):
+    """(tokens, `dsan_tf.analysis.sentence_analysis`, config dict) of a run on a sentence."""
+    from dsan_tf import analysis
+    from dsan_tf.models import AnalysisUnavailable
+    from experiments.rundir import RunDirectory
+
+    model, preprocessor, config = RunDirectory(workdir).load()
+    tokens = preprocessor.tokens(sentence)
     if not tokens:
-        run.fail("the sentence has no tokens.")
-    return tokens, vocab.ids([sentence]).to_list()[0]
+        raise program.UsageError("the sentence has no tokens.")
+    ids = preprocessor.token_ids([sentence]).to_list()[0]
+    try:
+        return tokens, analysis.sentence_analysis(model.backbone, ids), config
+    except AnalysisUnavailable as error:
+        raise program.UsageError(f"--workdir={workdir} is a {config['model']} run: "
+                                 f"{error}") from None
 
 
 def load_evaluations(specs):
@@ -34,56 +59,52 @@ def load_evaluations(specs):
     for spec in specs:
         name, _, path = spec.rpartition("=")
         if not os.path.isfile(path):
-            run.fail(f"--evaluation file {path} does not exist.")
+            raise program.UsageError(f"--evaluation file {path} does not exist.")
         with open(path, encoding="utf-8") as stream:
             results = json.load(stream)
         for source, result in results.get("sources", {}).items():
             runs[f"{name or results.get('workdir', path)}: {source}"] = result["accuracy_by_length"]
     if not runs:
-        run.fail("no experiments.evaluate results found in --evaluation.")
+        raise program.UsageError("no experiments.evaluate results found in --evaluation.")
     return runs
 
 
+def comparison(workdirs, sentence):
+    """Figure 8: the average attention maps of two runs on one sentence."""
+    from dsan_tf import plots
+
+    maps, titles = [], []
+    for workdir in workdirs:
+        tokens, result, config = analysed(workdir, sentence)
+        maps.append((result["forward_attention"], result["backward_attention"]))
+        prior = config["model_config"].get("distance_prior", "?")
+        titles.append(f"{os.path.basename(os.path.normpath(workdir))} (distance prior: {prior})")
+    return plots.compare_attention(tokens, maps, titles)
+
+
+@program.main
 def main(argv):
-    run.start(argv, output_dir="where to write the figures")
-    from dsan_tf import analysis, plots
+    program.check_start(argv, output_dir="where to write the figures")
+    from dsan_tf import plots  # TensorFlow loads here, not for --help
 
     os.makedirs(FLAGS.output_dir, exist_ok=True)
-    written = []
-
-    def save(stem, figure):
+    figures = {}
+    tokens, result, _ = analysed(FLAGS.workdir, FLAGS.sentence)
+    figures.update(plots.sentence_figures(tokens, result, FLAGS.sentence))
+    if FLAGS.compare_workdir:
+        figures["fig08_compare"] = comparison((FLAGS.workdir, FLAGS.compare_workdir),
+                                              FLAGS.long_sentence)
+    if FLAGS.evaluation:
+        figures["fig06_length"] = plots.accuracy_by_length(load_evaluations(FLAGS.evaluation))
+    for stem, figure in figures.items():
         path = os.path.join(FLAGS.output_dir, f"{stem}.png")
         with open(path, "wb") as stream:
             stream.write(plots.png_bytes(figure))
-        written.append(path)
-
-    model, vocab, _ = run.load_run()
-    try:
-        tokens, ids = tokens_and_ids(vocab, FLAGS.sentence)
-        for stem, figure in plots.sentence_figures(
-                tokens, analysis.sentence_analysis(model, ids), FLAGS.sentence).items():
-            save(stem, figure)
-        if FLAGS.compare_workdir:
-            maps, titles = [], []
-            for workdir in (FLAGS.workdir, FLAGS.compare_workdir):
-                other, other_vocab, other_config = run.load_run(workdir)
-                long_tokens, long_ids = tokens_and_ids(other_vocab, FLAGS.long_sentence)
-                result = analysis.sentence_analysis(other, long_ids)
-                maps.append((result["forward_attention"], result["backward_attention"]))
-                prior = other_config["model_config"].get("distance_prior", "?")
-                titles.append(f"{os.path.basename(os.path.normpath(workdir))} "
-                              f"(distance prior: {prior})")
-            save("fig08_compare", plots.compare_attention(long_tokens, maps, titles))
-    except ValueError as error:
-        run.fail(str(error))
-    if FLAGS.evaluation:
-        save("fig06_length", plots.accuracy_by_length(load_evaluations(FLAGS.evaluation)))
-    for path in written:
         print(path)
 
 
 def cli():
-    app.run(main)
+    program.run(main, define_flags)
 
 
 if __name__ == "__main__":

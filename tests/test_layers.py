@@ -10,7 +10,7 @@ WIDTH, HEADS = 24, 4
 
 
 def block(direction, **kwargs):
-    return layers.DirectionalSelfAttention(direction=direction, num_heads=HEADS,
+    return layers.DSANBlock(direction=direction, num_heads=HEADS,
                                            ffn_dim=2 * WIDTH, **kwargs)
 
 
@@ -94,7 +94,7 @@ def test_padded_keys_do_not_change_real_positions(rng):
 @pytest.mark.parametrize("policy", ["float32", "mixed_float16"])
 def test_one_token_sentences_are_finite(rng, policy):
     keras.config.set_dtype_policy(policy)
-    encoder = layers.SentenceEncoder(num_heads=HEADS, ffn_dim=2 * WIDTH)
+    encoder = layers.DSANEncoder(num_heads=HEADS, ffn_dim=2 * WIDTH)
     x = features(rng, batch=2, length=5)
     mask = np.array([[1, 0, 0, 0, 0], [1, 1, 1, 1, 1]], bool)
     vector, info = encoder(x, padding_mask=mask, return_intermediates=True)
@@ -191,7 +191,7 @@ LAYER_FACTORIES = {
     "disan": lambda: layers.DiSANEncoder(dropout=0.2),
     "prior": lambda: layers.DistancePrior("learned", max_distance=4),
     "layer_norm": lambda: layers.LayerNorm(epsilon=1e-3),
-    "encoder": lambda: layers.SentenceEncoder(num_heads=HEADS, ffn_dim=32, pooling="multi_dim",
+    "encoder": lambda: layers.DSANEncoder(num_heads=HEADS, ffn_dim=32, pooling="multi_dim",
                                               qkv_norm="full"),
     "classifier": lambda: layers.PairClassifier(hidden_units=8, num_classes=3, dropout=0.2,
                                                 input_dropout=0.3),

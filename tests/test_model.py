@@ -11,7 +11,7 @@ import pytest
 
 from conftest import random_ids
 from dsan_tf import DSANConfig, build_disan, build_dsan, build_model, parameter_breakdown
-from dsan_tf.layers import DiSANEncoder, PairClassifier, SentenceEncoder
+from dsan_tf.layers import DiSANEncoder, PairClassifier, DSANEncoder
 
 
 def batch(rng, batch_size=4, premise_length=7, hypothesis_length=5):
@@ -54,7 +54,7 @@ def test_appending_padding_never_changes_logits(small_config, rng, policy, name)
 
 def test_premise_and_hypothesis_share_one_encoder(small_config):
     model = build_dsan(small_config)
-    encoders = [layer for layer in model.layers if isinstance(layer, SentenceEncoder)]
+    encoders = [layer for layer in model.layers if isinstance(layer, DSANEncoder)]
     assert len(encoders) == 1
     forward = {id(w) for w in encoders[0].forward_block.weights}
     backward = {id(w) for w in encoders[0].backward_block.weights}
@@ -212,7 +212,7 @@ def test_no_two_kernels_start_equal(small_config, initializer):
         return [np.asarray(w) for w in layer.weights if w.path.endswith("kernel")]
 
     width = small_config.embedding_dim
-    for layer_class, kwargs in ((SentenceEncoder, {"num_heads": 4}), (DiSANEncoder, {}),
+    for layer_class, kwargs in ((DSANEncoder, {"num_heads": 4}), (DiSANEncoder, {}),
                                 (PairClassifier, {"hidden_units": width, "num_classes": width})):
         built = kernels(layer_class, width, **kwargs)
         assert len(built) >= 2

@@ -25,7 +25,7 @@ import zipfile
 
 import numpy as np
 
-from dsan_tf.data.sources import DataError
+from dsan_tf.data.examples import DataError
 from dsan_tf.data.vocabulary import PAD_ID
 
 GLOVE_URLS = {"glove.840B.300d": "https://nlp.stanford.edu/data/glove.840B.300d.zip"}
@@ -122,7 +122,7 @@ class _VectorLines:
 def _read_vectors(lines, vocabulary):
     """{id: vector} for the vocabulary words the file has, a cased word missing in its case
     taking its lower-cased entry."""
-    index = {word: i + 2 for i, word in enumerate(vocabulary.words)}
+    index = vocabulary.word_ids()
     lower = {}  # lower-cased word -> ids of cased words that may fall back to it
     if not vocabulary.lowercase:
         for word, i in index.items():

@@ -1,7 +1,7 @@
-"""Examples -> token ids -> padded, length-bucketed `tf.data` batches.
+"""Token ids -> padded, length-bucketed `tf.data` batches.
 
-Tokenization and lookup run once, vectorised, over all examples (no Python work per
-example); the dataset then shuffles (seeded), groups pairs of similar length so that little
+`NLIPreprocessor.encode` tokenizes and looks up all examples once, vectorised (no Python
+work per example), into `EncodedPairs`; the dataset then shuffles (seeded), groups pairs of similar length so that little
 padding is needed, pads each batch to its own longest sentence, and prefetches.
 
 Shape legend: B batch, T1 premise tokens, T2 hypothesis tokens (each batch its own).
@@ -12,7 +12,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from dsan_tf.data.vocabulary import PAD_ID, UNK_ID
+from dsan_tf.data.vocabulary import PAD_ID
 
 # Pairs are grouped by their longer sentence; SNLI's median is about 13 tokens.
 DEFAULT_BUCKETS = (8, 10, 12, 14, 16, 18, 20, 24, 28, 32, 40, 48, 64, 96, 128, 192)
@@ -21,7 +21,7 @@ DEFAULT_MAX_LENGTH = 256
 
 @dataclasses.dataclass
 class EncodeReport:
-    """What `encode` did to the text: unknown words and truncation are counted, never silent."""
+    """What `NLIPreprocessor.encode` did to the text: unknown words and truncation are counted, never silent."""
 
     examples: int
     max_length: int | None
@@ -55,31 +55,6 @@ class EncodedPairs:
     hypothesis: tf.RaggedTensor
     labels: np.ndarray
     report: EncodeReport
-
-
-def encode(examples, vocabulary, max_length=DEFAULT_MAX_LENGTH):
-    """Token ids of `examples` (a list of `Example`), truncated to `max_length` tokens.
-
-    Args:
-        examples: list of `dsan_tf.data.Example`.
-        vocabulary: `dsan_tf.data.Vocabulary`.
-        max_length: int or None (no truncation).
-    """
-    report = EncodeReport(examples=len(examples), max_length=max_length)
-    sides = []
-    for side in ("premise", "hypothesis"):
-        ids = vocabulary.ids([getattr(e, side) for e in examples])
-        lengths = ids.row_lengths()
-        report.tokens += int(tf.size(ids.flat_values))
-        report.unknown_tokens += int(tf.reduce_sum(tf.cast(ids.flat_values == UNK_ID, tf.int32)))
-        report.longest = max(report.longest, int(tf.reduce_max(lengths)) if len(examples) else 0)
-        if max_length:
-            setattr(report, f"truncated_{side}s",
-                    int(tf.reduce_sum(tf.cast(lengths > max_length, tf.int32))))
-            ids = ids[:, :max_length]
-        sides.append(ids)
-    labels = np.array([e.label for e in examples], dtype=np.int32)
-    return EncodedPairs(sides[0], sides[1], labels, report)
 
 
 def make_dataset(pairs, batch_size=64, shuffle=False, seed=None, buckets=DEFAULT_BUCKETS,

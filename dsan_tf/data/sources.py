@@ -21,6 +21,8 @@ import json
 import os
 import zlib
 
+from dsan_tf.data import synthetic
+from dsan_tf.data.examples import DataError, Example  # noqa: F401  (Example: re-exported)
 from dsan_tf.labels import LABEL_IDS, LABELS
 
 TFDS_PREFIX = "tfds:"
@@ -29,17 +31,6 @@ NO_GOLD_LABEL = "no gold label"
 EMPTY_SENTENCE = "empty sentence"
 _TSV_COLUMNS = (("sentence1", "sentence2", "gold_label"),
                 ("sentence_A", "sentence_B", "entailment_judgment"))
-
-
-class DataError(ValueError):
-    """A problem with the user's data, described in one sentence naming file and line."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Example:
-    premise: str
-    hypothesis: str
-    label: int
 
 
 @dataclasses.dataclass
@@ -173,8 +164,6 @@ def _tsv_records(path):
 
 
 def _synthetic_records(name_and_split):
-    from dsan_tf.data import synthetic  # it builds on this module's Example
-
     name, _, split = name_and_split.partition("/")
     if name != "word_order" or split not in synthetic.SPLITS:
         raise DataError(f"unknown generated data synthetic:{name_and_split}; expected "

@@ -10,7 +10,7 @@ cannot do better than about 2/3 accuracy. Used by the tests and the offline demo
 import itertools
 import random
 
-from dsan_tf.data.sources import Example
+from dsan_tf.data.examples import Example
 from dsan_tf.labels import LABEL_IDS
 
 NOUNS = ("dog", "cat", "man", "woman", "boy", "girl", "horse", "bird")
@@ -55,5 +55,5 @@ def word_order_pairs(split="all", seed=0):
 
 
 def vocabulary():
-    """The task's words; index + 2 is the token id (0 padding, 1 unknown)."""
+    """The task's words, in the order of their ids in `Vocabulary(vocabulary())`."""
     return ("the",) + NOUNS + VERBS

@@ -13,7 +13,7 @@ import os
 import keras
 import tensorflow as tf
 
-from dsan_tf.data.sources import DataError
+from dsan_tf.data.examples import DataError
 from dsan_tf.data.tokenizer import tokenize
 
 PAD_ID, UNK_ID = 0, 1
@@ -25,21 +25,27 @@ class Vocabulary:
     """Words with their training counts, and the tokenization setting they were made with.
 
     Args:
-        words: the words, id 2 onwards (padding and unknown are implicit).
+        words: the words, id `FIRST_WORD_ID` onwards (padding and unknown are implicit).
         counts: their training counts (for coverage reports); optional.
         lowercase: whether texts are lower-cased before tokenization.
         min_count: the minimum count used to build it (recorded for the run directory).
     """
+
+    PAD_ID, UNK_ID = PAD_ID, UNK_ID
+    FIRST_WORD_ID = 2  # the ids before it are padding and the unknown word
 
     def __init__(self, words, counts=None, lowercase=False, min_count=1):
         self.words = list(words)
         self.counts = list(counts) if counts is not None else [0] * len(self.words)
         self.lowercase = bool(lowercase)
         self.min_count = min_count
-        self._lookup = None
 
     def __len__(self):
-        return len(self.words) + 2
+        return len(self.words) + self.FIRST_WORD_ID
+
+    def word_ids(self):
+        """{word: id} of every word (padding and the unknown word have no entry)."""
+        return {word: i + self.FIRST_WORD_ID for i, word in enumerate(self.words)}
 
     @property
     def size(self):
@@ -102,20 +108,8 @@ class Vocabulary:
 
     def lookup_layer(self):
         """A `StringLookup` from tokens to ids (0 padding, 1 unknown). Not XLA-compilable:
-        use it in `tf.data` or around an exported model, not inside the trained model."""
+        use it in `tf.data` or around an exported model (`dsan_tf.data.NLIPreprocessor`),
+        not inside the trained model."""
         return keras.layers.StringLookup(
             vocabulary=self.words, mask_token=PAD_TOKEN, oov_token=UNK_TOKEN,
             num_oov_indices=1, output_mode="int")
-
-    def ids(self, texts):
-        """Token ids of texts: int32 RaggedTensor [B, None]."""
-        if self._lookup is None:
-            self._lookup = self.lookup_layer()
-        return token_ids(texts, self._lookup, self.lowercase)
-
-
-def token_ids(texts, lookup, lowercase):
-    """Tokenizes `texts` [B] and maps the tokens through `lookup`: int32 RaggedTensor
-    [B, None]. Shared by the training pipeline and the exported model."""
-    tokens = tokenize(texts, lowercase=lowercase)
-    return tf.cast(tokens.with_flat_values(lookup(tokens.flat_values)), tf.int32)

@@ -9,11 +9,10 @@ import keras
 from keras import ops
 
 from dsan_tf import masks
+from dsan_tf.config import QKV_NORMS
 from dsan_tf.layers.distance_prior import DistancePrior
 from dsan_tf.layers.layer_norm import LayerNorm
 from dsan_tf.layers.utils import clone_initializer
-
-QKV_NORMS = ("per_head", "full")
 
 
 @keras.saving.register_keras_serializable(package="dsan_tf")

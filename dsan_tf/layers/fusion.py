@@ -7,10 +7,9 @@ Shape legend: B batch, T tokens, D width.
 import keras
 from keras import ops
 
+from dsan_tf.config import FUSIONS
 from dsan_tf.layers.layer_norm import LayerNorm
 from dsan_tf.layers.utils import clone_initializer
-
-FUSIONS = ("projected", "raw")
 
 
 @keras.saving.register_keras_serializable(package="dsan_tf")

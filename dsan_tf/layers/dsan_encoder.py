@@ -6,15 +6,14 @@ Shape legend: B batch, T tokens, D word width (d_e), H heads, F FFN hidden width
 import keras
 from keras import ops
 
-from dsan_tf.layers.directional import DirectionalSelfAttention
+from dsan_tf.config import POOLINGS
+from dsan_tf.layers.dsan_block import DSANBlock
 from dsan_tf.layers.pooling import MaskedMaxPooling, Source2TokenAttention
 from dsan_tf.layers.utils import clone_initializer
 
-POOLINGS = ("multi_dim_max", "multi_dim", "max")
-
 
 @keras.saving.register_keras_serializable(package="dsan_tf")
-class SentenceEncoder(keras.layers.Layer):
+class DSANEncoder(keras.layers.Layer):
     """Forward block + backward block + pooling -> one vector per sentence.
 
     U = [U_fw; U_bw] (B, T, 2D); the sentence vector is
@@ -26,7 +25,7 @@ class SentenceEncoder(keras.layers.Layer):
     Args:
         num_heads, ffn_dim, use_direction_mask, distance_prior, distance_alpha,
             prior_max_distance, fusion, qkv_norm, dropout, layer_norm_epsilon, kernel_initializer: passed to both
-            `DirectionalSelfAttention` blocks.
+            `DSANBlock` blocks.
         pooling: one of `POOLINGS`.
 
     Call arguments:
@@ -78,10 +77,10 @@ class SentenceEncoder(keras.layers.Layer):
 
     def build(self, inputs_shape):
         initializer = lambda name: clone_initializer(self.kernel_initializer, name)  # noqa: E731
-        self.forward_block = DirectionalSelfAttention(
+        self.forward_block = DSANBlock(
             "forward", name="forward_block", dtype=self.dtype_policy,
             kernel_initializer=initializer("forward_block"), **self._block_config())
-        self.backward_block = DirectionalSelfAttention(
+        self.backward_block = DSANBlock(
             "backward", name="backward_block", dtype=self.dtype_policy,
             kernel_initializer=initializer("backward_block"), **self._block_config())
         self.forward_block.build(inputs_shape)

@@ -12,7 +12,7 @@ from dsan_tf.layers.utils import clone_initializer
 
 
 @keras.saving.register_keras_serializable(package="dsan_tf")
-class DirectionalSelfAttention(keras.layers.Layer):
+class DSANBlock(keras.layers.Layer):
     """A forward or backward DSAN block.
 
     H = MaskedMultiHeadAttention(S)   (eq. 7-9)

@@ -1,0 +1,74 @@
+"""Model families as backbones (`DSANBackbone`, `DiSANBackbone`, `CBOWBackbone`) and the
+NLI task model on top of any of them (`NLIClassifier`). `build_model` makes one from a
+`DSANConfig`."""
+
+import numpy as np
+
+from dsan_tf.config import MODELS, DSANConfig
+from dsan_tf.models.backbone import (
+    AnalysisUnavailable, Backbone, PairBackbone, SentenceEncoderBackbone)
+from dsan_tf.models.cbow import CBOWBackbone
+from dsan_tf.models.disan import DiSANBackbone
+from dsan_tf.models.dsan import DSANBackbone
+from dsan_tf.models.nli_classifier import NLIClassifier
+
+__all__ = ["AnalysisUnavailable", "Backbone", "CBOWBackbone", "DSANBackbone", "DiSANBackbone",
+           "MODELS", "NLIClassifier", "PairBackbone", "SentenceEncoderBackbone",
+           "build_backbone", "build_model"]
+
+
+def build_backbone(name, config, vocabulary_size):
+    """The backbone of model family `name` (one of `MODELS`) with the hyperparameters of
+    `config` (a `DSANConfig`) that apply to it."""
+    common = dict(vocabulary_size=vocabulary_size, embedding_dim=config.embedding_dim,
+                  trainable_embeddings=config.trainable_embeddings)
+    if name == "dsan":
+        return DSANBackbone(
+            num_heads=config.num_heads, ffn_dim=config.ffn_dim,
+            distance_prior=config.distance_prior, distance_alpha=config.distance_alpha,
+            prior_max_distance=config.prior_max_distance,
+            use_direction_mask=config.use_direction_mask, fusion=config.fusion,
+            pooling=config.pooling, qkv_norm=config.qkv_norm, dropout=config.dropout,
+            layer_norm_epsilon=config.layer_norm_epsilon, **common)
+    if name == "disan":
+        return DiSANBackbone(dropout=config.dropout,
+                             layer_norm_epsilon=config.layer_norm_epsilon, **common)
+    if name == "cbow":
+        return CBOWBackbone(**common)
+    raise ValueError(f"model must be one of {MODELS}, got {name!r}.")
+
+
+def build_model(name="dsan", config=None, word_vectors=None):
+    """An `NLIClassifier` on the backbone of family `name`.
+
+    Args:
+        name: one of `MODELS`.
+        config: `DSANConfig`; the paper's hyperparameters when None. Its `vocab_size` may
+            be None when `word_vectors` are given.
+        word_vectors: optional float array [V, D] (row 0, padding, becomes zeros); without
+            it the embeddings start random, U(-0.05, 0.05).
+
+    Returns:
+        `NLIClassifier` with int32 inputs {"premise": [B, T1], "hypothesis": [B, T2]} and
+        float32 logits [B, C] in the order of `dsan_tf.labels.LABELS`.
+    """
+    config = config or DSANConfig()
+    vocabulary_size = config.vocab_size
+    if word_vectors is not None:
+        shape = np.shape(word_vectors)
+        if len(shape) != 2 or shape[1] != config.embedding_dim:
+            raise ValueError(f"word vectors have shape {shape}, expected "
+                             f"[vocab_size, {config.embedding_dim}] (embedding_dim).")
+        if vocabulary_size is not None and vocabulary_size != shape[0]:
+            raise ValueError(f"vocab_size={vocabulary_size} but the word vectors have "
+                             f"{shape[0]} rows.")
+        vocabulary_size = shape[0]
+    if vocabulary_size is None:
+        raise ValueError("give DSANConfig.vocab_size or word vectors.")
+    backbone = build_backbone(name, config, vocabulary_size)
+    model = NLIClassifier(backbone, num_classes=config.num_classes,
+                          hidden_units=config.classifier_units, dropout=config.dropout,
+                          layer_norm_epsilon=config.layer_norm_epsilon, name=name)
+    if word_vectors is not None:
+        backbone.set_word_vectors(word_vectors)
+    return model

@@ -1,0 +1,123 @@
+"""What every model family's backbone shares: token ids in, features out, its own word
+embedding, and the questions callers may ask of it (size, parts, intermediate values).
+
+Shape legend: B batch, T tokens, V vocabulary, D word width (d_e), E backbone output width.
+"""
+
+import keras
+import numpy as np
+from keras import ops
+
+from dsan_tf.data.vocabulary import PAD_ID
+
+
+class AnalysisUnavailable(ValueError):
+    """The backbone has no intermediate values of the kind asked for (e.g. no attention)."""
+
+
+def count_parameters(weights):
+    return int(sum(np.prod(w.shape) for w in weights))
+
+
+class Backbone(keras.Model):
+    """Base class: a model family's layers from token ids to features, without a head.
+
+    Subclasses create the token embedding with `_make_token_embedding` and their encoder
+    in `__init__`; Keras builds them on the first call. `pair_input` says what `call`
+    takes: False, a sentence (`SentenceEncoderBackbone`); True, a pair (`PairBackbone`).
+
+    Args:
+        vocabulary_size: int, V (rows of the word embedding, padding and unknown included).
+        embedding_dim: int, D.
+        trainable_embeddings: bool (the paper freezes GloVe).
+    """
+
+    pair_input = False
+
+    def __init__(self, vocabulary_size, embedding_dim, trainable_embeddings=False, **kwargs):
+        super().__init__(**kwargs)
+        if vocabulary_size is None or vocabulary_size < 2:
+            raise ValueError(f"vocabulary_size must be at least 2 (padding and unknown), "
+                             f"got {vocabulary_size}.")
+        self.vocabulary_size = vocabulary_size
+        self.embedding_dim = embedding_dim
+        self.trainable_embeddings = trainable_embeddings
+
+    def _make_token_embedding(self):
+        self.token_embedding = keras.layers.Embedding(
+            self.vocabulary_size, self.embedding_dim, trainable=self.trainable_embeddings,
+            embeddings_initializer=keras.initializers.RandomUniform(-0.05, 0.05),
+            name="word_embedding", dtype=self.dtype_policy)
+
+    def set_word_vectors(self, matrix):
+        """Loads pre-trained word vectors (float [V, D]); row 0, padding, becomes zeros."""
+        matrix = np.array(matrix, dtype="float32")
+        if matrix.shape != (self.vocabulary_size, self.embedding_dim):
+            raise ValueError(f"word vectors have shape {matrix.shape}, expected "
+                             f"[{self.vocabulary_size}, {self.embedding_dim}] "
+                             "(vocabulary_size, embedding_dim).")
+        matrix[PAD_ID] = 0.0
+        if not self.token_embedding.built:
+            self.token_embedding.build()
+        self.token_embedding.embeddings.assign(matrix)
+
+    def ensure_built(self):
+        """Builds the weights (with a one-token input) if no call has built them yet."""
+        if not self.built:
+            ids = ops.ones((1, 1), "int32")
+            self({"premise": ids, "hypothesis": ids} if self.pair_input else ids)
+
+    def parameter_breakdown(self):
+        """{part: parameter count}: `word_embedding` (all of its parameters, trainable or
+        not), then the trainable parameters of the backbone's parts (`_parts`)."""
+        self.ensure_built()
+        parts = {"word_embedding": count_parameters(self.token_embedding.weights)}
+        parts.update({name: count_parameters(layer.trainable_weights)
+                      for name, layer in self._parts()})
+        return parts
+
+    def _parts(self):
+        """(name, layer) pairs the parameter breakdown lists; subclasses refine it."""
+        return []
+
+    def sentence_intermediates(self, token_ids):
+        """The encoder's intermediate values for token ids [B, T] (see DSANBackbone)."""
+        raise AnalysisUnavailable(
+            "the sentence figures show DSAN's multi-head attention maps, fusion gate, FFN "
+            f"and pooling (Figures 7-11), which a {self.__class__.__name__} does not compute.")
+
+    def get_config(self):
+        return {"name": self.name, "trainable": self.trainable,
+                "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+                "vocabulary_size": self.vocabulary_size, "embedding_dim": self.embedding_dim,
+                "trainable_embeddings": self.trainable_embeddings}
+
+
+class SentenceEncoderBackbone(Backbone):
+    """A backbone that encodes one sentence at a time: token ids [B, T] -> vectors [B, E].
+
+    Usable alone to embed sentences: `backbone(ids)` or `backbone.predict(ids)`. The
+    subclass sets `self.encoder`, a layer called as `encoder(vectors, padding_mask=...)`
+    with an `output_dim(D)` method.
+    """
+
+    @property
+    def output_dim(self):
+        """E, the width of a sentence vector."""
+        return self.encoder.output_dim(self.embedding_dim)
+
+    def call(self, token_ids, training=None):
+        vectors = self.token_embedding(token_ids)
+        return self.encoder(vectors, padding_mask=ops.not_equal(token_ids, PAD_ID),
+                            training=training)
+
+    def compute_output_shape(self, token_ids_shape):
+        return (token_ids_shape[0], self.output_dim)
+
+
+class PairBackbone(Backbone):
+    """A backbone that reads premise and hypothesis together (cross-sentence attention):
+    {"premise": int [B, T1], "hypothesis": int [B, T2]} -> features [B, E]. The task puts
+    its classification head directly on these features."""
+
+    pair_input = True

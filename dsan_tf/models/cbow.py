@@ -1,0 +1,32 @@
+"""The continuous bag-of-words backbone: the CBOW baseline of the paper's Table 2.
+
+Shape legend: B batch, T tokens, D word width.
+"""
+
+import keras
+
+from dsan_tf.layers import BagOfWordsEncoder
+from dsan_tf.models.backbone import SentenceEncoderBackbone
+
+
+@keras.saving.register_keras_serializable(package="dsan_tf")
+class CBOWBackbone(SentenceEncoderBackbone):
+    """The mean word vector of each sentence (padding excluded).
+
+    Args:
+        vocabulary_size: int, V.
+        embedding_dim: D.
+        trainable_embeddings: bool.
+
+    Call arguments:
+        token_ids: int [B, T], 0 padding.
+
+    Returns:
+        float [B, D].
+    """
+
+    def __init__(self, vocabulary_size, embedding_dim=300, trainable_embeddings=False,
+                 **kwargs):
+        super().__init__(vocabulary_size, embedding_dim, trainable_embeddings, **kwargs)
+        self.encoder = BagOfWordsEncoder(name="bag_of_words", dtype=self.dtype_policy)
+        self._make_token_embedding()

@@ -1,0 +1,53 @@
+"""The DiSAN backbone (Shen et al., 2017), DSAN's closest rival, with DSAN's embedding.
+
+Shape legend: B batch, T tokens, D word width, E sentence-vector width (2D).
+"""
+
+import keras
+
+from dsan_tf.layers import DiSANEncoder
+from dsan_tf.models.backbone import SentenceEncoderBackbone
+
+
+@keras.saving.register_keras_serializable(package="dsan_tf")
+class DiSANBackbone(SentenceEncoderBackbone):
+    """Word embedding -> forward and backward DiSA blocks -> source2token (DiSAN
+    Section 4.2).
+
+    Args:
+        vocabulary_size: int, V.
+        embedding_dim: D.
+        dropout: float, on each block's input and inside its gate.
+        layer_norm_epsilon: float.
+        trainable_embeddings: bool.
+
+    Call arguments:
+        token_ids: int [B, T], 0 padding.
+        training: bool.
+
+    Returns:
+        float [B, 2D].
+    """
+
+    def __init__(self, vocabulary_size, embedding_dim=300, dropout=0.1,
+                 layer_norm_epsilon=1e-5, trainable_embeddings=False, **kwargs):
+        super().__init__(vocabulary_size, embedding_dim, trainable_embeddings, **kwargs)
+        self.dropout = dropout
+        self.layer_norm_epsilon = layer_norm_epsilon
+        # Encoder before embedding: the order that reproduces earlier seeds (DSANBackbone).
+        self.encoder = DiSANEncoder(dropout=dropout, layer_norm_epsilon=layer_norm_epsilon,
+                                    name="disan_encoder", dtype=self.dtype_policy)
+        self._make_token_embedding()
+
+    def _parts(self):
+        parts = []
+        for block in (self.encoder.forward_block, self.encoder.backward_block):
+            parts.append((block.name, block))
+            for sublayer in (block.token_map, block.attention, block.fusion_gate):
+                parts.append((f"{block.name}.{sublayer.name}", sublayer))
+        parts.append(("source2token", self.encoder.source2token))
+        return parts
+
+    def get_config(self):
+        return dict(super().get_config(), dropout=self.dropout,
+                    layer_norm_epsilon=self.layer_norm_epsilon)

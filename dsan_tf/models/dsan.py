@@ -1,0 +1,84 @@
+"""The DSAN backbone (Im & Cho, 2017, Section 4.2, Figure 2): word embedding -> forward
+and backward DSAN blocks -> source2token attention and max pooling -> sentence vector.
+
+Shape legend: B batch, T tokens, D word width (d_e), E sentence-vector width (4·d_e).
+"""
+
+import keras
+from keras import ops
+
+from dsan_tf.data.vocabulary import PAD_ID
+from dsan_tf.layers import DSANEncoder
+from dsan_tf.models.backbone import SentenceEncoderBackbone
+
+
+@keras.saving.register_keras_serializable(package="dsan_tf")
+class DSANBackbone(SentenceEncoderBackbone):
+    """DSAN's sentence encoder with its word embedding; defaults are the paper's
+    (Section 5.2: d_e 300, h 5, α 1.5, dropout 0.1; Section 4.2.4: d_ff = 4·d_e).
+
+    Args:
+        vocabulary_size: int, V.
+        embedding_dim: d_e (300).
+        num_heads: h (5).
+        ffn_dim: d_ff (1200).
+        distance_prior, distance_alpha, prior_max_distance, use_direction_mask, fusion,
+            pooling, qkv_norm, dropout, layer_norm_epsilon: see `dsan_tf.DSANConfig`.
+        trainable_embeddings: bool (False: the paper's frozen GloVe).
+
+    Call arguments:
+        token_ids: int [B, T], 0 padding.
+        training: bool.
+
+    Returns:
+        float [B, E], E = 4·d_e with the paper's pooling.
+    """
+
+    def __init__(self, vocabulary_size, embedding_dim=300, num_heads=5, ffn_dim=1200,
+                 distance_prior="linear", distance_alpha=1.5, prior_max_distance=10,
+                 use_direction_mask=True, fusion="projected", pooling="multi_dim_max",
+                 qkv_norm="per_head", dropout=0.1, layer_norm_epsilon=1e-5,
+                 trainable_embeddings=False, **kwargs):
+        super().__init__(vocabulary_size, embedding_dim, trainable_embeddings, **kwargs)
+        self.encoder_config = dict(
+            num_heads=num_heads, ffn_dim=ffn_dim, distance_prior=distance_prior,
+            distance_alpha=distance_alpha, prior_max_distance=prior_max_distance,
+            use_direction_mask=use_direction_mask, fusion=fusion, pooling=pooling,
+            qkv_norm=qkv_norm, dropout=dropout, layer_norm_epsilon=layer_norm_epsilon)
+        # The encoder is made before the embedding, and both before the task's head: an
+        # unseeded initializer takes its seed from Python's random state when it is made,
+        # so this order is what makes a seed reproduce the runs of earlier versions.
+        self.encoder = DSANEncoder(name="dsan_encoder", dtype=self.dtype_policy,
+                                   **self.encoder_config)
+        self._make_token_embedding()
+
+    def _parts(self):
+        parts = []
+        for block in (self.encoder.forward_block, self.encoder.backward_block):
+            parts.append((block.name, block))
+            for sublayer in (block.attention, block.fusion_gate, block.feed_forward):
+                parts.append((f"{block.name}.{sublayer.name}", sublayer))
+        if self.encoder.source2token is not None:
+            parts.append(("source2token", self.encoder.source2token))
+        return parts
+
+    def sentence_intermediates(self, token_ids):
+        """What the encoder computes on the way (for the paper's Figures 7-13).
+
+        Args:
+            token_ids: int [B, T].
+
+        Returns:
+            dict: `forward`, `backward` (each with `attention_weights` [B, H, T, T],
+            `gate` [B, T, D], `ffn_hidden` [B, T, F], `output` [B, T, D]), `encoded`
+            U = [U_fw; U_bw] [B, T, 2D] and, with source2token pooling, `s2t_weights`
+            [B, T, 2D]; inference mode (no dropout).
+        """
+        self.ensure_built()
+        vectors = self.token_embedding(token_ids)
+        _, info = self.encoder(vectors, padding_mask=ops.not_equal(token_ids, PAD_ID),
+                               training=False, return_intermediates=True)
+        return info
+
+    def get_config(self):
+        return dict(super().get_config(), **self.encoder_config)

@@ -1,0 +1,81 @@
+"""The natural language inference task model: any backbone plus the classifier of the
+paper's Section 4.1.
+
+Shape legend: B batch, T1 premise tokens, T2 hypothesis tokens, C classes.
+"""
+
+import keras
+
+from dsan_tf.layers import ClassificationHead, MatchingFeatures
+from dsan_tf.models.backbone import count_parameters
+
+
+@keras.saving.register_keras_serializable(package="dsan_tf")
+class NLIClassifier(keras.Model):
+    """Premise and hypothesis ids -> class logits.
+
+    With a sentence-encoder backbone, one set of weights encodes both sentences (u, v) and
+    the head reads `MatchingFeatures` [u; v; |u - v|; u * v]; with a pair backbone
+    (`backbone.pair_input`) the head reads the backbone's pair features.
+
+    Args:
+        backbone: a `dsan_tf.models.Backbone`.
+        num_classes: C (3: entailment, neutral, contradiction, as `dsan_tf.LABELS`).
+        hidden_units: width of the head's ReLU layer (300).
+        dropout: on the head's ReLU layer (0.1).
+        input_dropout: on the head's input features (the paper: none).
+        layer_norm_epsilon: float.
+
+    Call arguments:
+        inputs: {"premise": int [B, T1], "hypothesis": int [B, T2]}, 0 padding.
+        training: bool.
+
+    Returns:
+        float32 logits [B, C].
+    """
+
+    def __init__(self, backbone, num_classes=3, hidden_units=300, dropout=0.1,
+                 input_dropout=0.0, layer_norm_epsilon=1e-5, **kwargs):
+        # The head is made before the backbone is first called (see DSANBackbone).
+        head = ClassificationHead(hidden_units=hidden_units, num_classes=num_classes,
+                                  dropout=dropout, input_dropout=input_dropout,
+                                  layer_norm_epsilon=layer_norm_epsilon,
+                                  name="classification_head", dtype=backbone.dtype_policy)
+        inputs = {side: keras.Input(shape=(None,), dtype="int32", name=side)
+                  for side in ("premise", "hypothesis")}
+        if backbone.pair_input:
+            features = backbone(inputs)
+        else:
+            features = MatchingFeatures(name="matching_features", dtype=backbone.dtype_policy)(
+                backbone(inputs["premise"]), backbone(inputs["hypothesis"]))
+        super().__init__(inputs=inputs, outputs=head(features), **kwargs)
+        self.backbone = backbone
+        self.head = head
+        self.num_classes = num_classes
+        self.hidden_units = hidden_units
+        self.dropout = dropout
+        self.input_dropout = input_dropout
+        self.layer_norm_epsilon = layer_norm_epsilon
+
+    def parameter_breakdown(self):
+        """The backbone's parts (`Backbone.parameter_breakdown`), `classifier` (the head)
+        and `params_excluding_embeddings`: all trainable parameters but the embedding's."""
+        parts = self.backbone.parameter_breakdown()
+        parts["classifier"] = count_parameters(self.head.trainable_weights)
+        embedding = {id(w) for w in self.backbone.token_embedding.weights}
+        parts["params_excluding_embeddings"] = count_parameters(
+            [w for w in self.trainable_weights if id(w) not in embedding])
+        return parts
+
+    def get_config(self):
+        return {"name": self.name, "trainable": self.trainable,
+                "backbone": keras.layers.serialize(self.backbone),
+                "num_classes": self.num_classes, "hidden_units": self.hidden_units,
+                "dropout": self.dropout, "input_dropout": self.input_dropout,
+                "layer_norm_epsilon": self.layer_norm_epsilon}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["backbone"] = keras.layers.deserialize(config["backbone"])
+        return cls(**config)

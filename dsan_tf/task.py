@@ -1,0 +1,139 @@
+"""The NLI experiment as one object (after TF Model Garden's `base_task.Task`): from an
+`ExperimentConfig` it builds the data, the preprocessor, the word vectors, the `tf.data`
+inputs, the model, its loss, metrics and optimizer. Programs (`experiments.train`,
+`evaluate`, the benchmarks, `results`) call it instead of repeating the chain.
+
+    task = NLITask(ExperimentConfig(data=DataConfig(train_data=..., dev_data=...)))
+    train, _ = task.read(task.config.data.train_data, "train_data")
+    preprocessor = task.build_preprocessor(train)
+    model = task.compile(task.build_model(preprocessor.vocabulary_size))
+    model.fit(task.build_inputs(preprocessor.encode(train), training=True), ...)
+"""
+
+import os
+import sys
+
+import keras
+
+from dsan_tf import data
+from dsan_tf.config import ExperimentConfig
+from dsan_tf.models import build_model
+
+
+def compile_for_training(model, learning_rate=1e-3, jit_compile=False):
+    """Compiles `model` as the paper trains it (Section 5.2: Adam, cross-entropy on the
+    logits) with an accuracy metric, and creates the optimizer's variables now.
+
+    Keras creates them inside the first training step otherwise, and a `tf.function`
+    that creates variables is traced twice: building them first halves the tracing that
+    the first epoch pays for (a DSAN train step takes seconds to trace).
+    """
+    model.compile(optimizer=keras.optimizers.Adam(learning_rate),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+                  jit_compile=jit_compile)
+    model.optimizer.build(model.trainable_variables)
+    return model
+
+
+class NLITask:
+    """Builds every part of an NLI experiment from its configuration.
+
+    Args:
+        config: `dsan_tf.config.ExperimentConfig`.
+        log: called with one line of text per report (reading, vocabulary, vectors).
+    """
+
+    def __init__(self, config=None, log=print):
+        self.config = config or ExperimentConfig()
+        self.log = log
+
+    @property
+    def cache_dir(self):
+        return os.path.expanduser(self.config.data.embeddings_cache_dir)
+
+    def read(self, spec, name="data"):
+        """(examples, `ReadReport`) of a source spec; `DataError` when it holds none."""
+        examples, report = data.read_examples(spec, self.config.data.tfds_data_dir)
+        self.log(f"{name}: {report.summary()}")
+        if not examples:
+            raise data.DataError(f"--{name}={spec} holds no labelled examples.")
+        return examples, report
+
+    def vector_file(self):
+        """The path of the configured word vectors (downloaded first for `glove:NAME`);
+        None for random vectors."""
+        spec = self.config.data.embeddings
+        if spec in (None, "random"):
+            return None
+        if spec.startswith("glove:"):  # e.g. glove:840B.300d, downloaded once
+            return data.download_glove("glove." + spec[len("glove:"):], self.cache_dir)
+        return spec
+
+    def build_preprocessor(self, train, others=(), vector_file=None, vocabulary=None):
+        """The `NLIPreprocessor`: `vocabulary` when given (a resumed run keeps its ids);
+        otherwise the training words, then the words of `others` (dev/test examples) and
+        the first `vocab_from_vectors` words of `vector_file` that have a vector
+        (docs/FIDELITY.md, row 25)."""
+        settings = self.config.data
+        if vocabulary is None:
+            vocabulary = self._vocabulary(train, others, vector_file)
+        return data.NLIPreprocessor(vocabulary, settings.max_length)
+
+    def _vocabulary(self, train, others, vector_file):
+        settings = self.config.data
+        vocabulary = data.Vocabulary.from_examples(train, min_count=settings.min_count,
+                                                   lowercase=settings.lowercase)
+        if not vector_file or not (settings.extend_vocabulary or settings.vocab_from_vectors):
+            return vocabulary
+        extra = (data.Vocabulary.from_examples(others, lowercase=settings.lowercase).words
+                 if settings.extend_vocabulary and others else [])
+        training_words = len(vocabulary.words)
+        vocabulary, added = data.extend_vocabulary(
+            vector_file, vocabulary, extra, settings.vocab_from_vectors,
+            cache_dir=self.cache_dir, progress=sys.stderr.isatty())
+        self.log(f"vocabulary: {training_words:,} training words, {added['from_data']:,} more "
+                 f"dev/test words and {added['from_vectors']:,} more of the vector file's "
+                 f"first {settings.vocab_from_vectors:,} that have a vector")
+        return vocabulary
+
+    def word_vectors(self, preprocessor, vector_file):
+        """(matrix [V, D], `EmbeddingReport`) read from `vector_file`; `DataError` when its
+        width is not the model's embedding_dim."""
+        matrix, report = data.load_vectors(
+            vector_file, preprocessor.vocabulary, cache_dir=self.cache_dir,
+            oov_init=self.config.data.oov_init, seed=self.config.data.seed,
+            progress=sys.stderr.isatty())
+        self.log(f"embeddings: {report.summary()}")
+        if report.dim != self.config.model_config.embedding_dim:
+            raise data.DataError(
+                f"--embeddings={self.config.data.embeddings} has {report.dim}-d vectors but "
+                f"--embedding_dim={self.config.model_config.embedding_dim}.")
+        return matrix, report
+
+    def build_inputs(self, pairs, training=False, static_shapes=False):
+        """The `tf.data` batches of `EncodedPairs`: shuffled (seeded) and cut to
+        `steps_per_epoch` for training; `static_shapes` pads to bucket boundaries and drops
+        partial batches (TPUs compile one program per shape)."""
+        settings = self.config.data
+        common = dict(batch_size=settings.batch_size, deterministic=settings.deterministic,
+                      pad_to_bucket=settings.pad_to_bucket or static_shapes)
+        if not training:
+            return data.make_dataset(pairs, **common)
+        dataset = data.make_dataset(pairs, shuffle=settings.shuffle, seed=settings.seed,
+                                    drop_remainder=static_shapes, **common)
+        steps = self.config.training.steps_per_epoch
+        return dataset.take(steps) if steps else dataset
+
+    def build_model(self, vocabulary_size, word_vectors=None):
+        """An uncompiled `NLIClassifier` of the configured model family."""
+        config = dict(self.config.model_config.__dict__, vocab_size=vocabulary_size)
+        return build_model(self.config.model, type(self.config.model_config)(**config),
+                           word_vectors)
+
+    def compile(self, model, jit_compile=None):
+        """Compiles with the paper's loss, metric and optimizer (`compile_for_training`);
+        `jit_compile` overrides the configuration's."""
+        training = self.config.training
+        jit_compile = training.jit_compile if jit_compile is None else jit_compile
+        return compile_for_training(model, training.learning_rate, jit_compile)

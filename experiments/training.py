@@ -1,0 +1,185 @@
+"""The steps of `experiments.train`, each a function of explicit arguments: the data, the
+model, the callbacks, the fit and the final results. `experiments.train.main` calls them in
+order; the `NLITask` builds the parts.
+"""
+
+import dataclasses
+import hashlib
+import math
+import os
+import sys
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from dsan_tf import data
+from dsan_tf.serving import Predictor
+from experiments import callbacks, distribute
+from experiments import rundir as run_files
+from experiments.program import UsageError
+
+
+@dataclasses.dataclass
+class PreparedData:
+    """What `prepare_data` made: the preprocessor, encoded pairs per split, word vectors."""
+
+    preprocessor: data.NLIPreprocessor
+    encoded: dict
+    reports: dict
+    word_vectors: np.ndarray | None
+    embeddings: dict
+
+
+def set_up(config, strategy_name, tpu, logical_cpus):
+    """Devices, strategy, precision and seeds; returns the tf.distribute strategy."""
+    if logical_cpus > 1:
+        distribute.split_cpu(logical_cpus)
+    strategy = distribute.make_strategy(strategy_name, tpu)
+    replicas = strategy.num_replicas_in_sync
+    if config.data.batch_size % replicas:
+        raise UsageError(f"--batch_size={config.data.batch_size} (the global batch) is not "
+                         f"divisible by the {replicas} replicas of --strategy={strategy_name}.")
+    print(f"strategy: {strategy_name}, {replicas} replica(s), "
+          f"{config.data.batch_size // replicas} pairs each per step")
+    if config.training.mixed_precision != "none":
+        keras.config.set_dtype_policy(config.training.mixed_precision)
+    keras.utils.set_random_seed(config.data.seed)
+    if config.data.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    return strategy
+
+
+def prepare_data(task, run):
+    """Reads the splits, builds (or, resuming, reloads) the preprocessor, reads the word
+    vectors and encodes every split. Returns `PreparedData`."""
+    settings = task.config.data
+    splits, reports = {}, {}
+    for name in ("train", "dev", "test"):
+        spec = getattr(settings, f"{name}_data")
+        if spec:
+            splits[name], reports[name] = task.read(spec, f"{name}_data")
+    vector_file = task.vector_file()
+    vocabulary = None
+    if run.exists(run_files.VOCAB):  # a resumed run keeps its ids
+        vocabulary = data.Vocabulary.load(run.path(run_files.VOCAB))
+        if vocabulary.lowercase != settings.lowercase:
+            raise UsageError(f"{run.path(run_files.VOCAB)} was built with lowercase="
+                             f"{vocabulary.lowercase}; use a new --workdir to change "
+                             "--lowercase.")
+    preprocessor = task.build_preprocessor(
+        splits["train"], splits["dev"] + splits.get("test", []), vector_file, vocabulary)
+    preprocessor.save(run.workdir)
+    matrix, embeddings = None, {"source": "random"}
+    if vector_file:
+        matrix, report = task.word_vectors(preprocessor, vector_file)
+        embeddings = {"source": vector_file, "cache": report.cache_path,
+                      "types_found": report.types_found, "vocab_types": report.vocab_types,
+                      "tokens_found": report.tokens_found, "tokens_total": report.tokens_total}
+    encoded = {name: preprocessor.encode(examples) for name, examples in splits.items()}
+    for name, pairs in encoded.items():
+        print(f"{name} tokens: {pairs.report.summary()}")
+    return PreparedData(preprocessor, encoded, reports, matrix, embeddings)
+
+
+def build(task, strategy, prepared):
+    """The compiled model, made in the strategy's scope; prints its size."""
+    with strategy.scope():
+        model = task.compile(task.build_model(prepared.preprocessor.vocabulary_size,
+                                              prepared.word_vectors))
+    parts = model.parameter_breakdown()
+    print(f"model: {task.config.model}, {parts['params_excluding_embeddings']:,} trainable "
+          "parameters excluding word embeddings")
+    return model
+
+
+def write_config(run, task, prepared, model, strategy, padding, strategy_name):
+    """config.json: what the run is, for evaluate/export/predict and for readers."""
+    config = task.config
+    run.write_json(run_files.CONFIG, {
+        "model": config.model, "model_config": dataclasses.asdict(config.model_config),
+        "max_length": prepared.preprocessor.max_length,
+        "lowercase": prepared.preprocessor.lowercase,
+        "vocab_size": prepared.preprocessor.vocabulary_size,
+        "embeddings": prepared.embeddings, "parameters": model.parameter_breakdown(),
+        "padding_fraction": padding, "mixed_precision": config.training.mixed_precision,
+        "strategy": strategy_name, "replicas": strategy.num_replicas_in_sync,
+        "provenance": run_files.provenance(),
+        "data": {name: report.summary() for name, report in prepared.reports.items()
+                 if name != "test"}})
+
+
+def make_callbacks(run, task, prepared, log_every_steps, probe_sentence=None):
+    """(callbacks shared by fit and the multi-worker loop, the NaN guard)."""
+    config = task.config
+    nan_guard = callbacks.StopOnNaN()
+    hparams = dict(dataclasses.asdict(config.model_config), model=config.model,
+                   learning_rate=config.training.learning_rate,
+                   batch_size=config.data.batch_size, embeddings=prepared.embeddings["source"],
+                   seed=config.data.seed, mixed_precision=config.training.mixed_precision)
+    shared = [
+        callbacks.EpochSeconds(),
+        nan_guard,
+        callbacks.KeepBest(run.path(run_files.BEST), run.path(run_files.BEST_INFO)),
+        keras.callbacks.CSVLogger(run.path(run_files.HISTORY), append=True),
+        keras.callbacks.TensorBoard(run.path("tensorboard"), update_freq=log_every_steps),
+        callbacks.HParams(run.path("tensorboard"), hparams,
+                          trial=os.path.basename(os.path.abspath(run.workdir))),
+    ]
+    if probe_sentence:
+        preprocessor = prepared.preprocessor
+        ids = preprocessor.token_ids([probe_sentence]).to_list()[0]
+        shared.append(callbacks.ProbeFigures(run.path("tensorboard/probe"),
+                                             preprocessor.tokens(probe_sentence), ids))
+    if config.training.patience:
+        shared.append(keras.callbacks.EarlyStopping(
+            "val_accuracy", patience=config.training.patience, mode="max"))
+    return shared, nan_guard
+
+
+def fit(model, strategy, strategy_name, inputs, shared, run, epochs):
+    """`model.fit` with BackupAndRestore; the multi-worker loop where fit fails."""
+    backup = run.path("backup")
+    if strategy_name == "multi_worker":  # model.fit fails there (keras-team/keras#20585)
+        distribute.fit_multi_worker(model, strategy, inputs["train"], inputs["dev"], epochs,
+                                    shared, backup)
+        return
+    model.fit(inputs["train"], validation_data=inputs["dev"], epochs=epochs, shuffle=False,
+              verbose=1 if sys.stdout.isatty() else 2,
+              callbacks=[keras.callbacks.BackupAndRestore(backup, delete_checkpoint=False),
+                         *shared])
+
+
+def weights_digest(model):
+    """SHA-256 of the model's weights, to compare runs (e.g. the workers of one run)."""
+    digest = hashlib.sha256()
+    for weights in model.get_weights():
+        digest.update(np.ascontiguousarray(weights).tobytes())
+    return digest.hexdigest()
+
+
+def finish(run, model, inputs, nan_guard, export_dir=None, preprocessor=None):
+    """Evaluates the best epoch's model on dev (and test), writes results.json, exports
+    it when asked. Returns the results dict."""
+    if nan_guard.message:
+        raise UsageError(nan_guard.message)
+    if not run.exists(run_files.BEST):
+        raise UsageError("no epoch finished with a finite dev accuracy; nothing saved in "
+                         f"{run.workdir}.")
+    best = keras.models.load_model(run.path(run_files.BEST))
+    results = {"best_epoch": run.read_json(run_files.BEST_INFO)["epoch"],
+               "parameters": model.parameter_breakdown(),
+               "best_weights_sha256": weights_digest(best)}
+    for split in ("dev", "test"):
+        if split in inputs:
+            results[f"{split}_accuracy"] = best.evaluate(
+                inputs[split], verbose=0, return_dict=True)["accuracy"]
+    history = callbacks.read_history(run.path(run_files.HISTORY))
+    seconds = [row["seconds"] for row in history if not math.isnan(row.get("seconds", math.nan))]
+    results["seconds_per_epoch"] = sum(seconds) / len(seconds) if seconds else None
+    results["epochs"] = len(history)
+    run.write_json(run_files.RESULTS, results)
+    if export_dir:
+        Predictor(best, preprocessor).export(export_dir)
+        print(f"SavedModel: {export_dir}")
+    return results
