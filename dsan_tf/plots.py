@@ -7,7 +7,6 @@ import matplotlib
 
 matplotlib.use("Agg")  # no screen needed
 import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
 
 
 def png_bytes(figure):

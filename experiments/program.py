@@ -55,4 +55,10 @@ def main(function):
 def run(main_function, define_flags):
     """Defines the program's flags and runs it (the console scripts' entry point)."""
     define_flags()
+    # --help lists the "key flags" of sys.argv[0]: make every flag the program defined one,
+    # the shared ones too, whether it runs as `python -m` or as a console script.
+    for module, module_flags in FLAGS.flags_by_module_dict().items():
+        if module.startswith("experiments") or module.endswith(".py"):
+            for flag in module_flags:
+                FLAGS.register_key_flag_for_module(sys.argv[0], flag)
     app.run(main_function)

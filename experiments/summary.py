@@ -19,6 +19,9 @@ PAPER_COUNTS = {"dsan": "4.7M", "disan": "2.4M"}
 
 def define_flags():
     project_flags.define_model_flags()
+    # Not used here, but defined so that a training flagfile describes the model as it is.
+    project_flags.define_data_flags()
+    project_flags.define_training_flags()
     flags.DEFINE_integer("vocab_size", 2, "Vocabulary size (the word embedding's rows).")
 
 

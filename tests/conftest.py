@@ -8,8 +8,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from dsan_tf import DSANConfig  # noqa: E402
-
-SMALL = dict(vocab_size=50, embedding_dim=24, num_heads=4, ffn_dim=48, classifier_units=16)
+from helpers import SMALL  # noqa: E402
 
 
 @pytest.fixture
@@ -23,10 +22,6 @@ def _seed_and_policy():
     keras.utils.set_random_seed(1234)
     yield
     keras.config.set_dtype_policy("float32")
-
-
-def random_ids(rng, batch, length, vocab_size=SMALL["vocab_size"]):
-    return rng.integers(2, vocab_size, size=(batch, length)).astype("int32")
 
 
 @pytest.fixture

@@ -3,15 +3,16 @@
 import numpy as np
 import pytest
 
-from dsan_tf import DSANConfig, build_cbow, build_dsan, plots
+from dsan_tf import DSANConfig, build_model, plots
 from dsan_tf.analysis import sentence_analysis
+from dsan_tf.models import AnalysisUnavailable
 
 
 @pytest.fixture(scope="module")
 def result():
-    model = build_dsan(DSANConfig(vocab_size=30, embedding_dim=16, num_heads=4, ffn_dim=32,
-                                  classifier_units=8))
-    return sentence_analysis(model, [5, 9, 3, 7, 12, 4])
+    model = build_model("dsan", DSANConfig(vocab_size=30, embedding_dim=16, num_heads=4,
+                                           ffn_dim=32, classifier_units=8))
+    return sentence_analysis(model.backbone, [5, 9, 3, 7, 12, 4])
 
 
 def test_attention_rows_and_masked_cells(result):
@@ -46,7 +47,9 @@ def test_figures_render(result, tmp_path):
     assert plots.png_bytes(figure).startswith(b"\x89PNG")
 
 
-def test_cbow_has_nothing_to_show():
-    with pytest.raises(ValueError, match="needs a DSAN model"):
-        sentence_analysis(build_cbow(DSANConfig(vocab_size=10, embedding_dim=8, num_heads=2)),
-                          [2, 3])
+@pytest.mark.parametrize("name", ["cbow", "disan"])
+def test_other_backbones_say_what_they_cannot_show(name):
+    model = build_model(name, DSANConfig(vocab_size=10, embedding_dim=8, num_heads=2))
+    with pytest.raises(AnalysisUnavailable, match="Figures 7-11") as raised:
+        sentence_analysis(model.backbone, [2, 3])
+    assert len(str(raised.value).rstrip(".").split(". ")) == 1  # one sentence

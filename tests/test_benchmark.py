@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from test_cli import cli, ok
+from helpers import cli, ok
 
 from dsan_tf import DSANConfig
 from experiments.benchmark import forward_flops
@@ -34,7 +34,7 @@ def test_benchmark_writes_every_figure(tmp_path, onednn):
     ok(cli("benchmark", "--embedding_dim=16", "--num_heads=4", "--ffn_dim=32",
            "--batch_size=8", "--benchmark_lengths=8", "--sweep_lengths=4,8", "--train_steps=2",
            "--benchmark_seconds=0.1",
-           "--train_data=synthetic:word_order/train", f"--output={output}",
+           "--train_data=synthetic:word_order/dev", f"--output={output}",
            env={"TF_ENABLE_ONEDNN_OPTS": onednn}))
     result = json.loads(output.read_text())
     assert result["matmul_peak_gflops"] > 0

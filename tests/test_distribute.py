@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from test_cli import ROOT, cli, ok
+from helpers import ROOT, cli, ok
 
 # Few steps of the demo (trainable embeddings, so the gradients include sparse ones);
 # no dropout and no shuffle (tf.distribute reorders a seeded shuffle), so that the runs

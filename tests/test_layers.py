@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from dsan_tf import layers
+from helpers import run_layer_test
 
 WIDTH, HEADS = 24, 4
 
@@ -178,50 +179,72 @@ def test_layer_norm_values_and_gradients_are_keras_layer_normalization(rng):
         np.testing.assert_allclose(np.asarray(mine), np.asarray(theirs), rtol=1e-4, atol=1e-5)
 
 
-LAYER_FACTORIES = {
-    "attention": lambda: attention(direction="backward", distance_alpha=0.7, dropout=0.2,
-                                   qkv_norm="full"),
-    "fusion": lambda: layers.FusionGate(fusion="raw", dropout=0.3),
-    "ffn": lambda: layers.PositionwiseFeedForward(ffn_dim=40),
-    "block": lambda: block("backward", distance_prior="none", fusion="raw"),
-    "source2token": lambda: layers.Source2TokenAttention(layer_norm_epsilon=1e-3),
-    "max": lambda: layers.MaskedMaxPooling(),
-    "token2token": lambda: layers.MultiDimensionalTokenAttention("backward", scale=3.0),
-    "disa_block": lambda: layers.DiSABlock("backward", dropout=0.2),
-    "disan": lambda: layers.DiSANEncoder(dropout=0.2),
-    "prior": lambda: layers.DistancePrior("learned", max_distance=4),
-    "layer_norm": lambda: layers.LayerNorm(epsilon=1e-3),
-    "encoder": lambda: layers.DSANEncoder(num_heads=HEADS, ffn_dim=32, pooling="multi_dim",
+B, T = 2, 5
+X = np.random.default_rng(7).normal(size=(B, T, WIDTH)).astype("float32")
+MASK = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], bool)
+MASKED = {"padding_mask": MASK}
+DISTANCES = np.abs(np.arange(T)[:, None] - np.arange(T)).astype("int32")
+# name: (class, constructor arguments, positional inputs, keyword inputs, output shape,
+#        float32 output whatever the policy)
+LAYER_CASES = {
+    "attention": (layers.MaskedMultiHeadAttention,
+                  dict(num_heads=HEADS, direction="backward", distance_alpha=0.7, dropout=0.2,
+                       qkv_norm="full"), (X,), MASKED, (B, T, WIDTH), False),
+    "fusion_gate": (layers.FusionGate, dict(fusion="raw", dropout=0.3), (X, X[:, ::-1]), {},
+                    (B, T, WIDTH), False),
+    "feed_forward": (layers.PositionwiseFeedForward, dict(ffn_dim=40), (X,), {},
+                     (B, T, WIDTH), False),
+    "dsan_block": (layers.DSANBlock, dict(direction="backward", num_heads=HEADS, ffn_dim=48,
+                                          distance_prior="gaussian", fusion="raw"),
+                   (X,), MASKED, (B, T, WIDTH), False),
+    "dsan_encoder": (layers.DSANEncoder, dict(num_heads=HEADS, ffn_dim=32, pooling="multi_dim",
                                               qkv_norm="full"),
-    "classifier": lambda: layers.PairClassifier(hidden_units=8, num_classes=3, dropout=0.2,
-                                                input_dropout=0.3),
+                     (X,), MASKED, (B, 2 * WIDTH), False),
+    "source2token": (layers.Source2TokenAttention, dict(layer_norm_epsilon=1e-3), (X,), MASKED,
+                     (B, WIDTH), False),
+    "max_pooling": (layers.MaskedMaxPooling, {}, (X,), MASKED, (B, WIDTH), False),
+    "token2token": (layers.MultiDimensionalTokenAttention, dict(direction="backward", scale=3.0),
+                    (X,), MASKED, (B, T, WIDTH), False),
+    "disa_block": (layers.DiSABlock, dict(direction="backward", dropout=0.2), (X,), MASKED,
+                   (B, T, WIDTH), False),
+    "disan_encoder": (layers.DiSANEncoder, dict(dropout=0.2), (X,), MASKED, (B, 2 * WIDTH),
+                      False),
+    "bag_of_words": (layers.BagOfWordsEncoder, {}, (X,), MASKED, (B, WIDTH), False),
+    "distance_prior": (layers.DistancePrior, dict(prior="learned", max_distance=3),
+                       (DISTANCES,), {}, (T, T), True),
+    "layer_norm": (layers.LayerNorm, dict(epsilon=1e-3), (X,), {}, (B, T, WIDTH), False),
+    "matching_features": (layers.MatchingFeatures, {}, (X[:, 0], X[:, 1]), {}, (B, 4 * WIDTH),
+                          False),
+    "classification_head": (layers.ClassificationHead,
+                            dict(hidden_units=8, num_classes=3, dropout=0.2, input_dropout=0.3),
+                            (X[:, 0],), {}, (B, 3), True),
 }
 
 
-@pytest.mark.parametrize("name", sorted(LAYER_FACTORIES))
-def test_get_config_round_trips(rng, name):
-    layer = LAYER_FACTORIES[name]()
-    x = features(rng, batch=2, length=5)
-    inputs = {"classifier": (x[:, 0], x[:, 1]), "fusion": (x, x),
-              "prior": (np.abs(np.arange(5)[:, None] - np.arange(5)),)}.get(name, (x,))
-    out = layer(*inputs)
-    config = layer.get_config()
-    clone = layer.__class__.from_config(config)
-    assert clone.get_config() == config
-    clone(*inputs)
-    clone.set_weights(layer.get_weights())
-    np.testing.assert_allclose(np.asarray(clone(*inputs)), np.asarray(out), atol=1e-6)
-    # And through Keras' registry, as a `.keras` file does it.
-    revived = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(layer))
-    assert type(revived) is type(layer) and revived.get_config() == config
+def test_every_layer_has_a_case():
+    """A new layer is not forgotten by the battery below."""
+    exported = {getattr(layers, name) for name in layers.__all__
+                if issubclass(getattr(layers, name), keras.layers.Layer)}
+    tested = {case[0] for case in LAYER_CASES.values()}
+    assert exported - tested == set()
+
+
+@pytest.mark.parametrize("name", sorted(LAYER_CASES))
+def test_layer_battery(name):
+    """Eager and symbolic calls, config round trip, XLA fit, mixed precision."""
+    layer_class, init_kwargs, inputs, call_kwargs, shape, float32_output = LAYER_CASES[name]
+    run_layer_test(layer_class, init_kwargs, inputs, call_kwargs,
+                   expected_output_shape=shape, float32_output=float32_output,
+                   fit=name != "distance_prior")  # its output has no batch dimension
 
 
 def test_classifier_drops_only_the_relu_layer_by_default(rng):
     """Section 4.1 names dropout on the 300-d ReLU layer; the input features are kept."""
     u, v = features(rng, batch=4, length=2)[:, 0], features(rng, batch=4, length=2)[:, 1]
-    paper = layers.PairClassifier(hidden_units=8, dropout=0.0)
-    np.testing.assert_allclose(np.asarray(paper(u, v, training=True)),
-                               np.asarray(paper(u, v, training=False)), atol=1e-6)
-    extra = layers.PairClassifier(hidden_units=8, dropout=0.0, input_dropout=0.5)
-    assert not np.allclose(np.asarray(extra(u, v, training=True)),
-                           np.asarray(extra(u, v, training=False)), atol=1e-3)
+    matched = layers.MatchingFeatures()(u, v)
+    paper = layers.ClassificationHead(hidden_units=8, dropout=0.0)
+    np.testing.assert_allclose(np.asarray(paper(matched, training=True)),
+                               np.asarray(paper(matched, training=False)), atol=1e-6)
+    extra = layers.ClassificationHead(hidden_units=8, dropout=0.0, input_dropout=0.5)
+    assert not np.allclose(np.asarray(extra(matched, training=True)),
+                           np.asarray(extra(matched, training=False)), atol=1e-3)

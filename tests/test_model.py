@@ -9,9 +9,11 @@ import keras
 import numpy as np
 import pytest
 
-from conftest import random_ids
-from dsan_tf import DSANConfig, build_disan, build_dsan, build_model, parameter_breakdown
-from dsan_tf.layers import DiSANEncoder, PairClassifier, DSANEncoder
+from helpers import random_ids
+
+from dsan_tf import DSANConfig, build_model
+from dsan_tf.models import Backbone, NLIClassifier, PairBackbone
+from dsan_tf.layers import ClassificationHead, DiSANEncoder, DSANEncoder
 
 
 def batch(rng, batch_size=4, premise_length=7, hypothesis_length=5):
@@ -24,7 +26,7 @@ def pad(ids, extra):
 
 
 def test_inputs_and_outputs(small_config, rng):
-    model = build_dsan(small_config)
+    model = build_model("dsan", small_config)
     assert {t.name for t in model.inputs} == {"premise", "hypothesis"}
     assert all(t.dtype == "int32" for t in model.inputs)
     logits = model(batch(rng))
@@ -53,17 +55,20 @@ def test_appending_padding_never_changes_logits(small_config, rng, policy, name)
 
 
 def test_premise_and_hypothesis_share_one_encoder(small_config):
-    model = build_dsan(small_config)
-    encoders = [layer for layer in model.layers if isinstance(layer, DSANEncoder)]
-    assert len(encoders) == 1
-    forward = {id(w) for w in encoders[0].forward_block.weights}
-    backward = {id(w) for w in encoders[0].backward_block.weights}
+    model = build_model("dsan", small_config)
+    backbones = [layer for layer in model.layers if isinstance(layer, Backbone)]
+    assert backbones == [model.backbone]
+    assert len(model.backbone._inbound_nodes) == 2  # called on premise and hypothesis
+    encoder = model.backbone.encoder
+    assert isinstance(encoder, DSANEncoder)
+    forward = {id(w) for w in encoder.forward_block.weights}
+    backward = {id(w) for w in encoder.backward_block.weights}
     assert forward and not forward & backward
 
 
 def test_swapping_premise_and_hypothesis_changes_logits(small_config, rng):
     """u - v enters as |u - v| but u and v also enter as themselves: order matters."""
-    model = build_dsan(small_config)
+    model = build_model("dsan", small_config)
     inputs = batch(rng, premise_length=5, hypothesis_length=5)
     swapped = {"premise": inputs["hypothesis"], "hypothesis": inputs["premise"]}
     assert not np.allclose(model(inputs), model(swapped))
@@ -73,7 +78,7 @@ PAPER = DSANConfig(vocab_size=10)
 
 
 def test_paper_parameter_count():
-    parts = parameter_breakdown(build_dsan(PAPER))
+    parts = build_model("dsan", PAPER).parameter_breakdown()
     assert 4_650_000 <= parts["params_excluding_embeddings"] <= 4_750_000
     assert parts["params_excluding_embeddings"] == sum(
         parts[k] for k in ("forward_block", "backward_block", "source2token", "classifier"))
@@ -82,8 +87,10 @@ def test_paper_parameter_count():
 
 
 def test_ablation_switches_and_their_parameter_counts():
-    count = lambda **kw: parameter_breakdown(  # noqa: E731
-        build_dsan(dataclasses.replace(PAPER, **kw)))["params_excluding_embeddings"]
+    def count(**changes):
+        model = build_model("dsan", dataclasses.replace(PAPER, **changes))
+        return model.parameter_breakdown()["params_excluding_embeddings"]
+
     paper = count()
     assert count(distance_prior="none") == paper
     assert count(distance_alpha=0.5) == paper
@@ -103,7 +110,7 @@ def test_disan_parameter_count():
     """DiSAN at d = 300 (Shen et al. report 2.4M): each block is the ELU map (D² + D),
     W1, W2 and b (2D² + D) and the raw fusion gate (2D² + D + 4D of LayerNorm)."""
     d = 300
-    parts = parameter_breakdown(build_disan(PAPER))
+    parts = build_model("disan", PAPER).parameter_breakdown()
     block = (d * d + d) + (2 * d * d + d) + (2 * d * d + d + 4 * d)
     assert parts["forward_block"] == parts["backward_block"] == block
     source2token = 2 * ((2 * d) ** 2 + 2 * d) + 2 * (2 * 2 * d)
@@ -115,13 +122,14 @@ def test_disan_parameter_count():
 
 def test_frozen_and_trainable_embeddings(small_config, rng):
     matrix = rng.normal(size=(small_config.vocab_size, small_config.embedding_dim))
-    frozen = build_dsan(small_config, embedding_matrix=matrix)
-    embedding = frozen.get_layer("word_embedding")
+    frozen = build_model("dsan", small_config, word_vectors=matrix)
+    embedding = frozen.backbone.token_embedding
     assert not embedding.trainable
     np.testing.assert_allclose(np.asarray(embedding.embeddings)[1:], matrix[1:], rtol=1e-6)
     assert np.all(np.asarray(embedding.embeddings)[0] == 0)
-    trainable = build_dsan(dataclasses.replace(small_config, trainable_embeddings=True))
-    assert trainable.get_layer("word_embedding").trainable
+    trainable = build_model("dsan",
+                            dataclasses.replace(small_config, trainable_embeddings=True))
+    assert trainable.backbone.token_embedding.trainable
 
 
 def test_config_errors_name_the_field():
@@ -131,15 +139,15 @@ def test_config_errors_name_the_field():
         DSANConfig(pooling="mean")
     with pytest.raises(ValueError, match="unknown DSANConfig field"):
         DSANConfig.from_dict({"embeding_dim": 3})
-    with pytest.raises(ValueError, match="embedding matrix has shape"):
-        build_dsan(DSANConfig(embedding_dim=20, num_heads=4), np.zeros((5, 3)))
+    with pytest.raises(ValueError, match="word vectors have shape"):
+        build_model("dsan", DSANConfig(embedding_dim=20, num_heads=4), np.zeros((5, 3)))
     assert DSANConfig.from_json(DSANConfig(num_heads=3).to_json()) == DSANConfig(num_heads=3)
 
 
 RELOAD = """
 import json, sys
 import keras, numpy as np
-import dsan_tf  # registers the custom layers
+import dsan_tf.models  # registers the models and layers
 model = keras.models.load_model(sys.argv[1])
 inputs = dict(np.load(sys.argv[2]))
 print(json.dumps(np.asarray(model(inputs, training=False)).tolist()))
@@ -148,7 +156,7 @@ print(json.dumps(np.asarray(model(inputs, training=False)).tolist()))
 
 @pytest.mark.parametrize("name, changes", [
     ("dsan", dict(distance_prior="learned", pooling="multi_dim", fusion="raw")),
-    ("disan", {})])
+    ("disan", {}), ("cbow", {})])
 def test_keras_file_reloads_in_a_fresh_process(small_config, rng, tmp_path, name, changes):
     model = build_model(name, dataclasses.replace(small_config, **changes))
     model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(True))
@@ -172,7 +180,7 @@ def test_no_training_tensor_is_bigger_than_the_attention_logits(small_config):
 
     batch_size, length = 2, 48  # T large against D (24) and d_ff (48), as at T = 512
     config = dataclasses.replace(small_config, classifier_units=8)
-    model = build_dsan(config)
+    model = build_model("dsan", config)
     optimizer = keras.optimizers.Adam()
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     spec = tf.TensorSpec((batch_size, length), tf.int32)
@@ -207,13 +215,14 @@ def test_no_two_kernels_start_equal(small_config, initializer):
     same weights."""
     def kernels(layer_class, input_width, **kwargs):
         layer = layer_class(kernel_initializer=initializer, **kwargs)
-        layer.build((None, None, input_width) if layer_class is not PairClassifier
+        layer.build((None, None, input_width) if layer_class is not ClassificationHead
                     else (None, input_width))
         return [np.asarray(w) for w in layer.weights if w.path.endswith("kernel")]
 
     width = small_config.embedding_dim
     for layer_class, kwargs in ((DSANEncoder, {"num_heads": 4}), (DiSANEncoder, {}),
-                                (PairClassifier, {"hidden_units": width, "num_classes": width})):
+                                (ClassificationHead,
+                                 {"hidden_units": width, "num_classes": width})):
         built = kernels(layer_class, width, **kwargs)
         assert len(built) >= 2
         for i, first in enumerate(built):
@@ -222,3 +231,51 @@ def test_no_two_kernels_start_equal(small_config, initializer):
         if not isinstance(initializer, str):
             again = kernels(layer_class, width, **kwargs)
             assert all(np.array_equal(a, b) for a, b in zip(again, built))
+
+
+@pytest.mark.parametrize("name", ["dsan", "disan", "cbow"])
+def test_backbone_alone_embeds_sentences_and_reloads(small_config, rng, tmp_path, name):
+    """A sentence-encoder backbone is a model of its own: ids in, one vector per sentence
+    out, the same vectors inside the classifier, and a `.keras` file of its own."""
+    model = build_model(name, small_config)
+    backbone = model.backbone
+    ids = random_ids(rng, 3, 6)
+    vectors = np.asarray(backbone(ids, training=False))
+    assert vectors.shape == (3, backbone.output_dim)
+    assert type(backbone).from_config(backbone.get_config()).get_config() == backbone.get_config()
+    backbone.save(tmp_path / "backbone.keras")
+    reloaded = keras.models.load_model(tmp_path / "backbone.keras")
+    np.testing.assert_allclose(np.asarray(reloaded(ids, training=False)), vectors, atol=1e-6)
+
+
+@keras.saving.register_keras_serializable(package="dsan_tf_tests")
+class JointBagOfWords(PairBackbone):
+    """A toy pair backbone: features of premise and hypothesis read together."""
+
+    def __init__(self, vocabulary_size, embedding_dim, trainable_embeddings=True, **kwargs):
+        super().__init__(vocabulary_size, embedding_dim, trainable_embeddings, **kwargs)
+        self._make_token_embedding()
+
+    def call(self, inputs, training=None):
+        premise, hypothesis = (keras.ops.mean(self.token_embedding(inputs[side]), axis=1)
+                               for side in ("premise", "hypothesis"))
+        return keras.ops.concatenate([premise, hypothesis, premise * hypothesis], axis=-1)
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape["premise"][0], 3 * self.embedding_dim)
+
+
+def test_classifier_accepts_a_pair_backbone(rng, tmp_path):
+    """The task does not assume a sentence encoder: a joint backbone's features go straight
+    to the head, and the model trains, saves and reloads."""
+    model = NLIClassifier(JointBagOfWords(30, 8), hidden_units=16)
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(True))
+    inputs = batch(rng, batch_size=4)
+    inputs = {side: ids % 30 for side, ids in inputs.items()}
+    model.fit(inputs, np.array([0, 1, 2, 0]), epochs=1, verbose=0)
+    parts = model.parameter_breakdown()
+    assert parts["classifier"] == (3 * 8 * 16 + 16) + 2 * 16 + (16 * 3 + 3)
+    model.save(tmp_path / "joint.keras")
+    reloaded = keras.models.load_model(tmp_path / "joint.keras")
+    np.testing.assert_allclose(np.asarray(reloaded(inputs)), np.asarray(model(inputs)),
+                               atol=1e-6)

@@ -5,7 +5,7 @@ import collections
 import numpy as np
 import pytest
 
-from dsan_tf.data import Example, Vocabulary, encode, make_dataset, padding_fraction
+from dsan_tf.data import Example, NLIPreprocessor, Vocabulary, make_dataset, padding_fraction
 from dsan_tf.data.synthetic import word_order_pairs
 
 
@@ -21,7 +21,7 @@ def random_examples(count=300, seed=0):
 def pairs():
     examples = random_examples()
     vocab = Vocabulary.build([e.premise for e in examples] + [e.hypothesis for e in examples])
-    return examples, vocab, encode(examples, vocab)
+    return examples, vocab, NLIPreprocessor(vocab).encode(examples)
 
 
 def collect(dataset):
@@ -41,8 +41,8 @@ def test_batches_hold_every_pair_exactly_once(pairs):
         assert set(inputs) == {"premise", "hypothesis"}
         assert inputs["premise"].dtype == "int32" and labels.dtype == "int32"
         assert inputs["premise"].shape[0] == labels.shape[0] <= 16
-    expected = [(tuple(vocab.ids([e.premise]).to_list()[0]),
-                 tuple(vocab.ids([e.hypothesis]).to_list()[0]), e.label) for e in examples]
+    expected = [(tuple(NLIPreprocessor(vocab).token_ids([e.premise]).to_list()[0]),
+                 tuple(NLIPreprocessor(vocab).token_ids([e.hypothesis]).to_list()[0]), e.label) for e in examples]
     assert collections.Counter(collect(dataset)) == collections.Counter(expected)
 
 
@@ -84,19 +84,19 @@ def test_long_sentences_are_truncated_and_counted():
     examples = [Example(" ".join(["word"] * 5000), "short one", 0),
                 Example("fine", "also fine", 1)]
     vocab = Vocabulary.build(["word short one fine also"])
-    encoded = encode(examples, vocab, max_length=64)
+    encoded = NLIPreprocessor(vocab, max_length=64).encode(examples)
     assert encoded.report.truncated_premises == 1 and encoded.report.truncated_hypotheses == 0
     assert encoded.report.longest == 5000
     assert "truncated to --max_length=64: 1 premises" in encoded.report.summary()
     assert max(len(r) for r in encoded.premise.to_list()) == 64
-    untouched = encode(examples, vocab, max_length=None)
+    untouched = NLIPreprocessor(vocab, max_length=None).encode(examples)
     assert max(len(r) for r in untouched.premise.to_list()) == 5000
 
 
 def test_word_order_task_round_trip():
     examples = word_order_pairs()[:30]
     vocab = Vocabulary.build([e.premise for e in examples] + [e.hypothesis for e in examples])
-    assert len(collect(make_dataset(encode(examples, vocab), batch_size=8))) == 30
+    assert len(collect(make_dataset(NLIPreprocessor(vocab).encode(examples), batch_size=8))) == 30
 
 
 def test_training_traces_each_step_once_whatever_the_batch_shapes(pairs):
@@ -104,13 +104,13 @@ def test_training_traces_each_step_once_whatever_the_batch_shapes(pairs):
     traced once for the whole run, or the first epoch pays for a retracing storm."""
     import keras
 
-    from dsan_tf import DSANConfig, build_dsan, compile_for_training
+    from dsan_tf import DSANConfig, build_model, compile_for_training
 
     _, vocab, encoded = pairs
     dataset = make_dataset(encoded, batch_size=16, shuffle=True, seed=3)
     shapes = {(int(x["premise"].shape[1]), int(x["hypothesis"].shape[1])) for x, _ in dataset}
     assert len(shapes) >= 5
-    model = compile_for_training(build_dsan(DSANConfig(
+    model = compile_for_training(build_model("dsan", DSANConfig(
         vocab_size=vocab.size, embedding_dim=8, num_heads=2, ffn_dim=8, classifier_units=8)))
     traces = collections.Counter()
     for kind in ("train", "test"):

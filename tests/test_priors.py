@@ -6,7 +6,8 @@ import keras
 import numpy as np
 import pytest
 
-from dsan_tf import DSANConfig, build_dsan, layers, masks, parameter_breakdown
+from dsan_tf import DSANConfig, build_model, layers, masks
+from dsan_tf.config import PRIORS
 
 D = np.abs(np.arange(6)[:, None] - np.arange(6)[None, :])
 
@@ -47,7 +48,7 @@ def test_constraints_hold_while_training():
 
 def test_constraints_hold_in_a_trained_dsan(small_config, rng):
     config = dataclasses.replace(small_config, distance_prior="gaussian_variant")
-    model = build_dsan(config)
+    model = build_model("dsan", config)
     model.compile(keras.optimizers.Adam(0.5),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     ids = rng.integers(2, config.vocab_size, size=(32, 9)).astype("int32")
@@ -66,14 +67,14 @@ def test_constraints_hold_in_a_trained_dsan(small_config, rng):
     ("none", 0), ("zipf", 0), ("gaussian", 2), ("gaussian_variant", 4), ("learned", 2 * 11)])
 def test_prior_adds_only_its_scalars(prior, extra):
     paper = DSANConfig(vocab_size=10)
-    count = lambda config: parameter_breakdown(build_dsan(config))  # noqa: E731
+    count = lambda config: build_model("dsan", config).parameter_breakdown()  # noqa: E731
     base, other = count(paper), count(dataclasses.replace(paper, distance_prior=prior))
     assert other["params_excluding_embeddings"] - base["params_excluding_embeddings"] == extra
     assert other["forward_block.masked_attention"] - base["forward_block.masked_attention"] \
         == extra // 2
 
 
-@pytest.mark.parametrize("prior", layers.PRIORS)
+@pytest.mark.parametrize("prior", PRIORS)
 def test_every_prior_keeps_masking_exact_and_finite_in_half_precision(rng, prior):
     keras.config.set_dtype_policy("mixed_float16")
     layer = layers.MaskedMultiHeadAttention(num_heads=4, direction="forward",

@@ -5,10 +5,11 @@ import json
 
 import numpy as np
 import pytest
-from test_cli import ROOT, cli, ok
+
+from helpers import ROOT, cli, ok
 
 from experiments import flags as project_flags
-from experiments import results
+from experiments import results, train
 
 WORDS = ("a man woman dog cat sleeps runs eats rests sits is not the person animal "
          "outside inside").split()
@@ -45,6 +46,7 @@ def _shared_data(root):
 def test_every_row_trains_a_different_model():
     """A variant whose flags were silently ignored would repeat the paper row under another name."""
     seen = {}
+    train.define_flags()  # the rows' flags are experiments.train's
     try:
         for key, _, extra in results.VARIANTS:
             project_flags.FLAGS.unparse_flags()

@@ -10,7 +10,8 @@ import pytest
 import tensorflow as tf
 
 from dsan_tf.data import (
-    DataError, Vocabulary, download_glove, extend_vocabulary, load_vectors, tokenize)
+    DataError, NLIPreprocessor, Vocabulary, download_glove, extend_vocabulary, load_vectors,
+    tokenize)
 from dsan_tf.data import embeddings as embeddings_module
 
 SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -87,7 +88,7 @@ def test_vocabulary_ids_are_frequency_ordered_with_padding_and_unknown():
     vocab = Vocabulary.build(TEXTS)
     assert vocab.words[:3] == ["the", "cat", "dog"]  # 3, 2, 2: ties alphabetical
     assert "[UNK]" not in vocab.words and vocab.size == len(vocab.words) + 2
-    ids = vocab.ids(["the cat zebra", ""]).to_list()
+    ids = NLIPreprocessor(vocab).token_ids(["the cat zebra", ""]).to_list()
     assert ids == [[2, 3, 1], []]
     assert Vocabulary.build(TEXTS, min_count=2).words == ["the", "cat", "dog"]
 
@@ -195,7 +196,7 @@ def test_words_the_vectors_cover_are_never_unknown(tmp_path, monkeypatch):
     assert extended.words == ["the", "cat", "dog"] and added == {"from_data": 1,
                                                                   "from_vectors": 0}
     assert extended.counts == [2, 1, 0]  # training ids and counts unchanged
-    assert extended.ids(["the dog zebra"]).to_list() == [[2, 4, 1]]
+    assert NLIPreprocessor(extended).token_ids(["the dog zebra"]).to_list() == [[2, 4, 1]]
     matrix, _ = load_vectors(path, extended, progress=False)
     np.testing.assert_array_equal(matrix[4], [5] * 3)
     # A cased vocabulary takes a word the file has only lower-cased ("Cat" -> "cat").
@@ -218,7 +219,7 @@ def test_words_the_vectors_cover_are_never_unknown(tmp_path, monkeypatch):
 def test_snli_dev_oov_rate_with_glove_6b():
     """Measured before the vocabulary was extended: 1.06% of SNLI dev tokens were [UNK],
     0.78 points of them words GloVe has."""
-    from dsan_tf.data import encode, read_examples
+    from dsan_tf.data import read_examples
 
     train, _ = read_examples(str(SHARED / "snli" / "snli_1.0_train_25k.jsonl.gz"))
     dev, _ = read_examples(str(SHARED / "snli" / "snli_1.0_dev.jsonl.gz"))
@@ -226,4 +227,4 @@ def test_snli_dev_oov_rate_with_glove_6b():
                                  Vocabulary.from_examples(train, lowercase=True),
                                  Vocabulary.from_examples(dev, lowercase=True).words,
                                  progress=False)
-    assert encode(dev, vocab).report.oov_rate <= 0.0056
+    assert NLIPreprocessor(vocab).encode(dev).report.oov_rate <= 0.0056

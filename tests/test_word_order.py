@@ -5,12 +5,13 @@ import dataclasses
 import keras
 import numpy as np
 
-from dsan_tf import DSANConfig, build_dsan
-from dsan_tf.data import Example
+from dsan_tf import DSANConfig, build_model
+from dsan_tf.data import Example, Vocabulary
 from dsan_tf.data.synthetic import vocabulary, word_order_pairs
 
-WORD_IDS = {word: index + 2 for index, word in enumerate(vocabulary())}
-CONFIG = DSANConfig(vocab_size=len(WORD_IDS) + 2, embedding_dim=32, num_heads=4, ffn_dim=64,
+VOCABULARY = Vocabulary(vocabulary())
+WORD_IDS = VOCABULARY.word_ids()
+CONFIG = DSANConfig(vocab_size=VOCABULARY.size, embedding_dim=32, num_heads=4, ffn_dim=64,
                     classifier_units=32, dropout=0.0, trainable_embeddings=True)
 
 
@@ -24,7 +25,7 @@ def encode(examples):
 def train_accuracy(config, steps=300, batch_size=32):
     keras.utils.set_random_seed(7)
     inputs, labels = encode(word_order_pairs())
-    model = build_dsan(config)
+    model = build_model("dsan", config)
     model.compile(optimizer=keras.optimizers.Adam(3e-3),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     epochs = int(np.ceil(steps * batch_size / len(labels)))
@@ -35,13 +36,13 @@ def train_accuracy(config, steps=300, batch_size=32):
 
 def test_order_blind_model_cannot_tell_swapped_sentences_apart():
     """Without direction and distance masks the encoder is a bag of words, exactly."""
-    blind = build_dsan(dataclasses.replace(CONFIG, use_direction_mask=False,
-                                           distance_prior="none"))
+    blind = build_model("dsan", dataclasses.replace(CONFIG, use_direction_mask=False,
+                                                    distance_prior="none"))
     inputs, _ = encode([Example("the dog chased the cat", "the dog chased the cat", 0),
                         Example("the dog chased the cat", "the cat chased the dog", 2)])
     logits = np.asarray(blind(inputs))
     np.testing.assert_allclose(logits[0], logits[1], atol=1e-5)
-    seeing = np.asarray(build_dsan(CONFIG)(inputs))
+    seeing = np.asarray(build_model("dsan", CONFIG)(inputs))
     assert not np.allclose(seeing[0], seeing[1], atol=1e-3)
 
 

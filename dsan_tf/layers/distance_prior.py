@@ -74,8 +74,9 @@ class DistancePrior(keras.layers.Layer):
         self.min_weight = min_weight
 
     def build(self, distances_shape=None):
-        # float32 whatever the policy: the bias joins float32 logits.
-        scalar = dict(shape=(), dtype="float32")
+        # float32 whatever the policy: the bias joins float32 logits, so its weights are
+        # read as float32, not cast to a mixed policy's float16 (which would round them).
+        scalar = dict(shape=(), dtype="float32", autocast=False)
         if self.prior in ("gaussian", "gaussian_variant"):
             self.weight = self.add_weight(
                 name="weight", initializer=keras.initializers.Constant(self.initial_weight),
@@ -86,7 +87,7 @@ class DistancePrior(keras.layers.Layer):
         if self.prior == "learned":
             self.distance_bias = self.add_weight(
                 name="distance_bias", shape=(self.max_distance + 1,), dtype="float32",
-                initializer="zeros")
+                initializer="zeros", autocast=False)
         self.built = True
 
     def call(self, distances):

@@ -1,0 +1,115 @@
+"""What several test modules share: running the programs, random ids, and one battery of
+checks every layer must pass (after keras-hub's `TestCase.run_layer_test`)."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import keras
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+SMALL = dict(vocab_size=50, embedding_dim=24, num_heads=4, ffn_dim=48, classifier_units=16)
+
+
+def command(program, *flags):
+    return [sys.executable, "-m", f"experiments.{program}", *flags]
+
+
+def cli(program, *flags, timeout=600, env=None):
+    """Runs `python -m experiments.PROGRAM FLAGS...` from the repository root."""
+    return subprocess.run(command(program, *flags), cwd=ROOT, env=dict(ENV, **(env or {})),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def ok(result):
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout
+
+
+def random_ids(rng, batch, length, vocab_size=SMALL["vocab_size"]):
+    return rng.integers(2, vocab_size, size=(batch, length)).astype("int32")
+
+
+def _numpy(x):
+    return np.asarray(keras.ops.convert_to_numpy(x))
+
+
+def run_layer_test(layer_class, init_kwargs, inputs, call_kwargs=None,
+                   expected_output_shape=None, float32_output=False, fit=True):
+    """Checks a layer the way Keras users meet it, failing on the first broken property.
+
+    1. Eager call: the output has `expected_output_shape`.
+    2. Serialization: `from_config(get_config())` gives the same config, and with the same
+       weights the same output; Keras' registry (what `.keras` files use) revives the class.
+    3. Symbolic call inside a functional model: same output shape (batch dimension kept).
+    4. `fit` of that model, XLA-compiled, for one step: a finite loss, and every trainable
+       weight moves (a weight cut off from the loss would not).
+    5. Mixed precision (`mixed_float16`, `mixed_bfloat16`): weights stay float32, the output
+       is in the compute dtype (float32 where the layer promises it) and finite.
+
+    Args:
+        layer_class: the layer's class.
+        init_kwargs: dict of constructor arguments.
+        inputs: tuple of NumPy arrays, the positional call arguments.
+        call_kwargs: dict of keyword call arguments; NumPy arrays become model inputs.
+        expected_output_shape: tuple.
+        float32_output: the layer returns float32 whatever the policy (e.g. logits).
+        fit: run check 4 (layers without trainable weights skip it anyway).
+    """
+    call_kwargs = call_kwargs or {}
+    layer = layer_class(**init_kwargs)
+    output = _numpy(layer(*inputs, **call_kwargs))
+    assert output.shape == tuple(expected_output_shape), output.shape
+    assert np.all(np.isfinite(output))
+
+    config = layer.get_config()
+    clone = layer_class.from_config(config)
+    assert clone.get_config() == config
+    clone(*inputs, **call_kwargs)
+    clone.set_weights(layer.get_weights())
+    np.testing.assert_allclose(_numpy(clone(*inputs, **call_kwargs)), output, atol=1e-5)
+    revived = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(layer))
+    assert type(revived) is layer_class and revived.get_config() == config
+
+    model, arrays = _functional(layer_class(**init_kwargs), inputs, call_kwargs)
+    assert tuple(model.output.shape) == tuple(expected_output_shape)
+    if fit and model.trainable_weights:
+        _check_fit(model, arrays, output)
+
+    for policy in ("mixed_float16", "mixed_bfloat16"):
+        half = layer_class(**dict(init_kwargs, dtype=policy))
+        result = half(*inputs, **call_kwargs)
+        expected = "float32" if float32_output else policy.split("_")[1]
+        assert keras.backend.standardize_dtype(result.dtype) == expected, (policy, result.dtype)
+        assert all(w.dtype == "float32" for w in half.weights)
+        assert np.all(np.isfinite(_numpy(result).astype("float32"))), policy
+
+
+def _functional(layer, inputs, call_kwargs):
+    """A functional model calling `layer` on symbolic inputs of the arrays' exact shapes."""
+    symbolic = [keras.Input(batch_shape=a.shape, dtype=str(a.dtype)) for a in inputs]
+    symbolic_kwargs, arrays = {}, list(inputs)
+    for name, value in call_kwargs.items():
+        if isinstance(value, np.ndarray):
+            symbolic_kwargs[name] = keras.Input(batch_shape=value.shape, dtype=str(value.dtype))
+            arrays.append(value)
+        else:
+            symbolic_kwargs[name] = value
+    output = layer(*symbolic, **symbolic_kwargs)
+    model_inputs = symbolic + [v for v in symbolic_kwargs.values() if keras.KerasTensor
+                               and isinstance(v, keras.KerasTensor)]
+    return keras.Model(model_inputs, output), arrays
+
+
+def _check_fit(model, arrays, output):
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse", jit_compile=True)
+    before = [_numpy(w).copy() for w in model.trainable_weights]
+    target = np.random.default_rng(0).normal(size=output.shape).astype("float32")
+    history = model.fit(arrays, target, batch_size=len(target), epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+    unchanged = [w.path for w, old in zip(model.trainable_weights, before)
+                 if np.array_equal(_numpy(w), old)]
+    assert not unchanged, f"weights the loss does not reach: {unchanged}"
