@@ -115,6 +115,8 @@ class DataConfig:
     Attributes:
         train_data, dev_data, test_data: source specs (a file, `tfds:NAME/SPLIT` or
             `synthetic:word_order/SPLIT`; see `dsan_tf.data.read_examples`); None: unused.
+        train_subset: train on a random subset of this many training pairs, the same for
+            every model and seed (for learning curves); 0: all of them.
         tfds_data_dir: TFDS's data directory (None: TFDS's own).
         lowercase: lower-case text before tokenizing.
         min_count: keep training words seen at least this often.
@@ -134,6 +136,7 @@ class DataConfig:
     train_data: str | None = None
     dev_data: str | None = None
     test_data: str | None = None
+    train_subset: int = 0
     tfds_data_dir: str | None = None
     lowercase: bool = False
     min_count: int = 1
@@ -150,6 +153,8 @@ class DataConfig:
     oov_init: str = "random"
 
     def __post_init__(self):
+        if self.train_subset < 0:
+            raise ValueError(f"train_subset must be >= 0, got {self.train_subset}.")
         if self.batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {self.batch_size}.")
         _check_choice("oov_init", self.oov_init, OOV_INITS)

@@ -1,6 +1,8 @@
 """Evaluation metrics of NLI predictions (accuracy, per-class P/R/F1, confusion matrix, and
 accuracy by sentence length as in the paper's Figure 6). Plain NumPy on model outputs."""
 
+import math
+
 import numpy as np
 
 from dsan_tf.labels import LABELS
@@ -64,3 +66,53 @@ def format_report(name, report):
         lines.append(f"    [{bucket['min_length']:>3}, {bucket['max_length']:>3})"
                      f"  {bucket['accuracy']:.4f}  ({bucket['examples']:,} pairs)")
     return "\n".join(lines)
+
+
+def mcnemar_p(correct_a, correct_b):
+    """Exact two-sided McNemar test of two classifiers on the same examples.
+
+    Args:
+        correct_a, correct_b: bool [N], whether each classifier got each example right.
+
+    Returns:
+        The p-value: the binomial probability, under "both are equally accurate", of a split
+        of the discordant examples at least as uneven as the one observed.
+    """
+    correct_a, correct_b = np.asarray(correct_a, bool), np.asarray(correct_b, bool)
+    only_a = int(np.sum(correct_a & ~correct_b))
+    only_b = int(np.sum(~correct_a & correct_b))
+    n, k = only_a + only_b, min(only_a, only_b)
+    if n == 0:
+        return 1.0
+    # log C(n, i) - n log 2, summed in log space: n is in the thousands on SNLI dev.
+    logs = [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) - n * math.log(2)
+            for i in range(k + 1)]
+    top = max(logs)
+    tail = math.exp(top) * sum(math.exp(v - top) for v in logs)
+    return min(1.0, 2.0 * tail)
+
+
+def paired_bootstrap_p(correct_a, correct_b, resamples=10_000, seed=0, chunk=500):
+    """Two-sided paired bootstrap test of the accuracy difference of two systems, each run
+    with one or more seeds, on the same examples (examples are resampled; seeds averaged).
+
+    Args:
+        correct_a, correct_b: bool [S_a, N] and [S_b, N] (or [N]): per seed and example.
+        resamples: bootstrap samples of the N examples.
+        seed: of the resampling.
+
+    Returns:
+        (difference of mean accuracies a - b, p-value): twice the share of resampled
+        differences on the far side of zero, at most 1.
+    """
+    score_a = np.atleast_2d(np.asarray(correct_a, np.float32)).mean(axis=0)
+    score_b = np.atleast_2d(np.asarray(correct_b, np.float32)).mean(axis=0)
+    difference = score_a - score_b
+    rng = np.random.default_rng(seed)
+    below = above = 0
+    for start in range(0, resamples, chunk):
+        count = min(chunk, resamples - start)
+        means = difference[rng.integers(0, difference.size, (count, difference.size))].mean(1)
+        below += int(np.sum(means <= 0))
+        above += int(np.sum(means >= 0))
+    return float(difference.mean()), min(1.0, 2.0 * min(below, above) / resamples)

@@ -77,6 +77,23 @@ def accuracy_by_length(runs):
     return figure
 
 
+def learning_curve(curves, title=""):
+    """Dev accuracy against the number of training pairs; `curves` maps a model name to a
+    list of (pairs, accuracy) points."""
+    figure, axis = plt.subplots(figsize=(6, 3.5))
+    for name, points in curves.items():
+        points = sorted(points)
+        axis.plot([p for p, _ in points], [100 * a for _, a in points], marker="o", label=name)
+    axis.set_xscale("log")
+    axis.set_xlabel("training pairs (log scale)")
+    axis.set_ylabel("dev accuracy (%)")
+    axis.set_title(title, fontsize=9)
+    axis.legend(fontsize=8)
+    axis.grid(alpha=0.3)
+    figure.tight_layout()
+    return figure
+
+
 def sentence_figures(tokens, analysis, title=""):
     """The single-model figures of one sentence: {file stem: Figure}."""
     figures = {

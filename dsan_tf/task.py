@@ -14,6 +14,7 @@ import os
 import sys
 
 import keras
+import numpy as np
 
 from dsan_tf import data
 from dsan_tf.config import ExperimentConfig
@@ -59,6 +60,17 @@ class NLITask:
         if not examples:
             raise data.DataError(f"--{name}={spec} holds no labelled examples.")
         return examples, report
+
+    def training_subset(self, examples):
+        """The configured `train_subset` of `examples`: a random subset drawn with a fixed
+        seed (0, not the run's), so that every model and seed trains on the same pairs, in
+        their original order. All of them when the subset is 0 or not smaller."""
+        size = self.config.data.train_subset
+        if not size or size >= len(examples):
+            return examples
+        chosen = np.sort(np.random.default_rng(0).choice(len(examples), size, replace=False))
+        self.log(f"train_data: a random subset of {size:,} of the {len(examples):,} pairs")
+        return [examples[i] for i in chosen]
 
     def vector_file(self):
         """The path of the configured word vectors (downloaded first for `glove:NAME`);
@@ -111,13 +123,16 @@ class NLITask:
                 f"--embedding_dim={self.config.model_config.embedding_dim}.")
         return matrix, report
 
-    def build_inputs(self, pairs, training=False, static_shapes=False):
+    def build_inputs(self, pairs, training=False, static_shapes=False, in_order=False):
         """The `tf.data` batches of `EncodedPairs`: shuffled (seeded) and cut to
         `steps_per_epoch` for training; `static_shapes` pads to bucket boundaries and drops
-        partial batches (TPUs compile one program per shape)."""
+        partial batches (TPUs compile one program per shape); `in_order` (evaluation only)
+        keeps the pairs' order, without length buckets."""
         settings = self.config.data
         common = dict(batch_size=settings.batch_size, deterministic=settings.deterministic,
                       pad_to_bucket=settings.pad_to_bucket or static_shapes)
+        if in_order:
+            return data.make_dataset(pairs, batch_size=settings.batch_size, buckets=None)
         if not training:
             return data.make_dataset(pairs, **common)
         dataset = data.make_dataset(pairs, shuffle=settings.shuffle, seed=settings.seed,

@@ -22,10 +22,14 @@ def define_flags():
     project_flags.define_reading_flags()
     project_flags.define_output_flag()
     flags.DEFINE_multi_string("data", None, "Data source spec(s) to evaluate on.")
+    flags.DEFINE_boolean("save_predictions", False, "Also write each source's predicted and "
+                         "gold label ids, in file order, as strings of digits (`predictions`, "
+                         "`labels`), for paired significance tests between runs.")
 
 
-def evaluate(task, model, preprocessor, spec):
-    """The classification report of `model` on the source `spec`."""
+def evaluate(task, model, preprocessor, spec, save_predictions=False):
+    """The classification report of `model` on the source `spec` (with the label ids, in
+    the file's order, when `save_predictions`)."""
     import numpy as np
 
     from dsan_tf import metrics
@@ -33,7 +37,7 @@ def evaluate(task, model, preprocessor, spec):
     examples, report = task.read(spec, "data")
     pairs = preprocessor.encode(examples)
     labels, predictions, premise_lengths, hypothesis_lengths = [], [], [], []
-    for inputs, batch_labels in task.build_inputs(pairs):
+    for inputs, batch_labels in task.build_inputs(pairs, in_order=save_predictions):
         logits = model.predict_on_batch(inputs)
         predictions.append(np.argmax(logits, axis=-1))
         labels.append(batch_labels.numpy())
@@ -44,6 +48,9 @@ def evaluate(task, model, preprocessor, spec):
     result["read"] = report.summary()
     result["tokens"] = pairs.report.summary()
     result["oov_rate"] = pairs.report.oov_rate
+    if save_predictions:
+        for key, values in (("predictions", predictions), ("labels", labels)):
+            result[key] = "".join(map(str, np.concatenate(values).tolist()))
     return result
 
 
@@ -60,7 +67,8 @@ def main(argv):
         tfds_data_dir=FLAGS.tfds_data_dir, batch_size=FLAGS.batch_size)), log=lambda _: None)
     results = {"workdir": FLAGS.workdir, "model": config["model"], "sources": {}}
     for spec in FLAGS.data:
-        results["sources"][spec] = evaluate(task, model, preprocessor, spec)
+        results["sources"][spec] = evaluate(task, model, preprocessor, spec,
+                                            FLAGS.save_predictions)
         print(metrics.format_report(spec, results["sources"][spec]))
     if FLAGS.output:
         with open(FLAGS.output, "w", encoding="utf-8") as stream:

@@ -87,6 +87,9 @@ def define_data_flags():
     flags.DEFINE_string("dev_data", None, "Development data source spec (model selection).")
     flags.DEFINE_string("test_data", None,
                         "Test data source spec (evaluated once at the end).")
+    flags.DEFINE_integer("train_subset", _DATA.train_subset, "Train on a random subset of "
+                         "this many --train_data pairs, the same whatever --seed and --model "
+                         "(learning curves); 0: all.")
     flags.DEFINE_boolean("lowercase", _DATA.lowercase, "Lower-case text before tokenizing "
                          "(GloVe 840B is cased: keep false).")
     flags.DEFINE_integer("min_count", _DATA.min_count,

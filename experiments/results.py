@@ -1,19 +1,25 @@
-"""Trains every variant on the shared small data and writes the results table.
+"""The reproduction study at the largest real setting we hold: every variant trained on
+25,299 SNLI pairs with frozen GloVe 6B 50d (`experiments/configs/snli25k_glove50.cfg`).
 
-    python -m experiments.results --workdir=/tmp/results [--shared_data=../shared/data] \
-        [--output=docs/RESULTS.md] [--variants=dsan --variants=disan ...]
+    python -m experiments.results --workdir=/work/study [--shared_data=../shared/data]
 
-Each row is one `experiments.train` run per task (1% SNLI sample -> SNLI dev; SICK train ->
-SICK test, selected on SICK trial) with `experiments/configs/results_small.cfg` plus the
-row's flags, and the SNLI model is evaluated on MultiNLI dev-matched (cross-domain).
-Finished runs are reused, so an interrupted table continues where it stopped; the table
-is rewritten after every run.
+Per row: SNLI dev (mean ± sd over seeds), MultiNLI dev-matched (the SNLI model, cross-domain),
+SICK test (trained on SICK train, selected on SICK trial, seed 0), parameters, seconds per
+epoch, and a paired test against DSAN on SNLI dev. Plus a learning curve (DSAN, DiSAN, CBOW
+at 5.5k, 12.5k and 25k training pairs). Writes --output (docs/RESULTS.md), --json_output
+(docs/results.json) and --curve_output (docs/learning_curve.png).
+
+Every finished run leaves a record (--record_dir, committed with the table: metrics, the
+commands, SNLI dev predictions); a record is reused instead of training again, so the study
+resumes where it stopped, on this machine or another. The table is rewritten after each run.
 """
 
+import dataclasses
 import json
 import os
 import subprocess
 import sys
+import time
 
 from absl import flags
 
@@ -21,44 +27,117 @@ from experiments import flags as project_flags
 from experiments import program
 
 FLAGS = project_flags.FLAGS
-CONFIG_FILE = "experiments/configs/results_small.cfg"
-GLOVE = "glove/glove.twitter.27B.25d.top12k.txt"
+CONFIG_FILE = "experiments/configs/snli25k_glove50.cfg"
+GLOVE = "glove/glove.6B.50d.top100k.txt.gz"
+SNLI = {"train_data": "snli/snli_1.0_train_25k.jsonl.gz",
+        "dev_data": "snli/snli_1.0_dev.jsonl.gz"}
+SICK = {"train_data": "sick/SICK_train.txt", "dev_data": "sick/SICK_trial.txt",
+        "test_data": "sick/SICK_test_annotated.txt"}
+MULTINLI = "multinli/multinli_1.0_dev_matched.jsonl.gz"
+SEEDS = (0, 1, 2)
+CURVE_MODELS = ("dsan", "disan", "cbow")
 
-# (key, description, flags on top of CONFIG_FILE)
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    key: str
+    description: str
+    flags: tuple = ()
+    seeds: int = 1  # how many of SEEDS
+
+
 VARIANTS = (
-    ("dsan", "DSAN, linear distance prior α = 1.5 (paper)", []),
-    ("prior_none", "DSAN, no distance prior (paper's ablation)", ["--distance_prior=none"]),
-    ("prior_gaussian", "DSAN, Gaussian prior −w·d²", ["--distance_prior=gaussian"]),
-    ("prior_gaussian_variant", "DSAN, Gaussian variant −|w·d² + b|",
-     ["--distance_prior=gaussian_variant"]),
-    ("prior_zipf", "DSAN, Zipf prior log 1/(d + 1)", ["--distance_prior=zipf"]),
-    ("prior_learned", "DSAN, learned bias per distance ≤ 10", ["--distance_prior=learned"]),
-    ("no_direction", "DSAN without direction masks", ["--nouse_direction_mask"]),
-    ("raw_fusion", "DSAN, raw-input fusion gate (DiSAN's)", ["--fusion=raw"]),
-    ("pool_multi_dim", "DSAN, source2token pooling only", ["--pooling=multi_dim"]),
-    ("pool_max", "DSAN, max pooling only", ["--pooling=max"]),
-    ("disan", "DiSAN (Shen et al. 2017)", ["--model=disan"]),
-    ("cbow", "CBOW", ["--model=cbow"]),
+    Variant("dsan", "DSAN (paper: linear distance prior α = 1.5, Q/K/V LayerNorm per head)",
+            seeds=3),
+    Variant("prior_none", "DSAN, no distance prior (paper's ablation)",
+            ("--distance_prior=none",), 3),
+    Variant("prior_gaussian", "DSAN, Gaussian prior −w·d²", ("--distance_prior=gaussian",)),
+    Variant("prior_gaussian_variant", "DSAN, Gaussian variant −|w·d² + b|",
+            ("--distance_prior=gaussian_variant",)),
+    Variant("prior_zipf", "DSAN, Zipf prior log 1/(d + 1)", ("--distance_prior=zipf",)),
+    Variant("prior_learned", "DSAN, learned bias per distance ≤ 10",
+            ("--distance_prior=learned",)),
+    Variant("no_direction", "DSAN without direction masks", ("--nouse_direction_mask",)),
+    Variant("raw_fusion", "DSAN, raw-input fusion gate (DiSAN's)", ("--fusion=raw",)),
+    Variant("pool_multi_dim", "DSAN, source2token pooling only", ("--pooling=multi_dim",)),
+    Variant("pool_max", "DSAN, max pooling only", ("--pooling=max",)),
+    Variant("qkv_norm_full", "DSAN, Q/K/V LayerNorm over all heads' projection",
+            ("--qkv_norm=full",)),
+    Variant("disan", "DiSAN (Shen et al. 2017)", ("--model=disan",), 3),
+    Variant("cbow", "CBOW", ("--model=cbow",), 3),
 )
-TASKS = {
-    "snli": {"train_data": "snli/snli_1.0_train_0.01.jsonl.gz",
-             "dev_data": "snli/snli_1.0_dev.jsonl.gz"},
-    "sick": {"train_data": "sick/SICK_train.txt", "dev_data": "sick/SICK_trial.txt",
-             "test_data": "sick/SICK_test_annotated.txt"},
-}
-CROSS_DOMAIN = "multinli/multinli_1.0_dev_matched.jsonl.gz"
 
 
 def define_flags():
     project_flags.define_workdir_flag()
-    project_flags.define_output_flag()
     flags.DEFINE_string("shared_data", "../shared/data",
-                        "Directory of the shared small datasets and vectors (see its README).")
+                        "Directory of the shared datasets and vectors (see its README).")
+    flags.DEFINE_string("config", CONFIG_FILE, "The flagfile every run starts from.")
+    flags.DEFINE_string("output", "docs/RESULTS.md", "The table (Markdown).")
+    flags.DEFINE_string("json_output", "docs/results.json", "The table, machine-readable.")
+    flags.DEFINE_string("curve_output", "docs/learning_curve.png", "The learning curve.")
+    flags.DEFINE_string("record_dir", "docs/study", "One record per finished run (reused).")
     flags.DEFINE_multi_string("variants", None, "Only these rows (default: all).")
+    flags.DEFINE_integer("max_seeds", len(SEEDS), "At most this many seeds per row.")
+    flags.DEFINE_list("curve_sizes", ["5500", "12500"], "Training-set sizes of the learning "
+                      "curve besides the whole file (empty: no curve).")
+    flags.DEFINE_boolean("sick", True, "Train every row on SICK too (seed 0).")
 
 
-def command(program, flags):
-    return [sys.executable, "-m", program, *flags]
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """Where the study reads and writes (from the flags, passed explicitly)."""
+
+    workdir: str
+    shared_data: str
+    config: str
+    output: str
+    json_output: str
+    curve_output: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """One training run of the study: `task` is snli, sick or curveN (N training pairs)."""
+
+    task: str
+    variant: Variant
+    seed: int
+
+    @property
+    def name(self):
+        return f"{self.task}/{self.variant.key}/seed{self.seed}"
+
+
+def plan(variants, max_seeds, curve_sizes, sick):
+    """The runs in the order that makes a partial study most useful: every row's first
+    seed, the remaining seeds, SICK, then the learning curve."""
+    runs = [Run("snli", v, SEEDS[0]) for v in variants]
+    runs += [Run("snli", v, seed) for v in variants for seed in SEEDS[1:min(v.seeds, max_seeds)]]
+    if sick:
+        runs += [Run("sick", v, SEEDS[0]) for v in variants]
+    runs += [Run(f"curve{size}", v, SEEDS[0]) for size in curve_sizes for v in variants
+             if v.key in CURVE_MODELS]
+    return runs
+
+
+def train_command(run, shared, root, config):
+    data = SICK if run.task == "sick" else SNLI
+    extra = ([f"--train_subset={run.task[len('curve'):]}"] if run.task.startswith("curve")
+             else [])
+    return [sys.executable, "-m", "experiments.train", f"--flagfile={config}",
+            *[f"--{name}={os.path.join(shared, spec)}" for name, spec in data.items()],
+            f"--embeddings={os.path.join(shared, GLOVE)}", *run.variant.flags, *extra,
+            f"--seed={run.seed}", f"--workdir={os.path.join(root, run.name)}"]
+
+
+def evaluate_command(run, shared, root):
+    """SNLI dev with predictions (for the paired tests), and MultiNLI for the main rows."""
+    workdir = os.path.join(root, run.name)
+    sources = [SNLI["dev_data"]] + ([MULTINLI] if run.task == "snli" else [])
+    return [sys.executable, "-m", "experiments.evaluate", f"--workdir={workdir}",
+            *[f"--data={os.path.join(shared, s)}" for s in sources], "--save_predictions",
+            f"--output={os.path.join(workdir, 'evaluation.json')}"]
 
 
 def shown(argv):
@@ -67,6 +146,7 @@ def shown(argv):
 
 
 def execute(argv, log_path):
+    """Runs a program; None, or one line saying how it failed."""
     with open(log_path, "w", encoding="utf-8") as log:
         result = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, text=True)
     if result.returncode:
@@ -76,105 +156,70 @@ def execute(argv, log_path):
     return None
 
 
-def train(key, variant_flags, task, shared, root):
-    """One experiments.train run (reused when finished): its results.json plus the command."""
-    workdir = os.path.join(root, task, key)
-    data = [f"--{name}={os.path.join(shared, spec)}" for name, spec in TASKS[task].items()]
-    argv = command("experiments.train", [
-        f"--flagfile={CONFIG_FILE}", f"--embeddings={os.path.join(shared, GLOVE)}", *data,
-        *variant_flags, f"--workdir={workdir}"])
-    results_file = os.path.join(workdir, "results.json")
-    row = {"command": shown(argv)}
-    if not os.path.exists(results_file):
-        os.makedirs(workdir, exist_ok=True)
-        error = execute(argv, os.path.join(workdir, "train.log"))
-        if error:
-            return dict(row, error=error)
-    with open(results_file, encoding="utf-8") as stream:
-        return dict(row, **json.load(stream), workdir=workdir)
+def read_json(path):
+    with open(path, encoding="utf-8") as stream:
+        return json.load(stream)
 
 
-def cross_domain(row, shared):
-    output = os.path.join(row["workdir"], "multinli_dev_matched.json")
-    argv = command("experiments.evaluate", [
-        f"--workdir={row['workdir']}", f"--data={os.path.join(shared, CROSS_DOMAIN)}",
-        f"--output={output}"])
-    row["cross_command"] = shown(argv)
-    if not os.path.exists(output):
-        error = execute(argv, output + ".log")
-        if error:
-            row["cross_error"] = error
-            return
-    with open(output, encoding="utf-8") as stream:
-        row["multinli_accuracy"] = next(iter(json.load(stream)["sources"].values()))["accuracy"]
+def write_json(path, value):
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path + ".partial", "w", encoding="utf-8") as stream:
+        json.dump(value, stream, indent=1, sort_keys=True)
+    os.replace(path + ".partial", path)
 
 
-def percent(value):
-    return "–" if value is None else f"{100 * value:.1f}"
+def perform(run, settings, record_dir):
+    """The run's record: reused when it exists; otherwise trained (a finished workdir is
+    reused), evaluated and written. A failure is returned as {"error": ...}, not recorded."""
+    record_path = os.path.join(record_dir, run.name + ".json")
+    if os.path.exists(record_path):
+        return read_json(record_path)
+    shared, root = settings.shared_data, settings.workdir
+    workdir = os.path.join(root, run.name)
+    os.makedirs(workdir, exist_ok=True)
+    train = train_command(run, shared, root, settings.config)
+    evaluate = evaluate_command(run, shared, root)
+    started = time.perf_counter()
+    for argv, log, done in ((train, "train.log", "results.json"),
+                            (evaluate, "evaluate.log", "evaluation.json")):
+        if not os.path.exists(os.path.join(workdir, done)):
+            error = execute(argv, os.path.join(workdir, log))
+            if error:
+                return {"error": error, "command": shown(argv)}
+    record = summarize(run, workdir, shared)
+    record.update(command=shown(train), evaluate_command=shown(evaluate),
+                  wall_seconds=time.perf_counter() - started)
+    write_json(record_path, record)
+    return record
 
 
-def seconds(value):
-    return "–" if value is None else f"{value:.1f}"
-
-
-def table(rows, command_line):
-    lines = [
-        "# Results on the shared small data (regenerated by `experiments.results`)", "",
-        "Produced by:", "", "```", command_line, "```", "",
-        f"Every row uses `{CONFIG_FILE}` (frozen 25-d GloVe Twitter vectors, lower-cased; "
-        "d_e 25, 5 heads, d_ff 100; batch 64, Adam 1e-3, dropout 0.1, seed 0) plus its own "
-        "flags. This is sized to run in a developer session on 2 CPU cores, "
-        "not to reproduce the paper's numbers (d_e 300, GloVe 840B, the full 550k SNLI pairs).",
-        "",
-        "- **SNLI dev**: trained on the 1% SNLI sample (5,498 pairs); the best epoch is chosen "
-        "on SNLI dev and reported on it, so these are optimistic by the selection.",
-        "- **MultiNLI m.**: that SNLI model on MultiNLI dev-matched (9,815 pairs, cross-domain).",
-        "- **SICK test**: trained on SICK train (4,500), selected on SICK trial (500), "
-        "tested on SICK test (4,927).",
-        "- **Params**: trainable, word embeddings excluded, at this size (d_e 25); "
-        "`python -m experiments.summary --model=...` gives the d_e 300 counts.",
-        "- **s/epoch**: wall-clock seconds per epoch including the dev pass, SNLI / SICK, "
-        "measured while other work shared the 2 cores, so only roughly comparable.",
-        "",
-        "| variant | params | SNLI dev | MultiNLI m. | SICK test | s/epoch |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for key, description, _ in VARIANTS:
-        if key not in rows:
-            continue
-        snli, sick = rows[key].get("snli", {}), rows[key].get("sick", {})
-        params = (snli.get("parameters") or sick.get("parameters") or {}).get(
-            "params_excluding_embeddings")
-        lines.append(
-            f"| {description} (`{key}`) | {params if params is None else f'{params:,}'} | "
-            f"{percent(snli.get('dev_accuracy'))} | {percent(snli.get('multinli_accuracy'))} | "
-            f"{percent(sick.get('test_accuracy'))} | {seconds(snli.get('seconds_per_epoch'))}"
-            f" / {seconds(sick.get('seconds_per_epoch'))} |")
-    # Summed from the runs themselves, so a resumed invocation still reports the whole table.
-    # A failed run has no seconds; a run without timed epochs has them as None.
-    runs = [row for tasks in rows.values() for row in tasks.values()
-            if row.get("seconds_per_epoch") is not None]
-    total = sum(row["seconds_per_epoch"] * row["epochs"] for row in runs)
-    lines += ["", f"Training time, summed over the {len(runs)} runs: {total / 60:.0f} min "
-              "(plus start-up and the MultiNLI evaluations).", "", "## Commands", ""]
-    for key, _, _ in VARIANTS:
-        for task, row in rows.get(key, {}).items():
-            lines.append(f"- `{key}` {task}: `{row['command']}`")
-            if "cross_command" in row:
-                lines.append(f"  then `{row['cross_command']}`")
-            for error in (row.get("error"), row.get("cross_error")):
-                if error:
-                    lines.append(f"  - **{error}**")
-    return "\n".join(lines) + "\n"
+def summarize(run, workdir, shared):
+    """What the table needs from a finished run directory."""
+    trained = read_json(os.path.join(workdir, "results.json"))
+    sources = read_json(os.path.join(workdir, "evaluation.json"))["sources"]
+    dev = sources[os.path.join(shared, SNLI["dev_data"])]
+    record = {"run": run.name, "variant": run.variant.key, "seed": run.seed, "task": run.task,
+              "params": trained["parameters"]["params_excluding_embeddings"],
+              "best_epoch": trained["best_epoch"], "epochs": trained["epochs"],
+              "seconds_per_epoch": trained["seconds_per_epoch"],
+              "selection_dev_accuracy": trained["dev_accuracy"],
+              "snli_dev_accuracy": dev["accuracy"], "snli_dev_predictions": dev["predictions"],
+              "snli_dev_labels": dev["labels"]}
+    if "test_accuracy" in trained:
+        record["test_accuracy"] = trained["test_accuracy"]
+    if run.task == "snli":
+        record["multinli_accuracy"] = sources[os.path.join(shared, MULTINLI)]["accuracy"]
+    return record
 
 
 def check_inputs(shared, chosen):
-    """Every shared file the table needs exists, and every --variants row is known."""
-    for spec in [GLOVE, CROSS_DOMAIN] + [s for task in TASKS.values() for s in task.values()]:
+    """Every shared file the study needs exists, and every --variants row is known."""
+    specs = [GLOVE, MULTINLI, *SNLI.values(), *SICK.values()]
+    for spec in specs:
         if not os.path.exists(os.path.join(shared, spec)):
             raise program.UsageError(f"{os.path.join(shared, spec)} does not exist: point "
                                      "--shared_data at the shared data directory.")
-    known = [key for key, _, _ in VARIANTS]
+    known = [v.key for v in VARIANTS]
     unknown = sorted(set(chosen) - set(known))
     if unknown:
         raise program.UsageError(f"unknown --variants {unknown}; choose from {known}.")
@@ -182,25 +227,24 @@ def check_inputs(shared, chosen):
 
 @program.main
 def main(argv):
-    program.check_start(argv, workdir="where the runs of the table are kept (and reused)")
-    shared, output = FLAGS.shared_data, FLAGS.output or "docs/RESULTS.md"
-    chosen = FLAGS.variants or [key for key, _, _ in VARIANTS]
-    check_inputs(shared, chosen)
-    command_line = (f"python -m experiments.results --workdir={FLAGS.workdir} "
-                    f"--shared_data={shared} --output={output}")
-    rows = {}
-    for key, _, variant_flags in VARIANTS:
-        if key not in chosen:
-            continue
-        for task in TASKS:
-            print(f"{key} on {task} ...", flush=True)
-            row = train(key, variant_flags, task, shared, FLAGS.workdir)
-            if task == "snli" and "error" not in row:
-                cross_domain(row, shared)
-            rows.setdefault(key, {})[task] = row
-            with open(output, "w", encoding="utf-8") as stream:
-                stream.write(table(rows, command_line))
-    print(f"table: {output}")
+    program.check_start(argv, workdir="where the study's runs are kept")
+    chosen = FLAGS.variants or [v.key for v in VARIANTS]
+    check_inputs(FLAGS.shared_data, chosen)
+    try:
+        sizes = [int(size) for size in FLAGS.curve_sizes]
+    except ValueError:
+        raise program.UsageError("--curve_sizes must be integers separated by commas.") from None
+    from experiments import study_report  # NumPy and matplotlib load here, not for --help
+
+    settings = Settings(FLAGS.workdir, FLAGS.shared_data, FLAGS.config, FLAGS.output,
+                        FLAGS.json_output, FLAGS.curve_output)
+    variants = [v for v in VARIANTS if v.key in chosen]
+    records, started = {}, time.perf_counter()
+    for run in plan(variants, FLAGS.max_seeds, sizes, FLAGS.sick):
+        print(f"{run.name} ...", flush=True)
+        records[run.name] = perform(run, settings, FLAGS.record_dir)
+        study_report.write(records, variants, sizes, settings, time.perf_counter() - started)
+    print(f"table: {FLAGS.output}; {FLAGS.json_output}; {FLAGS.curve_output}")
 
 
 def cli():

@@ -59,6 +59,7 @@ def prepare_data(task, run):
         spec = getattr(settings, f"{name}_data")
         if spec:
             splits[name], reports[name] = task.read(spec, f"{name}_data")
+    splits["train"] = task.training_subset(splits["train"])
     vector_file = task.vector_file()
     vocabulary = None
     if run.exists(run_files.VOCAB):  # a resumed run keeps its ids

@@ -19,18 +19,30 @@ def _sentence(rng):
     return " ".join(rng.choice(WORDS, size=rng.integers(3, 7)))
 
 
+TINY_CONFIG = """--lowercase
+--notrainable_embeddings
+--embedding_dim=10
+--num_heads=2
+--ffn_dim=20
+--classifier_units=16
+--batch_size=16
+--epochs=2
+--seed=0
+"""
+
+
 def _shared_data(root):
     """A miniature ../shared/data: the same file names and formats, a few dozen pairs each."""
     rng = np.random.default_rng(0)
     labels = ("entailment", "neutral", "contradiction")
-    for spec in [results.CROSS_DOMAIN, *results.TASKS["snli"].values()]:
+    for spec in [results.MULTINLI, *results.SNLI.values()]:
         path = root / spec
         path.parent.mkdir(parents=True, exist_ok=True)
         with gzip.open(path, "wt", encoding="utf-8") as stream:
             for i in range(48):
                 stream.write(json.dumps({"sentence1": _sentence(rng), "sentence2": _sentence(rng),
                                          "gold_label": labels[i % 3]}) + "\n")
-    for spec in results.TASKS["sick"].values():
+    for spec in results.SICK.values():
         path = root / spec
         path.parent.mkdir(parents=True, exist_ok=True)
         lines = ["pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment"]
@@ -39,8 +51,9 @@ def _shared_data(root):
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     glove = root / results.GLOVE
     glove.parent.mkdir(parents=True, exist_ok=True)
-    glove.write_text("".join(f"{w} {' '.join(f'{x:.3f}' for x in rng.normal(size=25))}\n"
-                             for w in WORDS), encoding="utf-8")
+    with gzip.open(glove, "wt", encoding="utf-8") as stream:
+        stream.write("".join(f"{w} {' '.join(f'{x:.3f}' for x in rng.normal(size=10))}\n"
+                             for w in WORDS))
 
 
 def test_every_row_trains_a_different_model():
@@ -48,42 +61,66 @@ def test_every_row_trains_a_different_model():
     seen = {}
     train.define_flags()  # the rows' flags are experiments.train's
     try:
-        for key, _, extra in results.VARIANTS:
+        for variant in results.VARIANTS:
             project_flags.FLAGS.unparse_flags()
-            project_flags.FLAGS(["results", f"--flagfile={ROOT / results.CONFIG_FILE}", *extra])
+            project_flags.FLAGS(["results", f"--flagfile={ROOT / results.CONFIG_FILE}",
+                                 *variant.flags])
             described = (project_flags.FLAGS.model, project_flags.model_config(vocab_size=10))
-            assert described not in seen.values(), f"{key} trains the same model as another row"
-            seen[key] = described
+            assert described not in seen.values(), f"{variant.key} trains the same model as another row"
+            seen[variant.key] = described
     finally:
         project_flags.FLAGS.unparse_flags()
     assert seen["dsan"][1].distance_prior == "linear" and seen["dsan"][1].distance_alpha == 1.5
+    assert seen["dsan"][1].embedding_dim == 50 and seen["dsan"][1].qkv_norm == "per_head"
+
+
+def test_plan_has_three_seeds_where_the_issue_asks_and_the_first_seeds_first():
+    runs = results.plan(results.VARIANTS, 3, [5500, 12500], sick=True)
+    seeds = {}
+    for run in runs:
+        if run.task == "snli":
+            seeds.setdefault(run.variant.key, []).append(run.seed)
+    for key in ("dsan", "prior_none", "disan", "cbow"):
+        assert seeds[key] == [0, 1, 2], key
+    assert all(len(s) >= 1 for s in seeds.values()) and len(seeds) == len(results.VARIANTS)
+    first = [run.seed for run in runs[:len(results.VARIANTS)]]
+    assert first == [0] * len(results.VARIANTS)  # a partial study has every row
+    assert {run.task for run in runs} == {"snli", "sick", "curve5500", "curve12500"}
+    assert len(set(runs)) == len(runs)
 
 
 @pytest.mark.slow
-def test_table_is_written_resumed_and_reproducible(tmp_path):
-    shared, workdir, output = tmp_path / "shared", tmp_path / "runs", tmp_path / "RESULTS.md"
+def test_study_is_written_resumed_and_reproducible(tmp_path):
+    shared, workdir, records = tmp_path / "shared", tmp_path / "runs", tmp_path / "records"
     _shared_data(shared)
-    flags = [f"--workdir={workdir}", f"--shared_data={shared}", f"--output={output}",
-             "--variants=dsan", "--variants=cbow"]
+    config = tmp_path / "tiny.cfg"
+    config.write_text(TINY_CONFIG)
+    outputs = {"output": tmp_path / "RESULTS.md", "json_output": tmp_path / "results.json",
+               "curve_output": tmp_path / "curve.png"}
+    flags = [f"--workdir={workdir}", f"--shared_data={shared}", f"--config={config}",
+             f"--record_dir={records}", "--variants=dsan", "--variants=cbow", "--max_seeds=2",
+             "--curve_sizes=24", *[f"--{k}={v}" for k, v in outputs.items()]]
     ok(cli("results", *flags))
-    text = output.read_text()
-    rows = [line for line in text.splitlines() if line.startswith("| ") and "`" in line]
-    assert [row.split("(`")[1].split("`")[0] for row in rows] == ["dsan", "cbow"]
-    for row in rows:
-        cells = [c.strip() for c in row.strip("|").split("|")]
-        assert "–" not in cells, row  # every accuracy and timing was measured
-        for accuracy in cells[2:5]:
-            assert 0.0 <= float(accuracy) <= 100.0
-    assert f"--workdir={workdir}/snli/dsan" in text and "experiments.evaluate" in text
-    mnli = json.loads((workdir / "snli" / "cbow" / "multinli_dev_matched.json").read_text())
-    assert next(iter(mnli["sources"].values()))["examples"] == 48
+    rows = json.loads(outputs["json_output"].read_text())["rows"]
+    assert [r["variant"] for r in rows] == ["dsan", "cbow"]
+    for r in rows:
+        assert r["seeds"] == [0, 1] and len(r["snli_dev"]) == 2
+        assert 0 <= r["snli_dev_mean"] <= 1 and r["snli_dev_sd"] is not None
+        assert 0 <= r["multinli_m_mean"] <= 1 and 0 <= r["sick_test_mean"] <= 1
+        assert r["params"] > 0
+    assert rows[0]["p_value_vs_dsan"] is None and 0 < rows[1]["p_value_vs_dsan"] <= 1
+    assert outputs["curve_output"].read_bytes().startswith(b"\x89PNG")
+    text = outputs["output"].read_text()
+    assert "| DSAN (paper" in text and "24 pairs" in text and "25,299 pairs" in text
+    assert "experiments.evaluate" in text and "--save_predictions" in text
+    record = json.loads((records / "snli" / "cbow" / "seed1.json").read_text())
+    assert len(record["snli_dev_predictions"]) == 48 and record["seed"] == 1
 
-    # A second invocation reuses the finished runs instead of training again.
-    log = workdir / "sick" / "dsan" / "train.log"
-    before = log.stat().st_mtime_ns
+    # Resumed elsewhere: the records alone rebuild the same table, without training again.
+    (tmp_path / "runs").rename(tmp_path / "old_runs")
     ok(cli("results", *flags))
-    assert log.stat().st_mtime_ns == before
-    assert output.read_text() == text
+    assert not workdir.exists() or not any(workdir.rglob("train.log"))
+    assert json.loads(outputs["json_output"].read_text())["rows"] == rows
 
 
 @pytest.mark.parametrize("flags, message", [
