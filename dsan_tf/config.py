@@ -12,6 +12,7 @@ FUSIONS = ("projected", "raw")
 POOLINGS = ("multi_dim_max", "multi_dim", "max")
 QKV_NORMS = ("per_head", "full")
 OOV_INITS = ("random", "zeros")
+BATCHINGS = ("length_buckets", "plain")
 PRECISIONS = ("none", "mixed_float16", "mixed_bfloat16")
 
 
@@ -124,6 +125,12 @@ class DataConfig:
         batch_size: the global batch size (Section 5.2: 64).
         shuffle: shuffle the training pairs every epoch.
         seed: seed of shuffling, initialisation and random word vectors.
+        batching: "plain" (shuffled pairs, padded to each batch's longest sentence: every
+            batch full, its labels mixed as in the data) or "length_buckets" (pairs of
+            similar premise and hypothesis lengths together: little padding, but in SNLI
+            length predicts the label, so batches are label-skewed, and many are partial;
+            3 points worse at the 25k setting, docs/FIDELITY.md row 44). Evaluation always
+            uses length buckets (no training, so no harm, and less padding).
         pad_to_bucket: pad batches to their length bucket's boundary (fewer shapes).
         deterministic: deterministic TF ops and input order.
         embeddings: a GloVe-format file, `glove:NAME` (downloaded) or "random"/None.
@@ -144,6 +151,7 @@ class DataConfig:
     batch_size: int = 64
     shuffle: bool = True
     seed: int = 0
+    batching: str = "plain"
     pad_to_bucket: bool = False
     deterministic: bool = True
     embeddings: str | None = None
@@ -158,6 +166,7 @@ class DataConfig:
         if self.batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {self.batch_size}.")
         _check_choice("oov_init", self.oov_init, OOV_INITS)
+        _check_choice("batching", self.batching, BATCHINGS)
 
 
 @dataclasses.dataclass

@@ -135,8 +135,11 @@ class NLITask:
             return data.make_dataset(pairs, batch_size=settings.batch_size, buckets=None)
         if not training:
             return data.make_dataset(pairs, **common)
+        # Static shapes need bucket boundaries to pad to, whatever the batching setting.
+        bucketed = settings.batching == "length_buckets" or static_shapes
+        buckets = data.DEFAULT_BUCKETS if bucketed else None
         dataset = data.make_dataset(pairs, shuffle=settings.shuffle, seed=settings.seed,
-                                    drop_remainder=static_shapes, **common)
+                                    drop_remainder=static_shapes, buckets=buckets, **common)
         steps = self.config.training.steps_per_epoch
         return dataset.take(steps) if steps else dataset
 

@@ -179,16 +179,19 @@ def perform(run, settings, record_dir):
     os.makedirs(workdir, exist_ok=True)
     train = train_command(run, shared, root, settings.config)
     evaluate = evaluate_command(run, shared, root)
-    started = time.perf_counter()
+    started, trained_here = time.perf_counter(), False
     for argv, log, done in ((train, "train.log", "results.json"),
                             (evaluate, "evaluate.log", "evaluation.json")):
         if not os.path.exists(os.path.join(workdir, done)):
+            trained_here |= argv is train
             error = execute(argv, os.path.join(workdir, log))
             if error:
                 return {"error": error, "command": shown(argv)}
     record = summarize(run, workdir, shared)
-    record.update(command=shown(train), evaluate_command=shown(evaluate),
-                  wall_seconds=time.perf_counter() - started)
+    wall = time.perf_counter() - started
+    if not trained_here:  # trained by an earlier invocation: count its epochs
+        wall += record["seconds_per_epoch"] * record["epochs"]
+    record.update(command=shown(train), evaluate_command=shown(evaluate), wall_seconds=wall)
     write_json(record_path, record)
     return record
 

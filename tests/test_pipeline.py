@@ -5,7 +5,8 @@ import collections
 import numpy as np
 import pytest
 
-from dsan_tf.data import Example, NLIPreprocessor, Vocabulary, make_dataset, padding_fraction
+from dsan_tf.data import (
+    DEFAULT_BUCKETS, Example, NLIPreprocessor, Vocabulary, make_dataset, padding_fraction)
 from dsan_tf.data.synthetic import word_order_pairs
 
 
@@ -123,3 +124,23 @@ def test_training_traces_each_step_once_whatever_the_batch_shapes(pairs):
     model.fit(dataset, validation_data=dataset, epochs=2, verbose=0)
     assert traces == {"train": 1, "test": 1}
     assert isinstance(model.optimizer, keras.optimizers.Adam)
+
+
+def test_training_batches_are_full_and_mixed_by_default(pairs):
+    """Plain batches (docs/FIDELITY.md row 44): every batch but the last is full, every pair
+    comes once, and the order follows the seed; length buckets stay available, and static
+    shapes (TPUs) always pad to bucket boundaries."""
+    from dsan_tf import DataConfig, ExperimentConfig, NLITask
+
+    examples, _, encoded = pairs
+    task = NLITask(ExperimentConfig(data=DataConfig(batch_size=16, seed=4)))
+    assert task.config.data.batching == "plain"
+    sizes = [int(labels.shape[0]) for _, labels in task.build_inputs(encoded, training=True)]
+    assert sizes == [16] * (len(examples) // 16) + [len(examples) % 16]
+    assert sorted(collect(task.build_inputs(encoded, training=True))) == sorted(
+        collect(make_dataset(encoded, batch_size=16)))
+    bucketed = NLITask(ExperimentConfig(data=DataConfig(batch_size=16,
+                                                        batching="length_buckets")))
+    assert len(list(bucketed.build_inputs(encoded, training=True))) > len(sizes)
+    for inputs, _ in task.build_inputs(encoded, training=True, static_shapes=True):
+        assert inputs["premise"].shape[1] in (*DEFAULT_BUCKETS, 40)
