@@ -80,20 +80,22 @@ def main(argv):
     pairs, preprocessor, prepare_seconds = prepare(task)
     dataset = task.build_inputs(pairs, training=True)
     rate = pipeline_rate(dataset, pairs, FLAGS.pipeline_epochs)
-    padding = data.padding_fraction(dataset)
     settings = task.config.data
-    plain_padding = data.padding_fraction(data.make_dataset(
-        pairs, settings.batch_size, shuffle=True, seed=settings.seed, buckets=None))
-    print(f"pipeline: {rate:,.0f} pairs/s; padding {padding:.1%} "
-          f"(without bucketing {plain_padding:.1%})")
+    padding = {name: data.padding_fraction(data.make_dataset(
+        pairs, settings.batch_size, shuffle=True, seed=settings.seed, buckets=buckets))
+        for name, buckets in (("length_buckets", data.DEFAULT_BUCKETS), ("plain", None))}
+    print(f"pipeline (--batching={settings.batching}): {rate:,.0f} pairs/s; padding "
+          f"{padding['length_buckets']:.1%} with length buckets, {padding['plain']:.1%} plain")
     train_rate = training_rate(task, dataset, preprocessor.vocabulary_size, FLAGS.train_steps)
     ratio = rate / train_rate
     print(f"model training: {train_rate:,.0f} pairs/s -> pipeline is {ratio:.0f}x faster "
           f"({'OK' if ratio >= 10 else 'TOO SLOW'}: needs 10x)")
     results = {"pairs": len(pairs.labels), "prepare_seconds": prepare_seconds,
                "pipeline_pairs_per_sec": rate, "train_pairs_per_sec": train_rate,
-               "ratio": ratio, "padding_fraction": padding,
-               "padding_fraction_without_buckets": plain_padding,
+               "ratio": ratio, "batching": settings.batching,
+               "padding_fraction": padding[settings.batching],
+               "padding_fraction_length_buckets": padding["length_buckets"],
+               "padding_fraction_plain": padding["plain"],
                "batch_size": settings.batch_size, "model": task.config.model,
                "model_config": task.config.model_config.to_dict()}
     if FLAGS.output:

@@ -54,3 +54,17 @@ def test_benchmark_writes_every_figure(tmp_path, onednn):
     assert result["snli_epoch"]["projected_seconds"] > 0
     bad = cli("benchmark", "--sweep_lengths=8,x")
     assert bad.returncode != 0 and "--sweep_lengths must be positive integers" in bad.stderr
+
+
+@pytest.mark.slow
+def test_pipeline_benchmark_honours_the_model_flags(tmp_path):
+    """It builds its model through the task, so --model and --learning_rate apply."""
+    output = tmp_path / "pipeline.json"
+    ok(cli("pipeline_benchmark", "--train_data=synthetic:word_order/dev", "--model=disan",
+           "--embedding_dim=16", "--num_heads=4", "--learning_rate=0.01", "--batch_size=16",
+           "--pipeline_epochs=1", "--train_steps=2", f"--output={output}"))
+    result = json.loads(output.read_text())
+    assert result["model"] == "disan" and result["batching"] == "plain"
+    assert result["pipeline_pairs_per_sec"] > 0 and result["train_pairs_per_sec"] > 0
+    assert result["padding_fraction"] == result["padding_fraction_plain"]
+    assert result["padding_fraction_length_buckets"] <= result["padding_fraction_plain"]
