@@ -178,10 +178,14 @@ def perform(run, settings, record_dir):
     workdir = os.path.join(root, run.name)
     os.makedirs(workdir, exist_ok=True)
     train = train_command(run, shared, root, settings.config)
-    evaluate = evaluate_command(run, shared, root)
+    # Only the main SNLI runs need predictions (paired tests) and MultiNLI; SICK and the
+    # learning curve read train's own results.json.
+    evaluate = evaluate_command(run, shared, root) if run.task == "snli" else None
+    steps = [(train, "train.log", "results.json")]
+    if evaluate:
+        steps.append((evaluate, "evaluate.log", "evaluation.json"))
     started, trained_here = time.perf_counter(), False
-    for argv, log, done in ((train, "train.log", "results.json"),
-                            (evaluate, "evaluate.log", "evaluation.json")):
+    for argv, log, done in steps:
         if not os.path.exists(os.path.join(workdir, done)):
             trained_here |= argv is train
             error = execute(argv, os.path.join(workdir, log))
@@ -191,7 +195,9 @@ def perform(run, settings, record_dir):
     wall = time.perf_counter() - started
     if not trained_here:  # trained by an earlier invocation: count its epochs
         wall += record["seconds_per_epoch"] * record["epochs"]
-    record.update(command=shown(train), evaluate_command=shown(evaluate), wall_seconds=wall)
+    record.update(command=shown(train), wall_seconds=wall)
+    if evaluate:
+        record["evaluate_command"] = shown(evaluate)
     write_json(record_path, record)
     return record
 
@@ -199,19 +205,21 @@ def perform(run, settings, record_dir):
 def summarize(run, workdir, shared):
     """What the table needs from a finished run directory."""
     trained = read_json(os.path.join(workdir, "results.json"))
-    sources = read_json(os.path.join(workdir, "evaluation.json"))["sources"]
-    dev = sources[os.path.join(shared, SNLI["dev_data"])]
     record = {"run": run.name, "variant": run.variant.key, "seed": run.seed, "task": run.task,
               "params": trained["parameters"]["params_excluding_embeddings"],
               "best_epoch": trained["best_epoch"], "epochs": trained["epochs"],
               "seconds_per_epoch": trained["seconds_per_epoch"],
-              "selection_dev_accuracy": trained["dev_accuracy"],
-              "snli_dev_accuracy": dev["accuracy"], "snli_dev_predictions": dev["predictions"],
-              "snli_dev_labels": dev["labels"]}
+              "dev_accuracy": trained["dev_accuracy"]}
     if "test_accuracy" in trained:
         record["test_accuracy"] = trained["test_accuracy"]
     if run.task == "snli":
-        record["multinli_accuracy"] = sources[os.path.join(shared, MULTINLI)]["accuracy"]
+        sources = read_json(os.path.join(workdir, "evaluation.json"))["sources"]
+        dev = sources[os.path.join(shared, SNLI["dev_data"])]
+        record.update(snli_dev_accuracy=dev["accuracy"], snli_dev_predictions=dev["predictions"],
+                      snli_dev_labels=dev["labels"],
+                      multinli_accuracy=sources[os.path.join(shared, MULTINLI)]["accuracy"])
+    elif run.task.startswith("curve"):  # selected and reported on SNLI dev, as the main runs
+        record["snli_dev_accuracy"] = trained["dev_accuracy"]
     return record
 
 
