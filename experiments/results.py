@@ -5,8 +5,8 @@
 
 Per row: SNLI dev (mean ± sd over seeds), MultiNLI dev-matched (the SNLI model, cross-domain),
 SICK test (trained on SICK train, selected on SICK trial, seed 0), parameters, seconds per
-epoch, and a paired test against DSAN on SNLI dev. Plus a learning curve (DSAN, DiSAN, CBOW
-at 5.5k, 12.5k and 25k training pairs). Writes --output (docs/RESULTS.md), --json_output
+epoch, and a paired test against DSAN on SNLI dev. Plus a learning curve (DSAN, DSAN without
+distance prior, DiSAN, CBOW at 5.5k, 12.5k and 25k training pairs). Writes --output (docs/RESULTS.md), --json_output
 (docs/results.json) and --curve_output (docs/learning_curve.png).
 
 Every finished run leaves a record (--record_dir, committed with the table: metrics, the
@@ -35,7 +35,9 @@ SICK = {"train_data": "sick/SICK_train.txt", "dev_data": "sick/SICK_trial.txt",
         "test_data": "sick/SICK_test_annotated.txt"}
 MULTINLI = "multinli/multinli_1.0_dev_matched.jsonl.gz"
 SEEDS = (0, 1, 2)
-CURVE_MODELS = ("dsan", "disan", "cbow")
+# The three, and the paper's ablation: is the distance prior's effect a matter of
+# data size?
+CURVE_MODELS = ("dsan", "prior_none", "disan", "cbow")
 
 
 @dataclasses.dataclass(frozen=True)

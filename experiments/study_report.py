@@ -65,12 +65,12 @@ def row(variant, records):
 
 
 def curve(records, sizes):
-    """{model: [(training pairs, SNLI dev accuracy)]}, seed 0."""
+    """{row: [(training pairs, SNLI dev accuracy)]}, seed 0."""
     points = {}
     for task, pairs in [(f"curve{s}", s) for s in sizes] + [("snli", FULL_TRAIN_PAIRS)]:
         for record in records.values():
             if ("error" not in record and record["task"] == task and record["seed"] == 0
-                    and record["variant"] in ("dsan", "disan", "cbow")):
+                    and record["variant"] in ("dsan", "prior_none", "disan", "cbow")):
                 points.setdefault(record["variant"], []).append(
                     (pairs, record["snli_dev_accuracy"]))
     return points
