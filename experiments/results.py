@@ -6,8 +6,9 @@
 Per row: SNLI dev (mean ± sd over seeds), MultiNLI dev-matched (the SNLI model, cross-domain),
 SICK test (trained on SICK train, selected on SICK trial, seed 0), parameters, seconds per
 epoch, and a paired test against DSAN on SNLI dev. Plus a learning curve (DSAN, DSAN without
-distance prior, DiSAN, CBOW at 5.5k, 12.5k and 25k training pairs). Writes --output (docs/RESULTS.md), --json_output
-(docs/results.json) and --curve_output (docs/learning_curve.png).
+distance prior, DiSAN, CBOW at 5.5k, 12.5k and 25k training pairs). Writes --output
+(docs/RESULTS.md), --json_output (docs/results.json) and --curve_output
+(docs/learning_curve.png).
 
 Every finished run leaves a record (--record_dir, committed with the table: metrics, the
 commands, SNLI dev predictions); a record is reused instead of training again, so the study
