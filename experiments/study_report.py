@@ -96,7 +96,8 @@ def table_lines(rows):
         delta = ("–" if r["difference_vs_dsan"] is None
                  else f"{100 * r['difference_vs_dsan']:+.1f}")
         lines.append(
-            f"| {r['description']} (`{r['variant']}`) | {len(r['seeds'])} | {params} | "
+            f"| {r['description'].replace('|', chr(92) + '|')} (`{r['variant']}`) | "
+            f"{len(r['seeds'])} | {params} | "
             f"{_percent(r['snli_dev_mean'], r['snli_dev_sd'])} | "
             f"{_percent(r['multinli_m_mean'])} | {_percent(r['sick_test_mean'])} | {seconds} | "
             f"{delta} | {_p(r['p_value_vs_dsan'])} | {_p(r['p_value_mcnemar_seed0'])} |")
