@@ -121,6 +121,9 @@ def test_study_is_written_resumed_and_reproducible(tmp_path):
     ok(cli("results", *flags))
     assert not workdir.exists() or not any(workdir.rglob("train.log"))
     assert json.loads(outputs["json_output"].read_text())["rows"] == rows
+    outputs["json_output"].unlink()
+    ok(cli("results", *flags, "--report_only"))
+    assert json.loads(outputs["json_output"].read_text())["rows"] == rows
 
 
 @pytest.mark.parametrize("flags, message", [
