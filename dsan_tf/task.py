@@ -136,10 +136,12 @@ class NLITask:
         if not training:
             return data.make_dataset(pairs, **common)
         # Static shapes need bucket boundaries to pad to, whatever the batching setting.
-        bucketed = settings.batching == "length_buckets" or static_shapes
+        bucketed = settings.batching != "plain" or static_shapes
         buckets = data.DEFAULT_BUCKETS if bucketed else None
-        dataset = data.make_dataset(pairs, shuffle=settings.shuffle, seed=settings.seed,
-                                    drop_remainder=static_shapes, buckets=buckets, **common)
+        dataset = data.make_dataset(
+            pairs, shuffle=settings.shuffle, seed=settings.seed, drop_remainder=static_shapes,
+            buckets=buckets, bucket_hypothesis=settings.batching != "premise_buckets"
+            or static_shapes, **common)
         steps = self.config.training.steps_per_epoch
         return dataset.take(steps) if steps else dataset
 

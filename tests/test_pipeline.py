@@ -126,21 +126,26 @@ def test_training_traces_each_step_once_whatever_the_batch_shapes(pairs):
     assert isinstance(model.optimizer, keras.optimizers.Adam)
 
 
-def test_training_batches_are_full_and_mixed_by_default(pairs):
-    """Plain batches (docs/FIDELITY.md row 44): every batch but the last is full, every pair
-    comes once, and the order follows the seed; length buckets stay available, and static
-    shapes (TPUs) always pad to bucket boundaries."""
+def test_training_batchings(pairs):
+    """docs/FIDELITY.md row 44: plain batches by default, all full but the last; premise
+    buckets group pairs by premise length alone (in SNLI a hypothesis's length predicts its
+    label; a premise's does not), at most one partial batch per bucket; every pair comes
+    once; static shapes (TPUs) always pad to bucket boundaries."""
     from dsan_tf import DataConfig, ExperimentConfig, NLITask
 
     examples, _, encoded = pairs
-    task = NLITask(ExperimentConfig(data=DataConfig(batch_size=16, seed=4)))
-    assert task.config.data.batching == "plain"
-    sizes = [int(labels.shape[0]) for _, labels in task.build_inputs(encoded, training=True)]
-    assert sizes == [16] * (len(examples) // 16) + [len(examples) % 16]
+    assert DataConfig().batching == "plain"
+    task = NLITask(ExperimentConfig(data=DataConfig(batch_size=16, seed=4,
+                                                    batching="premise_buckets")))
+    batches = list(task.build_inputs(encoded, training=True))
+    assert sum(int(labels.shape[0]) < 16 for _, labels in batches) <= len(DEFAULT_BUCKETS) + 1
+    for inputs, _ in batches:
+        lengths = np.count_nonzero(inputs["premise"].numpy(), axis=1)
+        assert len(set(np.searchsorted(DEFAULT_BUCKETS, lengths, side="right"))) == 1
     assert sorted(collect(task.build_inputs(encoded, training=True))) == sorted(
         collect(make_dataset(encoded, batch_size=16)))
-    bucketed = NLITask(ExperimentConfig(data=DataConfig(batch_size=16,
-                                                        batching="length_buckets")))
-    assert len(list(bucketed.build_inputs(encoded, training=True))) > len(sizes)
+    plain = NLITask(ExperimentConfig(data=DataConfig(batch_size=16)))
+    sizes = [int(labels.shape[0]) for _, labels in plain.build_inputs(encoded, training=True)]
+    assert sizes == [16] * (len(examples) // 16) + [len(examples) % 16]
     for inputs, _ in task.build_inputs(encoded, training=True, static_shapes=True):
         assert inputs["premise"].shape[1] in (*DEFAULT_BUCKETS, 40)

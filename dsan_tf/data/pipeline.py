@@ -58,12 +58,17 @@ class EncodedPairs:
 
 
 def make_dataset(pairs, batch_size=64, shuffle=False, seed=None, buckets=DEFAULT_BUCKETS,
-                 pad_to_bucket=False, drop_remainder=False, deterministic=True):
+                 pad_to_bucket=False, drop_remainder=False, deterministic=True,
+                 bucket_hypothesis=True):
     """A dataset of `({"premise": int32 [B, T1], "hypothesis": int32 [B, T2]}, int32 [B])`.
 
-    Pairs are grouped by the length bucket of the premise *and* of the hypothesis (a
-    hypothesis is usually much shorter than its premise, so one key for both would pad
-    hypotheses heavily: 26% padding on SNLI dev against 7%).
+    Pairs are grouped by the length bucket of the premise and, with `bucket_hypothesis`,
+    of the hypothesis too (a hypothesis is usually much shorter than its premise, so one key
+    for both would pad hypotheses heavily: 26% padding on SNLI dev against 7%). In SNLI a
+    hypothesis's length predicts its label and a premise's does not (every premise comes
+    with a hypothesis of each label), so grouping by the premise alone keeps batches
+    label-balanced; training uses plain batches by default all the same (docs/FIDELITY.md
+    row 44).
 
     Args:
         pairs: `EncodedPairs`.
@@ -71,6 +76,7 @@ def make_dataset(pairs, batch_size=64, shuffle=False, seed=None, buckets=DEFAULT
         shuffle: shuffle the pairs each epoch (seeded by `seed`).
         seed: int or None.
         buckets: increasing length boundaries; empty or None pads plain batches.
+        bucket_hypothesis: group by the hypothesis's length bucket as well as the premise's.
         pad_to_bucket: pad to the bucket's upper boundary rather than to the batch's longest
             sentence, so that few distinct shapes occur (fewer XLA compilations).
         drop_remainder: drop incomplete batches (needed for some distribution strategies).
@@ -89,7 +95,7 @@ def make_dataset(pairs, batch_size=64, shuffle=False, seed=None, buckets=DEFAULT
         return _finish(dataset.padded_batch(
             batch_size, ({"premise": [None], "hypothesis": [None]}, []), padding_values,
             drop_remainder=drop_remainder), deterministic)
-    cardinality = batch_count(pairs, batch_size, buckets, drop_remainder)
+    cardinality = batch_count(pairs, batch_size, buckets, drop_remainder, bucket_hypothesis)
 
     boundaries = tf.constant(list(buckets), tf.int64)
     # The last bucket has no upper boundary: it is padded to its batch's longest sentence.
@@ -101,7 +107,8 @@ def make_dataset(pairs, batch_size=64, shuffle=False, seed=None, buckets=DEFAULT
         return tf.reshape(index, [])
 
     def key(inputs, _):
-        return bucket(inputs["premise"]) * (len(buckets) + 1) + bucket(inputs["hypothesis"])
+        hypothesis = bucket(inputs["hypothesis"]) if bucket_hypothesis else len(buckets)
+        return bucket(inputs["premise"]) * (len(buckets) + 1) + hypothesis
 
     def batch(key_value, window):
         if not pad_to_bucket:
@@ -122,13 +129,15 @@ def make_dataset(pairs, batch_size=64, shuffle=False, seed=None, buckets=DEFAULT
     return _finish(dataset, deterministic)
 
 
-def batch_count(pairs, batch_size, buckets=DEFAULT_BUCKETS, drop_remainder=False):
+def batch_count(pairs, batch_size, buckets=DEFAULT_BUCKETS, drop_remainder=False,
+                bucket_hypothesis=True):
     """Batches per epoch of `make_dataset`: each bucket yields ceil(n / B) batches whatever
     the shuffle order, so Keras can be told the epoch length in advance."""
     if buckets:
         index = lambda ids: np.searchsorted(buckets, ids.row_lengths().numpy(),  # noqa: E731
                                             side="right")
-        keys = index(pairs.premise) * (len(buckets) + 1) + index(pairs.hypothesis)
+        keys = index(pairs.premise) * (len(buckets) + 1) + (
+            index(pairs.hypothesis) if bucket_hypothesis else len(buckets))
         sizes = np.bincount(keys)
     else:
         sizes = np.array([len(pairs.labels)])
