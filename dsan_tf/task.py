@@ -10,6 +10,7 @@ inputs, the model, its loss, metrics and optimizer. Programs (`experiments.train
     model.fit(task.build_inputs(preprocessor.encode(train), training=True), ...)
 """
 
+import dataclasses
 import os
 import sys
 
@@ -147,9 +148,8 @@ class NLITask:
 
     def build_model(self, vocabulary_size, word_vectors=None):
         """An uncompiled `NLIClassifier` of the configured model family."""
-        config = dict(self.config.model_config.__dict__, vocab_size=vocabulary_size)
-        return build_model(self.config.model, type(self.config.model_config)(**config),
-                           word_vectors)
+        config = dataclasses.replace(self.config.model_config, vocab_size=vocabulary_size)
+        return build_model(self.config.model, config, word_vectors)
 
     def compile(self, model, jit_compile=None):
         """Compiles with the paper's loss, metric and optimizer (`compile_for_training`);

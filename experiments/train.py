@@ -46,7 +46,8 @@ def main(argv):
     if FLAGS.probe_sentence and FLAGS.model != "dsan":
         raise program.UsageError("--probe_sentence needs --model=dsan (the figures show "
                                  "attention).")
-    from dsan_tf.task import NLITask  # TensorFlow loads here, not for --help
+    from dsan_tf import data  # TensorFlow loads here, not for --help
+    from dsan_tf.task import NLITask
     from experiments import distribute, training
     from experiments.rundir import FLAGFILE, RunDirectory
 
@@ -63,7 +64,7 @@ def main(argv):
     inputs = {split: task.build_inputs(pairs, training=split == "train",
                                        static_shapes=FLAGS.strategy == "tpu")
               for split, pairs in prepared.encoded.items()}
-    padding = training.data.padding_fraction(inputs["train"])
+    padding = data.padding_fraction(inputs["train"])
     print(f"vocabulary: {prepared.preprocessor.vocabulary_size:,} ids; training batches hold "
           f"{padding:.1%} padding")
     model = training.build(task, strategy, prepared)
