@@ -16,7 +16,6 @@ resumes where it stopped, on this machine or another. The table is rewritten aft
 """
 
 import dataclasses
-import json
 import os
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from absl import flags
 
 from experiments import flags as project_flags
 from experiments import program
+from experiments.rundir import read_json, write_json
 
 FLAGS = project_flags.FLAGS
 CONFIG_FILE = "experiments/configs/snli25k_glove50.cfg"
@@ -160,18 +160,6 @@ def execute(argv, log_path):
             last = [line for line in log.read().splitlines() if line.strip()][-1:]
         return f"failed ({last[0] if last else 'no output'}); log: {log_path}"
     return None
-
-
-def read_json(path):
-    with open(path, encoding="utf-8") as stream:
-        return json.load(stream)
-
-
-def write_json(path, value):
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path + ".partial", "w", encoding="utf-8") as stream:
-        json.dump(value, stream, indent=1, sort_keys=True)
-    os.replace(path + ".partial", path)
 
 
 def perform(run, settings, record_dir):

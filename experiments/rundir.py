@@ -44,15 +44,10 @@ class RunDirectory:
         return os.path.exists(self.path(name))
 
     def write_json(self, name, value):
-        """Writes atomically: a reader never sees half a file."""
-        temporary = self.path(name) + ".partial"
-        with open(temporary, "w", encoding="utf-8") as stream:
-            json.dump(value, stream, indent=2, sort_keys=True)
-        os.replace(temporary, self.path(name))
+        write_json(self.path(name), value)
 
     def read_json(self, name):
-        with open(self.path(name), encoding="utf-8") as stream:
-            return json.load(stream)
+        return read_json(self.path(name))
 
     def require_finished(self):
         for name in (CONFIG, VOCAB, PREPROCESSOR, BEST):
@@ -73,6 +68,19 @@ class RunDirectory:
         # is not needed.
         model = keras.models.load_model(self.path(BEST), compile=False)
         return model, NLIPreprocessor.load(self.workdir), config
+
+
+def write_json(path, value):
+    """Writes atomically (a reader never sees half a file), making the directory."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path + ".partial", "w", encoding="utf-8") as stream:
+        json.dump(value, stream, indent=2, sort_keys=True)
+    os.replace(path + ".partial", path)
+
+
+def read_json(path):
+    with open(path, encoding="utf-8") as stream:
+        return json.load(stream)
 
 
 def provenance():
