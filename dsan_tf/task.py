@@ -137,12 +137,14 @@ class NLITask:
         if not training:
             return data.make_dataset(pairs, **common)
         # Static shapes need bucket boundaries to pad to, whatever the batching setting.
-        bucketed = settings.batching != "plain" or static_shapes
+        bucketed = settings.batching.endswith("_buckets") or static_shapes
         buckets = data.DEFAULT_BUCKETS if bucketed else None
         dataset = data.make_dataset(
             pairs, shuffle=settings.shuffle, seed=settings.seed, drop_remainder=static_shapes,
             buckets=buckets, bucket_hypothesis=settings.batching != "premise_buckets"
-            or static_shapes, **common)
+            or static_shapes, sort_chunks=(data.SORT_CHUNK_BATCHES
+                                           if settings.batching == "sorted_chunks" else 0),
+            **common)
         steps = self.config.training.steps_per_epoch
         return dataset.take(steps) if steps else dataset
 

@@ -10,11 +10,13 @@ epochs (pairs/s, after one warm-up epoch), and trains the model the model flags 
 at least 10x faster than training so that input is never the bottleneck.
 """
 
+import dataclasses
 import json
 import time
 
 from absl import flags
 
+from dsan_tf.config import BATCHINGS
 from experiments import flags as project_flags
 from experiments import program
 
@@ -70,6 +72,14 @@ def training_rate(task, dataset, vocabulary_size, steps):
     return steps * task.config.data.batch_size / (time.perf_counter() - started)
 
 
+def task_with(task, **data_settings):
+    """The same task with other `DataConfig` settings."""
+    from dsan_tf.task import NLITask
+
+    data = dataclasses.replace(task.config.data, **data_settings)
+    return NLITask(dataclasses.replace(task.config, data=data), log=task.log)
+
+
 @program.main
 def main(argv):
     program.check_start(argv, train_data="a data file, tfds:NAME/SPLIT or synthetic:...")
@@ -81,11 +91,10 @@ def main(argv):
     dataset = task.build_inputs(pairs, training=True)
     rate = pipeline_rate(dataset, pairs, FLAGS.pipeline_epochs)
     settings = task.config.data
-    padding = {name: data.padding_fraction(data.make_dataset(
-        pairs, settings.batch_size, shuffle=True, seed=settings.seed, buckets=buckets))
-        for name, buckets in (("length_buckets", data.DEFAULT_BUCKETS), ("plain", None))}
-    print(f"pipeline (--batching={settings.batching}): {rate:,.0f} pairs/s; padding "
-          f"{padding['length_buckets']:.1%} with length buckets, {padding['plain']:.1%} plain")
+    padding = {name: data.padding_fraction(task_with(task, batching=name).build_inputs(
+        pairs, training=True)) for name in BATCHINGS}
+    print(f"pipeline (--batching={settings.batching}): {rate:,.0f} pairs/s; padding: " +
+          ", ".join(f"{share:.1%} {name}" for name, share in padding.items()))
     train_rate = training_rate(task, dataset, preprocessor.vocabulary_size, FLAGS.train_steps)
     ratio = rate / train_rate
     print(f"model training: {train_rate:,.0f} pairs/s -> pipeline is {ratio:.0f}x faster "
@@ -94,8 +103,7 @@ def main(argv):
                "pipeline_pairs_per_sec": rate, "train_pairs_per_sec": train_rate,
                "ratio": ratio, "batching": settings.batching,
                "padding_fraction": padding[settings.batching],
-               "padding_fraction_length_buckets": padding["length_buckets"],
-               "padding_fraction_plain": padding["plain"],
+               **{f"padding_fraction_{name}": share for name, share in padding.items()},
                "batch_size": settings.batch_size, "model": task.config.model,
                "model_config": task.config.model_config.to_dict()}
     if FLAGS.output:

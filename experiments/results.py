@@ -16,6 +16,7 @@ resumes where it stopped, on this machine or another. The table is rewritten aft
 """
 
 import dataclasses
+import hashlib
 import os
 import subprocess
 import sys
@@ -99,6 +100,7 @@ class Settings:
     output: str
     json_output: str
     curve_output: str
+    digest: str  # of `config`: run directories go under workdir/digest
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,13 +164,33 @@ def execute(argv, log_path):
     return None
 
 
+def config_digest(path):
+    """Digest of a flagfile's flags (comments and blank lines aside). Records and run
+    directories carry it, so none made under another configuration is ever reused."""
+    with open(path, encoding="utf-8") as config:
+        lines = [line.strip() for line in config
+                 if line.strip() and not line.strip().startswith("#")]
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:12]
+
+
+def current_record(path, digest):
+    """The record at `path` if it was made under the configuration `digest`, else None."""
+    if not os.path.exists(path):
+        return None
+    record = read_json(path)
+    return record if record.get("config_digest") == digest else None
+
+
 def perform(run, settings, record_dir):
-    """The run's record: reused when it exists; otherwise trained (a finished workdir is
-    reused), evaluated and written. A failure is returned as {"error": ...}, not recorded."""
+    """The run's record: reused when it exists under this configuration; otherwise trained
+    (a finished workdir of this configuration is reused), evaluated and written. A failure
+    is returned as {"error": ...}, not recorded."""
     record_path = os.path.join(record_dir, run.name + ".json")
-    if os.path.exists(record_path):
-        return read_json(record_path)
-    shared, root = settings.shared_data, settings.workdir
+    record = current_record(record_path, settings.digest)
+    if record:
+        return record
+    shared = settings.shared_data
+    root = os.path.join(settings.workdir, settings.digest)
     workdir = os.path.join(root, run.name)
     os.makedirs(workdir, exist_ok=True)
     train = train_command(run, shared, root, settings.config)
@@ -189,7 +211,7 @@ def perform(run, settings, record_dir):
     wall = time.perf_counter() - started
     if not trained_here:  # trained by an earlier invocation: count its epochs
         wall += record["seconds_per_epoch"] * record["epochs"]
-    record.update(command=shown(train), wall_seconds=wall)
+    record.update(command=shown(train), wall_seconds=wall, config_digest=settings.digest)
     if evaluate:
         record["evaluate_command"] = shown(evaluate)
     write_json(record_path, record)
@@ -235,6 +257,8 @@ def main(argv):
     program.check_start(argv, workdir="where the study's runs are kept")
     chosen = FLAGS.variants or [v.key for v in VARIANTS]
     check_inputs(FLAGS.shared_data, chosen)
+    if not os.path.isfile(FLAGS.config):
+        raise program.UsageError(f"--config={FLAGS.config} does not exist.")
     try:
         sizes = [int(size) for size in FLAGS.curve_sizes]
     except ValueError:
@@ -242,12 +266,18 @@ def main(argv):
     from experiments import study_report  # NumPy and matplotlib load here, not for --help
 
     settings = Settings(FLAGS.workdir, FLAGS.shared_data, FLAGS.config, FLAGS.output,
-                        FLAGS.json_output, FLAGS.curve_output)
+                        FLAGS.json_output, FLAGS.curve_output, config_digest(FLAGS.config))
     variants = [v for v in VARIANTS if v.key in chosen]
     runs = plan(variants, FLAGS.max_seeds, sizes, FLAGS.sick)
     # The table shows every recorded run from the start, not only those reached so far.
     recorded = {run.name: os.path.join(FLAGS.record_dir, run.name + ".json") for run in runs}
-    records = {name: read_json(path) for name, path in recorded.items() if os.path.exists(path)}
+    records = {name: current_record(path, settings.digest) for name, path in recorded.items()}
+    stale = [name for name, record in records.items()
+             if record is None and os.path.exists(recorded[name])]
+    if stale:
+        print(f"{len(stale)} records were made under another {settings.config}; their runs "
+              "are trained again.", flush=True)
+    records = {name: record for name, record in records.items() if record}
     started = time.perf_counter()
     if FLAGS.report_only:
         runs = []

@@ -64,7 +64,8 @@ def test_pipeline_benchmark_honours_the_model_flags(tmp_path):
            "--embedding_dim=16", "--num_heads=4", "--learning_rate=0.01", "--batch_size=16",
            "--pipeline_epochs=1", "--train_steps=2", f"--output={output}"))
     result = json.loads(output.read_text())
-    assert result["model"] == "disan" and result["batching"] == "plain"
+    assert result["model"] == "disan" and result["batching"] == "sorted_chunks"
     assert result["pipeline_pairs_per_sec"] > 0 and result["train_pairs_per_sec"] > 0
-    assert result["padding_fraction"] == result["padding_fraction_plain"]
-    assert result["padding_fraction_length_buckets"] <= result["padding_fraction_plain"]
+    assert result["padding_fraction"] == result["padding_fraction_sorted_chunks"]
+    for batching in ("sorted_chunks", "premise_buckets", "length_buckets"):
+        assert result[f"padding_fraction_{batching}"] <= result["padding_fraction_plain"]

@@ -127,14 +127,15 @@ def test_training_traces_each_step_once_whatever_the_batch_shapes(pairs):
 
 
 def test_training_batchings(pairs):
-    """docs/FIDELITY.md row 44: plain batches by default, all full but the last; premise
-    buckets group pairs by premise length alone (in SNLI a hypothesis's length predicts its
-    label; a premise's does not), at most one partial batch per bucket; every pair comes
-    once; static shapes (TPUs) always pad to bucket boundaries."""
+    """docs/FIDELITY.md row 44: by default batches are sorted within chunks, and like plain
+    batches all full but the last; premise buckets group pairs by premise length alone (in
+    SNLI a hypothesis's length predicts its label; a premise's does not), at most one
+    partial batch per bucket; every pair comes once; static shapes (TPUs) always pad to
+    bucket boundaries."""
     from dsan_tf import DataConfig, ExperimentConfig, NLITask
 
     examples, _, encoded = pairs
-    assert DataConfig().batching == "plain"
+    assert DataConfig().batching == "sorted_chunks"
     task = NLITask(ExperimentConfig(data=DataConfig(batch_size=16, seed=4,
                                                     batching="premise_buckets")))
     batches = list(task.build_inputs(encoded, training=True))
@@ -144,8 +145,45 @@ def test_training_batchings(pairs):
         assert len(set(np.searchsorted(DEFAULT_BUCKETS, lengths, side="right"))) == 1
     assert sorted(collect(task.build_inputs(encoded, training=True))) == sorted(
         collect(make_dataset(encoded, batch_size=16)))
-    plain = NLITask(ExperimentConfig(data=DataConfig(batch_size=16)))
-    sizes = [int(labels.shape[0]) for _, labels in plain.build_inputs(encoded, training=True)]
-    assert sizes == [16] * (len(examples) // 16) + [len(examples) % 16]
+    full = [16] * (len(examples) // 16) + [len(examples) % 16]
+    for batching in ("plain", "sorted_chunks"):
+        plain = NLITask(ExperimentConfig(data=DataConfig(batch_size=16, batching=batching)))
+        batches = list(plain.build_inputs(encoded, training=True))
+        assert sorted((int(labels.shape[0]) for _, labels in batches), reverse=True) == full
     for inputs, _ in task.build_inputs(encoded, training=True, static_shapes=True):
         assert inputs["premise"].shape[1] in (*DEFAULT_BUCKETS, 40)
+
+
+def test_sorted_chunk_batches_are_full_short_and_unsorted_by_hypothesis(pairs):
+    """`--batching=sorted_chunks` (docs/FIDELITY.md row 44): every pair once per epoch,
+    every batch full but the last, far less padding than plain batches, a seeded order
+    that changes between epochs, and the hypotheses within a premise length left in
+    shuffled order (a hypothesis's length predicts its SNLI label)."""
+    _, _, encoded = pairs
+    size = len(encoded.labels)
+
+    def epochs(dataset, count=2):
+        iterator = iter(dataset.repeat(count))
+        per_epoch = len(dataset)
+        return [[next(iterator) for _ in range(per_epoch)] for _ in range(count)]
+
+    sorted_batches = make_dataset(encoded, batch_size=16, shuffle=True, seed=5, sort_chunks=4)
+    first, second = epochs(sorted_batches)
+    assert len(first) == -(-size // 16)
+    assert [int(labels.shape[0]) for _, labels in first].count(16) == size // 16
+    assert sorted(collect(first)) == sorted(collect(make_dataset(encoded, batch_size=16)))
+    assert collect(first) != collect(second)
+    assert collect(first) == collect(epochs(make_dataset(
+        encoded, batch_size=16, shuffle=True, seed=5, sort_chunks=4), 1)[0])
+    plain = make_dataset(encoded, batch_size=16, shuffle=True, seed=5, buckets=None)
+    premise_padding = lambda batches: padding_fraction(  # noqa: E731
+        [({"premise": inputs["premise"]}, labels) for inputs, labels in batches])
+    assert premise_padding(first) < 0.5 * premise_padding(plain)
+    # Neighbours of equal premise length are not ordered by hypothesis length.
+    rising = []
+    for inputs, _ in first:
+        premise, hypothesis = (np.count_nonzero(inputs[name].numpy(), axis=1)
+                               for name in ("premise", "hypothesis"))
+        same = premise[1:] == premise[:-1]
+        rising += list(np.diff(hypothesis)[same] >= 0)
+    assert len(rising) > 50 and np.mean(rising) < 0.8

@@ -136,3 +136,22 @@ def test_mistakes_get_one_sentence(tmp_path, flags, message):
     result = cli("results", f"--workdir={tmp_path}", "--shared_data=../shared/data", *flags)
     assert result.returncode != 0 and message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_records_of_another_configuration_are_not_reused(tmp_path):
+    """Resuming after the configuration changed must train again, not mix old and new runs
+    in one table; editing the flagfile's comments changes nothing."""
+    from experiments import results
+
+    config = tmp_path / "a.cfg"
+    config.write_text("# setting\n--epochs=3\n--batching=plain\n")
+    digest = results.config_digest(config)
+    config.write_text("# another comment\n\n--epochs=3\n  --batching=plain\n")
+    assert results.config_digest(config) == digest
+    config.write_text("--epochs=3\n--batching=sorted_chunks\n")
+    assert results.config_digest(config) != digest
+    record = tmp_path / "seed0.json"
+    record.write_text(json.dumps({"run": "snli/dsan/seed0", "config_digest": digest}))
+    assert results.current_record(record, digest)["run"] == "snli/dsan/seed0"
+    assert results.current_record(record, results.config_digest(config)) is None
+    assert results.current_record(tmp_path / "absent.json", digest) is None

@@ -10,15 +10,16 @@ from dsan_tf.data.embeddings import (
     EmbeddingReport, download_glove, extend_vocabulary, load_vectors)
 from dsan_tf.data.examples import DataError, Example
 from dsan_tf.data.pipeline import (
-    DEFAULT_BUCKETS, DEFAULT_MAX_LENGTH, EncodedPairs, EncodeReport, make_dataset,
-    padding_fraction)
+    DEFAULT_BUCKETS, DEFAULT_MAX_LENGTH, SORT_CHUNK_BATCHES, EncodedPairs, EncodeReport,
+    make_dataset, padding_fraction)
 from dsan_tf.data.preprocessor import NLIPreprocessor
 from dsan_tf.data.sources import ReadReport, read_examples
 from dsan_tf.data.tokenizer import tokenize
 from dsan_tf.data.vocabulary import PAD_ID, UNK_ID, Vocabulary
 
 __all__ = [
-    "DEFAULT_BUCKETS", "DEFAULT_MAX_LENGTH", "DataError", "EmbeddingReport", "EncodeReport",
+    "DEFAULT_BUCKETS", "DEFAULT_MAX_LENGTH", "SORT_CHUNK_BATCHES", "DataError",
+    "EmbeddingReport", "EncodeReport",
     "EncodedPairs", "Example", "NLIPreprocessor", "PAD_ID", "ReadReport", "UNK_ID",
     "Vocabulary", "download_glove", "extend_vocabulary", "load_vectors", "make_dataset",
     "padding_fraction", "read_examples", "tokenize",

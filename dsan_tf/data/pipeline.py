@@ -16,6 +16,9 @@ from dsan_tf.data.vocabulary import PAD_ID
 
 # Pairs are grouped by their longer sentence; SNLI's median is about 13 tokens.
 DEFAULT_BUCKETS = (8, 10, 12, 14, 16, 18, 20, 24, 28, 32, 40, 48, 64, 96, 128, 192)
+# Chunks of `--batching=sorted_chunks`: 50 batches of 64 is 3,200 pairs, enough that a batch
+# spans one or two premise lengths.
+SORT_CHUNK_BATCHES = 50
 DEFAULT_MAX_LENGTH = 256
 
 
@@ -59,7 +62,7 @@ class EncodedPairs:
 
 def make_dataset(pairs, batch_size=64, shuffle=False, seed=None, buckets=DEFAULT_BUCKETS,
                  pad_to_bucket=False, drop_remainder=False, deterministic=True,
-                 bucket_hypothesis=True):
+                 bucket_hypothesis=True, sort_chunks=0):
     """A dataset of `({"premise": int32 [B, T1], "hypothesis": int32 [B, T2]}, int32 [B])`.
 
     Pairs are grouped by the length bucket of the premise and, with `bucket_hypothesis`,
@@ -81,6 +84,11 @@ def make_dataset(pairs, batch_size=64, shuffle=False, seed=None, buckets=DEFAULT
             sentence, so that few distinct shapes occur (fewer XLA compilations).
         drop_remainder: drop incomplete batches (needed for some distribution strategies).
         deterministic: fix the element order (with a seed, identical across runs).
+        sort_chunks: instead of `buckets`, cut the (shuffled) pairs into chunks of this many
+            batches and sort each chunk by premise length before batching, then shuffle
+            the batches: every batch is full but the epoch's last, padding falls from 59%
+            to 25% on SNLI, and batches stay label-balanced (a premise's length does not
+            predict the label). 0: plain batches.
     """
     dataset = tf.data.Dataset.from_tensor_slices(
         ({"premise": pairs.premise, "hypothesis": pairs.hypothesis}, pairs.labels))
@@ -91,6 +99,10 @@ def make_dataset(pairs, batch_size=64, shuffle=False, seed=None, buckets=DEFAULT
     dataset = dataset.map(lambda inputs, label: (inputs, label),
                           num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
     padding_values = ({"premise": PAD_ID, "hypothesis": PAD_ID}, 0)
+    if sort_chunks:
+        return _finish(_sorted_chunk_batches(dataset, len(pairs.labels), batch_size,
+                                             sort_chunks, shuffle, seed, drop_remainder),
+                       deterministic)
     if not buckets:
         return _finish(dataset.padded_batch(
             batch_size, ({"premise": [None], "hypothesis": [None]}, []), padding_values,
@@ -127,6 +139,34 @@ def make_dataset(pairs, batch_size=64, shuffle=False, seed=None, buckets=DEFAULT
     # Known epoch length: progress bars with ETA, and no "ran out of data" at epoch 1.
     dataset = dataset.apply(tf.data.experimental.assert_cardinality(cardinality))
     return _finish(dataset, deterministic)
+
+
+def _sorted_chunk_batches(dataset, size, batch_size, chunk_batches, shuffle, seed,
+                          drop_remainder):
+    """Batches of pairs of similar premise length, drawn from chunks of `chunk_batches`
+    batches of (already shuffled) pairs, in shuffled order."""
+    dataset = dataset.map(lambda inputs, label: (inputs, label, tf.size(inputs["premise"])))
+    dataset = dataset.ragged_batch(batch_size * chunk_batches)
+
+    def by_premise_length(inputs, labels, lengths):
+        # Stable: pairs of equal premise length keep their shuffled order, so a batch's
+        # hypotheses (whose length does predict the label) are not sorted too.
+        order = tf.argsort(lengths, stable=True)
+        return ({name: tf.gather(ids, order) for name, ids in inputs.items()},
+                tf.gather(labels, order))
+
+    dataset = dataset.map(by_premise_length).unbatch()
+    dataset = dataset.map(lambda inputs, label: (inputs, label))  # ragged rows -> vectors
+    dataset = dataset.padded_batch(
+        batch_size, ({"premise": [None], "hypothesis": [None]}, []),
+        ({"premise": PAD_ID, "hypothesis": PAD_ID}, 0), drop_remainder=drop_remainder)
+    if shuffle:
+        # Chunks are multiples of the batch size, so only the epoch's last batch is partial;
+        # shuffling batches over two chunks hides the short-to-long order within each.
+        dataset = dataset.shuffle(2 * chunk_batches, seed=None if seed is None else seed + 1,
+                                  reshuffle_each_iteration=True)
+    batches = size // batch_size if drop_remainder else -(-size // batch_size)
+    return dataset.apply(tf.data.experimental.assert_cardinality(batches))
 
 
 def batch_count(pairs, batch_size, buckets=DEFAULT_BUCKETS, drop_remainder=False,
