@@ -6,7 +6,7 @@ programs can define and check their flags without loading TensorFlow.
 import dataclasses
 import json
 
-MODELS = ("dsan", "disan", "cbow")
+MODELS = ("dsan", "disan", "cbow", "gaussian_transformer")
 PRIORS = ("linear", "gaussian", "gaussian_variant", "zipf", "learned", "none")
 FUSIONS = ("projected", "raw")
 POOLINGS = ("multi_dim_max", "multi_dim", "max")
@@ -14,6 +14,11 @@ QKV_NORMS = ("per_head", "full")
 OOV_INITS = ("random", "zeros")
 BATCHINGS = ("plain", "sorted_chunks", "premise_buckets", "length_buckets")
 PRECISIONS = ("none", "mixed_float16", "mixed_bfloat16")
+OPTIMIZERS = ("adam", "adamw")
+# Where a model's paper differs from DSAN's defaults (DSANConfig fields): the Gaussian
+# Transformer's implementation paragraph (H = 4) and Table 1 (vii) (the prior of eq. (4)).
+MODEL_DEFAULTS = {"gaussian_transformer": {"num_heads": 4,
+                                           "distance_prior": "gaussian_variant"}}
 
 
 @dataclasses.dataclass
@@ -43,6 +48,15 @@ class DSANConfig:
         num_classes: 3 (entailment, neutral, contradiction).
         trainable_embeddings: False (the paper freezes GloVe).
         layer_norm_epsilon: epsilon of every LayerNorm.
+        model_dim: Gaussian Transformer: d_model, the width inside the blocks (120).
+        num_encoder_blocks: Gaussian Transformer: M (3).
+        num_interaction_blocks: Gaussian Transformer: N (2).
+        char_dim: Gaussian Transformer: d_c, width of the character 5-gram vectors (30).
+
+    The Gaussian Transformer reads `embedding_dim` as d_w, `num_heads` as H,
+    `distance_prior` for its self-attentions and `dropout` for every sub-layer; its FFN
+    and classifier are d_model wide (eq. (11), (17)), so `ffn_dim` and `classifier_units`
+    do not apply. `for_model` gives each model's paper defaults.
     """
 
     vocab_size: int | None = None
@@ -61,18 +75,24 @@ class DSANConfig:
     num_classes: int = 3
     trainable_embeddings: bool = False
     layer_norm_epsilon: float = 1e-5
+    model_dim: int = 120
+    num_encoder_blocks: int = 3
+    num_interaction_blocks: int = 2
+    char_dim: int = 30
 
     def __post_init__(self):
         self.validate()
+
+    @classmethod
+    def for_model(cls, model, **values):
+        """The paper's configuration of `model` (DSAN's defaults with `MODEL_DEFAULTS`),
+        with `values` on top."""
+        return cls(**{**MODEL_DEFAULTS.get(model, {}), **values})
 
     def validate(self):
         """Raises ValueError, naming the field, when a value cannot work."""
         if self.embedding_dim <= 0 or self.num_heads <= 0:
             raise ValueError("embedding_dim and num_heads must be positive.")
-        if self.embedding_dim % self.num_heads:
-            raise ValueError(
-                f"embedding_dim={self.embedding_dim} must be divisible by "
-                f"num_heads={self.num_heads}.")
         _check_choice("distance_prior", self.distance_prior, PRIORS)
         if self.prior_max_distance < 1:
             raise ValueError(f"prior_max_distance must be >= 1, got {self.prior_max_distance}.")
@@ -84,6 +104,10 @@ class DSANConfig:
         if self.vocab_size is not None and self.vocab_size < 2:
             raise ValueError(f"vocab_size must be at least 2 (padding and unknown), "
                              f"got {self.vocab_size}.")
+        if min(self.model_dim, self.num_encoder_blocks, self.char_dim) < 1:
+            raise ValueError("model_dim, num_encoder_blocks and char_dim must be positive.")
+        if self.num_interaction_blocks < 0:
+            raise ValueError("num_interaction_blocks must be >= 0.")
 
     def to_dict(self):
         return dataclasses.asdict(self)
@@ -102,6 +126,18 @@ class DSANConfig:
     @classmethod
     def from_json(cls, text):
         return cls.from_dict(json.loads(text))
+
+
+def check_model(model, config):
+    """Raises ValueError, naming the fields, when `config` cannot build `model`: DSAN's
+    heads split d_e, the Gaussian Transformer's split d_model."""
+    _check_choice("model", model, MODELS)
+    if model == "dsan" and config.embedding_dim % config.num_heads:
+        raise ValueError(f"embedding_dim={config.embedding_dim} must be divisible by "
+                         f"num_heads={config.num_heads}.")
+    if model == "gaussian_transformer" and config.model_dim % config.num_heads:
+        raise ValueError(f"model_dim={config.model_dim} must be divisible by "
+                         f"num_heads={config.num_heads}.")
 
 
 def _check_choice(name, value, choices):
@@ -176,15 +212,22 @@ class DataConfig:
 
 @dataclasses.dataclass
 class TrainingConfig:
-    """How the model is optimised (Section 5.2: Adam, learning rate 1e-3).
+    """How the model is optimised (DSAN, Section 5.2: Adam, learning rate 1e-3; the
+    Gaussian Transformer: AdamWR, Loshchilov & Hutter 2017).
 
     Attributes:
-        learning_rate: Adam's learning rate.
+        learning_rate: the learning rate (with restarts, the top of each cosine cycle).
         epochs: at most this many epochs.
         patience: stop after this many epochs without a better dev accuracy (0: never).
         steps_per_epoch: at most this many batches per epoch (0: all).
         jit_compile: compile the training step with XLA.
         mixed_precision: one of `PRECISIONS`.
+        optimizer: "adam" or "adamw" (decoupled weight decay).
+        normalized_weight_decay: AdamW's λ_norm; the decay per step is
+            λ_norm·sqrt(b / (B·T)) for batch b, B training pairs and T epochs per cycle.
+        restart_epochs: T, epochs per cosine cycle of the learning rate, restarted at the
+            top each time (SGDR); 0: a constant learning rate.
+        min_learning_rate: the bottom of each cosine cycle.
     """
 
     learning_rate: float = 1e-3
@@ -193,9 +236,18 @@ class TrainingConfig:
     steps_per_epoch: int = 0
     jit_compile: bool = False
     mixed_precision: str = "none"
+    optimizer: str = "adam"
+    normalized_weight_decay: float = 0.0
+    restart_epochs: int = 0
+    min_learning_rate: float = 0.0
 
     def __post_init__(self):
         _check_choice("mixed_precision", self.mixed_precision, PRECISIONS)
+        _check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        if self.normalized_weight_decay < 0 or self.restart_epochs < 0:
+            raise ValueError("normalized_weight_decay and restart_epochs must be >= 0.")
+        if not 0 <= self.min_learning_rate <= self.learning_rate:
+            raise ValueError("min_learning_rate must be in [0, learning_rate].")
 
 
 @dataclasses.dataclass
@@ -215,7 +267,7 @@ class ExperimentConfig:
     training: TrainingConfig = dataclasses.field(default_factory=TrainingConfig)
 
     def __post_init__(self):
-        _check_choice("model", self.model, MODELS)
+        check_model(self.model, self.model_config)
 
     def to_dict(self):
         return dataclasses.asdict(self)

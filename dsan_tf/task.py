@@ -22,15 +22,16 @@ from dsan_tf.config import ExperimentConfig
 from dsan_tf.models import build_model
 
 
-def compile_for_training(model, learning_rate=1e-3, jit_compile=False):
+def compile_for_training(model, learning_rate=1e-3, jit_compile=False, optimizer=None):
     """Compiles `model` as the paper trains it (Section 5.2: Adam, cross-entropy on the
-    logits) with an accuracy metric, and creates the optimizer's variables now.
+    logits; or `optimizer`) with an accuracy metric, and creates the optimizer's variables
+    now.
 
     Keras creates them inside the first training step otherwise, and a `tf.function`
     that creates variables is traced twice: building them first halves the tracing that
     the first epoch pays for (a DSAN train step takes seconds to trace).
     """
-    model.compile(optimizer=keras.optimizers.Adam(learning_rate),
+    model.compile(optimizer=optimizer or keras.optimizers.Adam(learning_rate),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
                   jit_compile=jit_compile)
@@ -148,14 +149,68 @@ class NLITask:
         steps = self.config.training.steps_per_epoch
         return dataset.take(steps) if steps else dataset
 
-    def build_model(self, vocabulary_size, word_vectors=None):
-        """An uncompiled `NLIClassifier` of the configured model family."""
+    def build_model(self, vocabulary_size, word_vectors=None, vocabulary=None):
+        """An uncompiled `NLIClassifier` of the configured model family.
+
+        The Gaussian Transformer's frozen token features are the word vectors (random
+        U(-0.05, 0.05) without them) beside each word's character 5-gram vector
+        (`dsan_tf.data.char_ngrams`), which needs the `vocabulary`; without one (the
+        synthetic benchmarks) both halves start random."""
         config = dataclasses.replace(self.config.model_config, vocab_size=vocabulary_size)
+        if self.config.model == "gaussian_transformer" and vocabulary is not None:
+            word_vectors = self._token_features(vocabulary, word_vectors)
         return build_model(self.config.model, config, word_vectors)
 
-    def compile(self, model, jit_compile=None):
-        """Compiles with the paper's loss, metric and optimizer (`compile_for_training`);
-        `jit_compile` overrides the configuration's."""
+    def _token_features(self, vocabulary, word_vectors):
+        """[x^(w) : x^(c)] for every id of `vocabulary` (eq. (5)-(6)): float32 [V, d_w + d_c]."""
+        from dsan_tf.data.char_ngrams import char_ngram_vectors
+
+        config, seed = self.config.model_config, self.config.data.seed
+        if word_vectors is None:
+            word_vectors = np.random.default_rng(seed).uniform(
+                -0.05, 0.05, (len(vocabulary), config.embedding_dim)).astype("float32")
+        chars = char_ngram_vectors(vocabulary.words, config.char_dim,
+                                   first_id=vocabulary.FIRST_WORD_ID, seed=seed)
+        return np.concatenate([np.asarray(word_vectors, "float32"), chars], axis=1)
+
+    def compile(self, model, jit_compile=None, train_size=None):
+        """Compiles with the paper's loss and metric and the configured optimizer
+        (`compile_for_training`, `optimizer`); `jit_compile` overrides the
+        configuration's. `train_size` (training pairs) sets the epoch length that
+        learning-rate cycles and normalized weight decay need."""
         training = self.config.training
         jit_compile = training.jit_compile if jit_compile is None else jit_compile
-        return compile_for_training(model, training.learning_rate, jit_compile)
+        return compile_for_training(model, training.learning_rate, jit_compile,
+                                    self.optimizer(model, train_size))
+
+    def optimizer(self, model, train_size=None):
+        """Adam, or AdamW(R): decoupled weight decay λ_norm·sqrt(b / (B·T)) (Loshchilov &
+        Hutter 2017, normalized weight decay) and, with `restart_epochs` = T, a cosine
+        learning rate from `learning_rate` down to `min_learning_rate` over T epochs,
+        restarted at the top every T epochs. The distance priors' w and b are not decayed:
+        decay would pull w towards its floor and flatten the prior."""
+        training, batch = self.config.training, self.config.data.batch_size
+        epoch_steps = training.steps_per_epoch or (-(-train_size // batch) if train_size
+                                                   else None)
+        needs_size = training.restart_epochs or (training.optimizer == "adamw" and
+                                                 training.normalized_weight_decay)
+        if needs_size and not (epoch_steps and train_size):
+            raise ValueError("learning-rate restarts and normalized weight decay need the "
+                             "number of training pairs (train_size).")
+        rate = training.learning_rate
+        if training.restart_epochs:
+            rate = keras.optimizers.schedules.CosineDecayRestarts(
+                training.learning_rate, first_decay_steps=training.restart_epochs * epoch_steps,
+                t_mul=1.0, m_mul=1.0, alpha=training.min_learning_rate / training.learning_rate)
+        if training.optimizer == "adam":
+            return keras.optimizers.Adam(rate)
+        cycle = training.restart_epochs or training.epochs
+        decay = (training.normalized_weight_decay * (batch / (train_size * cycle)) ** 0.5
+                 if training.normalized_weight_decay else 0.0)
+        # Keras multiplies the decay by the current learning rate; AdamW's decay follows
+        # the schedule's multiplier only, so divide by the top rate.
+        optimizer = keras.optimizers.AdamW(rate, weight_decay=decay / training.learning_rate)
+        optimizer.exclude_from_weight_decay(var_list=[
+            weight for weight in model.trainable_weights
+            if "distance_prior" in weight.path])
+        return optimizer

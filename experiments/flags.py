@@ -10,8 +10,8 @@ import dataclasses
 from absl import flags
 
 from dsan_tf.config import (
-    BATCHINGS, FUSIONS, MODELS, OOV_INITS, POOLINGS, PRECISIONS, PRIORS, QKV_NORMS, DataConfig,
-    DSANConfig, ExperimentConfig, TrainingConfig)
+    BATCHINGS, FUSIONS, MODEL_DEFAULTS, MODELS, OOV_INITS, OPTIMIZERS, POOLINGS, PRECISIONS,
+    PRIORS, QKV_NORMS, DataConfig, DSANConfig, ExperimentConfig, TrainingConfig, check_model)
 
 FLAGS = flags.FLAGS
 _MODEL, _DATA, _TRAINING = DSANConfig(), DataConfig(), TrainingConfig()
@@ -36,7 +36,10 @@ _DEFINED = set()
 def define_model_flags():
     """--model and one flag per `DSANConfig` field, same name."""
     flags.DEFINE_enum("model", "dsan", MODELS,
-                      "Model: DSAN, the DiSAN baseline (Shen et al. 2017) or the CBOW baseline.")
+                      "Model: DSAN, the DiSAN baseline (Shen et al. 2017), the CBOW baseline "
+                      "or the Gaussian Transformer (Guo et al. 2019; model flags left unset "
+                      "take its paper's values: --num_heads=4 "
+                      "--distance_prior=gaussian_variant).")
     flags.DEFINE_integer("embedding_dim", _MODEL.embedding_dim,
                          "d_e: word-vector and block width.")
     flags.DEFINE_integer("num_heads", _MODEL.num_heads, "h: attention heads (d_k = d_e / h).")
@@ -69,6 +72,15 @@ def define_model_flags():
                          "Fine-tune the word vectors (the paper keeps GloVe frozen; "
                          "--embeddings=random makes them trainable unless this is given).")
     flags.DEFINE_float("layer_norm_epsilon", _MODEL.layer_norm_epsilon, "LayerNorm epsilon.")
+    flags.DEFINE_integer("model_dim", _MODEL.model_dim,
+                         "Gaussian Transformer: d_model, the width inside its blocks.")
+    flags.DEFINE_integer("num_encoder_blocks", _MODEL.num_encoder_blocks,
+                         "Gaussian Transformer: M, encoding blocks.")
+    flags.DEFINE_integer("num_interaction_blocks", _MODEL.num_interaction_blocks,
+                         "Gaussian Transformer: N, interaction blocks.")
+    flags.DEFINE_integer("char_dim", _MODEL.char_dim,
+                         "Gaussian Transformer: d_c, width of the fixed character 5-gram "
+                         "vectors.")
 
 
 @_once
@@ -127,7 +139,18 @@ def define_data_flags():
 @_once
 def define_training_flags():
     """Optimisation and precision (`TrainingConfig`)."""
-    flags.DEFINE_float("learning_rate", _TRAINING.learning_rate, "Adam learning rate.")
+    flags.DEFINE_float("learning_rate", _TRAINING.learning_rate, "Learning rate (with "
+                       "--restart_epochs, the top of each cosine cycle).")
+    flags.DEFINE_enum("optimizer", _TRAINING.optimizer, OPTIMIZERS,
+                      "Adam (DSAN) or AdamW, Adam with decoupled weight decay (with "
+                      "--restart_epochs: AdamWR, the Gaussian Transformer's).")
+    flags.DEFINE_float("normalized_weight_decay", _TRAINING.normalized_weight_decay,
+                       "AdamW: normalized weight decay; per step lambda * sqrt(batch / "
+                       "(training pairs * epochs per cycle)).")
+    flags.DEFINE_integer("restart_epochs", _TRAINING.restart_epochs, "Cosine learning-rate "
+                         "cycles of this many epochs, restarted at the top (0: constant).")
+    flags.DEFINE_float("min_learning_rate", _TRAINING.min_learning_rate,
+                       "Bottom of each cosine learning-rate cycle.")
     flags.DEFINE_integer("epochs", _TRAINING.epochs,
                          "Training epochs (at most, with --patience).")
     flags.DEFINE_integer("patience", _TRAINING.patience, "Stop when dev accuracy has not "
@@ -160,12 +183,19 @@ def model_config(values=FLAGS, **overrides):
     `flags.ValidationError` with one sentence."""
     fields = [f.name for f in dataclasses.fields(DSANConfig) if f.name not in _NOT_MODEL_FLAGS]
     config = {name: values[name].value for name in fields}
+    if "model" in values:  # flags left unset take the model's paper values
+        config.update({name: value for name, value in
+                       MODEL_DEFAULTS.get(values["model"].value, {}).items()
+                       if not values[name].present})
     if ("embeddings" in values and values["embeddings"].value == "random"
             and not values["trainable_embeddings"].present):
         config["trainable_embeddings"] = True  # random vectors must be learned
     config.update(overrides)
     try:
-        return DSANConfig(**config)
+        built = DSANConfig(**config)
+        if "model" in values:
+            check_model(values["model"].value, built)
+        return built
     except ValueError as error:
         raise flags.ValidationError(f"bad model flags: {error}") from None
 
@@ -189,6 +219,11 @@ def experiment_config(values=FLAGS, **model_overrides):
 def flagfile_lines(values=FLAGS, **resolved):
     """The program's own flags (not absl's), with `resolved` values replacing the given
     ones, as --flagfile lines that repeat the run."""
+    resolved = dict(resolved)
+    if "model" in values:  # the model's paper values that unset flags stood for
+        for name, value in MODEL_DEFAULTS.get(values["model"].value, {}).items():
+            if name in values and not values[name].present:
+                resolved.setdefault(name, value)
     # absl files a `python -m` program's own flags under its script path.
     ours = [flag for module, module_flags in values.flags_by_module_dict().items()
             if module.startswith("experiments") or module.endswith(".py")

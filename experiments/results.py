@@ -69,6 +69,9 @@ VARIANTS = (
     Variant("pool_max", "DSAN, max pooling only", ("--pooling=max",)),
     Variant("qkv_norm_full", "DSAN, Q/K/V LayerNorm over all heads' projection",
             ("--qkv_norm=full",)),
+    Variant("gaussian_transformer", "Gaussian Transformer (Guo et al. 2019: M 3, N 2, H 4, "
+            "d_model 120, d_c 30, AdamWR)",
+            ("--flagfile=experiments/configs/gaussian_transformer_snli25k_glove50.cfg",)),
 )
 
 
@@ -164,13 +167,30 @@ def execute(argv, log_path):
     return None
 
 
-def config_digest(path):
-    """Digest of a flagfile's flags (comments and blank lines aside). Records and run
-    directories carry it, so none made under another configuration is ever reused."""
+def _flag_lines(path):
     with open(path, encoding="utf-8") as config:
-        lines = [line.strip() for line in config
-                 if line.strip() and not line.strip().startswith("#")]
+        return [line.strip() for line in config
+                if line.strip() and not line.strip().startswith("#")]
+
+
+def config_digest(path, extra_flags=()):
+    """Digest of a flagfile's flags (comments and blank lines aside) and of `extra_flags`
+    (a row's flags; the flags of a --flagfile among them count, not its name). Records
+    and run directories carry it, so none made under another configuration is reused."""
+    lines = _flag_lines(path)
+    for flag in extra_flags:
+        lines += (_flag_lines(flag.split("=", 1)[1]) if flag.startswith("--flagfile=")
+                  else [flag])
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:12]
+
+
+def run_digest(run, settings):
+    """The configuration digest of one run: the study's flagfile's, extended with the
+    row's flags when they read a flagfile of their own (which can change unseen; the
+    other rows' flags are written in `VARIANTS` and in each record's command)."""
+    if not any(flag.startswith("--flagfile=") for flag in run.variant.flags):
+        return settings.digest
+    return config_digest(settings.config, run.variant.flags)
 
 
 def current_record(path, digest):
@@ -186,7 +206,8 @@ def perform(run, settings, record_dir):
     (a finished workdir of this configuration is reused), evaluated and written. A failure
     is returned as {"error": ...}, not recorded."""
     record_path = os.path.join(record_dir, run.name + ".json")
-    record = current_record(record_path, settings.digest)
+    digest = run_digest(run, settings)
+    record = current_record(record_path, digest)
     if record:
         return record
     shared = settings.shared_data
@@ -211,7 +232,7 @@ def perform(run, settings, record_dir):
     wall = time.perf_counter() - started
     if not trained_here:  # trained by an earlier invocation: count its epochs
         wall += record["seconds_per_epoch"] * record["epochs"]
-    record.update(command=shown(train), wall_seconds=wall, config_digest=settings.digest)
+    record.update(command=shown(train), wall_seconds=wall, config_digest=digest)
     if evaluate:
         record["evaluate_command"] = shown(evaluate)
     write_json(record_path, record)
@@ -271,7 +292,8 @@ def main(argv):
     runs = plan(variants, FLAGS.max_seeds, sizes, FLAGS.sick)
     # The table shows every recorded run from the start, not only those reached so far.
     recorded = {run.name: os.path.join(FLAGS.record_dir, run.name + ".json") for run in runs}
-    records = {name: current_record(path, settings.digest) for name, path in recorded.items()}
+    records = {run.name: current_record(recorded[run.name], run_digest(run, settings))
+               for run in runs}
     stale = [name for name, record in records.items()
              if record is None and os.path.exists(recorded[name])]
     if stale:

@@ -87,7 +87,9 @@ def build(task, strategy, prepared):
     """The compiled model, made in the strategy's scope; prints its size."""
     with strategy.scope():
         model = task.compile(task.build_model(prepared.preprocessor.vocabulary_size,
-                                              prepared.word_vectors))
+                                              prepared.word_vectors,
+                                              prepared.preprocessor.vocabulary),
+                             train_size=len(prepared.encoded["train"].labels))
     parts = model.parameter_breakdown()
     print(f"model: {task.config.model}, {parts['params_excluding_embeddings']:,} trainable "
           "parameters excluding word embeddings")

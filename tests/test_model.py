@@ -133,8 +133,10 @@ def test_frozen_and_trainable_embeddings(small_config, rng):
 
 
 def test_config_errors_name_the_field():
-    with pytest.raises(ValueError, match="divisible by num_heads"):
-        DSANConfig(embedding_dim=30, num_heads=4)
+    with pytest.raises(ValueError, match="embedding_dim=30 must be divisible by num_heads"):
+        build_model("dsan", DSANConfig(embedding_dim=30, num_heads=4, vocab_size=10))
+    with pytest.raises(ValueError, match="model_dim=30 must be divisible by num_heads"):
+        build_model("gaussian_transformer", DSANConfig(model_dim=30, num_heads=4, vocab_size=9))
     with pytest.raises(ValueError, match="pooling"):
         DSANConfig(pooling="mean")
     with pytest.raises(ValueError, match="unknown DSANConfig field"):

@@ -47,6 +47,8 @@ class ClassificationHead(keras.layers.Layer):
         dropout: float, on the hidden layer.
         input_dropout: float, on the input features (the paper: none).
         layer_norm_epsilon: float.
+        hidden_layer_norm: LayerNorm on the hidden layer (DSAN, Section 5.2: on every
+            linear projection); the Gaussian Transformer's eq. (16) has none.
         kernel_initializer: initializer of both dense layers.
 
     Call arguments:
@@ -58,9 +60,11 @@ class ClassificationHead(keras.layers.Layer):
     """
 
     def __init__(self, hidden_units=300, num_classes=3, dropout=0.1, input_dropout=0.0,
-                 layer_norm_epsilon=1e-5, kernel_initializer="glorot_uniform", **kwargs):
+                 layer_norm_epsilon=1e-5, kernel_initializer="glorot_uniform",
+                 hidden_layer_norm=True, **kwargs):
         super().__init__(**kwargs)
         self.hidden_units = hidden_units
+        self.hidden_layer_norm = hidden_layer_norm
         self.num_classes = num_classes
         self.dropout = dropout
         self.input_dropout_rate = input_dropout
@@ -75,10 +79,12 @@ class ClassificationHead(keras.layers.Layer):
             self.hidden_units, name="classifier_hidden", dtype=self.dtype_policy,
             kernel_initializer=clone_initializer(self.kernel_initializer, "classifier_hidden"))
         self.hidden_dense.build(features_shape)
-        self.hidden_norm = LayerNorm(
-            epsilon=self.layer_norm_epsilon, name="classifier_hidden_norm",
-            dtype=self.dtype_policy)
-        self.hidden_norm.build(hidden_shape)
+        self.hidden_norm = None
+        if self.hidden_layer_norm:
+            self.hidden_norm = LayerNorm(
+                epsilon=self.layer_norm_epsilon, name="classifier_hidden_norm",
+                dtype=self.dtype_policy)
+            self.hidden_norm.build(hidden_shape)
         self.hidden_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
         self.logits_dense = keras.layers.Dense(
             self.num_classes, name="classifier_logits", dtype="float32",
@@ -88,7 +94,9 @@ class ClassificationHead(keras.layers.Layer):
 
     def call(self, features, training=None):
         hidden = self.hidden_dense(self.input_dropout(features, training=training))
-        hidden = ops.relu(self.hidden_norm(hidden))
+        if self.hidden_norm is not None:
+            hidden = self.hidden_norm(hidden)
+        hidden = ops.relu(hidden)
         return self.logits_dense(self.hidden_dropout(hidden, training=training))
 
     def compute_output_shape(self, features_shape):
@@ -103,5 +111,6 @@ class ClassificationHead(keras.layers.Layer):
             "input_dropout": self.input_dropout_rate,
             "layer_norm_epsilon": self.layer_norm_epsilon,
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "hidden_layer_norm": self.hidden_layer_norm,
         })
         return config

@@ -4,16 +4,17 @@ NLI task model on top of any of them (`NLIClassifier`). `build_model` makes one 
 
 import numpy as np
 
-from dsan_tf.config import MODELS, DSANConfig
+from dsan_tf.config import MODELS, DSANConfig, check_model
 from dsan_tf.models.backbone import (
     AnalysisUnavailable, Backbone, PairBackbone, SentenceEncoderBackbone)
 from dsan_tf.models.cbow import CBOWBackbone
 from dsan_tf.models.disan import DiSANBackbone
 from dsan_tf.models.dsan import DSANBackbone
+from dsan_tf.models.gaussian_transformer import GaussianTransformerBackbone
 from dsan_tf.models.nli_classifier import NLIClassifier
 
 __all__ = ["AnalysisUnavailable", "Backbone", "CBOWBackbone", "DSANBackbone", "DiSANBackbone",
-           "MODELS", "NLIClassifier", "PairBackbone", "SentenceEncoderBackbone",
+           "GaussianTransformerBackbone", "MODELS", "NLIClassifier", "PairBackbone", "SentenceEncoderBackbone",
            "build_backbone", "build_model"]
 
 
@@ -35,6 +36,14 @@ def build_backbone(name, config, vocabulary_size):
                              layer_norm_epsilon=config.layer_norm_epsilon, **common)
     if name == "cbow":
         return CBOWBackbone(**common)
+    if name == "gaussian_transformer":
+        del common["embedding_dim"]
+        return GaussianTransformerBackbone(
+            word_dim=config.embedding_dim, char_dim=config.char_dim, model_dim=config.model_dim,
+            num_heads=config.num_heads, num_encoder_blocks=config.num_encoder_blocks,
+            num_interaction_blocks=config.num_interaction_blocks,
+            distance_prior=config.distance_prior, dropout=config.dropout,
+            layer_norm_epsilon=config.layer_norm_epsilon, **common)
     raise ValueError(f"model must be one of {MODELS}, got {name!r}.")
 
 
@@ -46,19 +55,24 @@ def build_model(name="dsan", config=None, word_vectors=None):
         config: `DSANConfig`; the paper's hyperparameters when None. Its `vocab_size` may
             be None when `word_vectors` are given.
         word_vectors: optional float array [V, D] (row 0, padding, becomes zeros); without
-            it the embeddings start random, U(-0.05, 0.05).
+            it the embeddings start random, U(-0.05, 0.05). The Gaussian Transformer takes
+            [V, d_w + d_c]: word vectors and character 5-gram vectors side by side
+            (`NLITask.build_model` makes them).
 
     Returns:
         `NLIClassifier` with int32 inputs {"premise": [B, T1], "hypothesis": [B, T2]} and
         float32 logits [B, C] in the order of `dsan_tf.labels.LABELS`.
     """
-    config = config or DSANConfig()
+    config = config or DSANConfig.for_model(name)
+    check_model(name, config)
     vocabulary_size = config.vocab_size
+    joint = name == "gaussian_transformer"
     if word_vectors is not None:
         shape = np.shape(word_vectors)
-        if len(shape) != 2 or shape[1] != config.embedding_dim:
-            raise ValueError(f"word vectors have shape {shape}, expected "
-                             f"[vocab_size, {config.embedding_dim}] (embedding_dim).")
+        width = config.embedding_dim + (config.char_dim if joint else 0)
+        if len(shape) != 2 or shape[1] != width:
+            raise ValueError(f"word vectors have shape {shape}, expected [vocab_size, "
+                             f"{width}] (embedding_dim{' + char_dim' if joint else ''}).")
         if vocabulary_size is not None and vocabulary_size != shape[0]:
             raise ValueError(f"vocab_size={vocabulary_size} but the word vectors have "
                              f"{shape[0]} rows.")
@@ -66,9 +80,12 @@ def build_model(name="dsan", config=None, word_vectors=None):
     if vocabulary_size is None:
         raise ValueError("give DSANConfig.vocab_size or word vectors.")
     backbone = build_backbone(name, config, vocabulary_size)
+    # The Gaussian Transformer's prediction layers: a d_model-wide ReLU layer without
+    # LayerNorm (eq. (16)-(17)).
     model = NLIClassifier(backbone, num_classes=config.num_classes,
-                          hidden_units=config.classifier_units, dropout=config.dropout,
-                          layer_norm_epsilon=config.layer_norm_epsilon, name=name)
+                          hidden_units=config.model_dim if joint else config.classifier_units,
+                          dropout=config.dropout, layer_norm_epsilon=config.layer_norm_epsilon,
+                          hidden_layer_norm=not joint, name=name)
     if word_vectors is not None:
         backbone.set_word_vectors(word_vectors)
     return model
