@@ -8,7 +8,6 @@ import numpy as np
 from keras import ops
 
 
-
 def sentence_analysis(backbone, ids):
     """Intermediate values of the DSAN sentence encoder for one sentence.
 
@@ -47,3 +46,24 @@ def sentence_analysis(backbone, ids):
     if "s2t_weights" in info:
         result["s2t_weights"] = numpy(info["s2t_weights"])
     return result
+
+
+def pair_analysis(backbone, premise_ids, hypothesis_ids):
+    """The attention maps of a pair model (the Gaussian Transformer) for one pair.
+
+    Args:
+        backbone: a backbone with `pair_intermediates`; others raise
+            `dsan_tf.models.AnalysisUnavailable`.
+        premise_ids, hypothesis_ids: int sequences [T1], [T2] (no padding).
+
+    Returns:
+        list of {"block": name, "kind": "premise_self" | "hypothesis_self" |
+        "premise_to_hypothesis" | "hypothesis_to_premise", "weights": float [H, Tq, Tk]}
+        in depth order; each row sums to 1 over the keys.
+    """
+    inputs = {"premise": np.asarray(premise_ids, dtype="int32")[None, :],
+              "hypothesis": np.asarray(hypothesis_ids, dtype="int32")[None, :]}
+    info = backbone.pair_intermediates(inputs, training=False)
+    return [dict(entry, weights=np.asarray(ops.convert_to_numpy(entry["weights"]),
+                                           dtype=np.float32)[0])
+            for entry in info["attention"]]

@@ -16,9 +16,10 @@ def png_bytes(figure):
     return buffer.getvalue()
 
 
-def _heatmap(axis, tokens, weights, title):
+def _heatmap(axis, tokens, weights, title, key_tokens=None):
+    key_tokens = tokens if key_tokens is None else key_tokens
     axis.imshow(weights, cmap="Blues", vmin=0.0, vmax=max(float(weights.max()), 1e-6))
-    axis.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=7)
+    axis.set_xticks(range(len(key_tokens)), key_tokens, rotation=90, fontsize=7)
     axis.set_yticks(range(len(tokens)), tokens, fontsize=7)
     axis.set_xlabel("key")
     axis.set_ylabel("query")
@@ -113,4 +114,32 @@ def sentence_figures(tokens, analysis, title=""):
     if "s2t_weights" in analysis:
         pooling = {"source2token (mean)": analysis["s2t_weights"].mean(axis=-1), **pooling}
     figures["fig11_pooling"] = word_bars(tokens, pooling, "Figure 11: pooling per word")
+    return figures
+
+
+def pair_attention_figures(premise_tokens, hypothesis_tokens, attention, title=""):
+    """A pair model's head-averaged attention, per block: {"self_attention": each block's
+    self-attention of premise and hypothesis, "inter_attention": each interaction block's
+    premise-to-hypothesis and hypothesis-to-premise maps}. `attention` is
+    `dsan_tf.analysis.pair_analysis`'s list."""
+    tokens = {"premise": premise_tokens, "hypothesis": hypothesis_tokens}
+    figures = {}
+    for name, kinds in (("self_attention", ("premise_self", "hypothesis_self")),
+                        ("inter_attention", ("premise_to_hypothesis", "hypothesis_to_premise"))):
+        entries = [entry for entry in attention if entry["kind"] in kinds]
+        if not entries:
+            continue
+        blocks = list(dict.fromkeys(entry["block"] for entry in entries))
+        figure, axes = plt.subplots(len(kinds), len(blocks), squeeze=False,
+                                    figsize=(3.6 * len(blocks), 3.6 * len(kinds)))
+        for entry in entries:
+            row, column = kinds.index(entry["kind"]), blocks.index(entry["block"])
+            query, _, key = entry["kind"].partition("_to_")
+            query = query.replace("_self", "")
+            _heatmap(axes[row, column], tokens[query], entry["weights"].mean(axis=0),
+                     f"{entry['block']}: {entry['kind'].replace('_', ' ')}",
+                     key_tokens=tokens[key or query])
+        figure.suptitle(title)
+        figure.tight_layout()
+        figures[name] = figure
     return figures

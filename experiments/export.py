@@ -38,7 +38,7 @@ def main(argv):
     Predictor(model, preprocessor).export(FLAGS.export_dir)
     shutil.copy(run.path(BEST), os.path.join(FLAGS.export_dir, "model.keras"))
     preprocessor.save(FLAGS.export_dir)
-    print(f"SavedModel (signatures serving_default, encode) and model.keras: {FLAGS.export_dir}")
+    print(f"SavedModel and model.keras: {FLAGS.export_dir}")
 
 
 def cli():

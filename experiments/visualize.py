@@ -6,6 +6,8 @@
 Writes fig07_attention.png (per head and averaged, forward and backward), fig09_fusion_gate.png,
 fig10_ffn.png, fig11_pooling.png; with --compare_workdir fig08_compare.png (average maps of both
 runs on --long_sentence); with --evaluation fig06_length.png (accuracy by pair length).
+For a pair model (--model=gaussian_transformer) it writes self_attention.png and
+inter_attention.png for --sentence as premise and --hypothesis.
 All values come from the model's own intermediate outputs (dsan_tf.analysis).
 """
 
@@ -28,6 +30,8 @@ def define_flags():
                         "A young boy in a red shirt and blue jeans is climbing up the side of "
                         "a large rock while his father watches from the grass below the cliff.",
                         "Long sentence for the two-model comparison (Figure 8).")
+    flags.DEFINE_string("hypothesis", "A woman is outside.",
+                        "Pair models: the hypothesis read with --sentence as premise.")
     flags.DEFINE_string("compare_workdir", None,
                         "A second run for Figure 8 (e.g. no distance mask).")
     flags.DEFINE_string("output_dir", None, "Where to write the PNG files.")
@@ -36,13 +40,14 @@ def define_flags():
                               "NAME=FILE.")
 
 
-def analysed(workdir, sentence):
-    """(tokens, `dsan_tf.analysis.sentence_analysis`, config dict) of a run on a sentence."""
+def analysed(workdir, sentence, loaded=None):
+    """(tokens, `dsan_tf.analysis.sentence_analysis`, config dict) of a run on a sentence;
+    `loaded`: the run's `RunDirectory.load()` if already made."""
     from dsan_tf import analysis
     from dsan_tf.models import AnalysisUnavailable
     from experiments.rundir import RunDirectory
 
-    model, preprocessor, config = RunDirectory(workdir).load()
+    model, preprocessor, config = loaded or RunDirectory(workdir).load()
     tokens = preprocessor.tokens(sentence)
     if not tokens:
         raise program.UsageError("the sentence has no tokens.")
@@ -52,6 +57,18 @@ def analysed(workdir, sentence):
     except AnalysisUnavailable as error:
         raise program.UsageError(f"--workdir={workdir} is a {config['model']} run: "
                                  f"{error}") from None
+
+
+def pair_figures(model, preprocessor, premise, hypothesis):
+    """A pair model's self- and inter-attention figures for one pair."""
+    from dsan_tf import analysis, plots
+
+    tokens = [preprocessor.tokens(text) for text in (premise, hypothesis)]
+    if not all(tokens):
+        raise program.UsageError("--sentence and --hypothesis must each have a token.")
+    ids = [preprocessor.token_ids([text]).to_list()[0] for text in (premise, hypothesis)]
+    attention = analysis.pair_analysis(model.backbone, *ids)
+    return plots.pair_attention_figures(*tokens, attention, f"{premise} / {hypothesis}")
 
 
 def load_evaluations(specs):
@@ -88,9 +105,16 @@ def main(argv):
     from dsan_tf import plots  # TensorFlow loads here, not for --help
 
     os.makedirs(FLAGS.output_dir, exist_ok=True)
+    from experiments.rundir import RunDirectory
+
     figures = {}
-    tokens, result, _ = analysed(FLAGS.workdir, FLAGS.sentence)
-    figures.update(plots.sentence_figures(tokens, result, FLAGS.sentence))
+    loaded = RunDirectory(FLAGS.workdir).load()
+    model, preprocessor, _ = loaded
+    if model.backbone.pair_input:
+        figures.update(pair_figures(model, preprocessor, FLAGS.sentence, FLAGS.hypothesis))
+    else:
+        tokens, result, _ = analysed(FLAGS.workdir, FLAGS.sentence, loaded)
+        figures.update(plots.sentence_figures(tokens, result, FLAGS.sentence))
     if FLAGS.compare_workdir:
         figures["fig08_compare"] = comparison((FLAGS.workdir, FLAGS.compare_workdir),
                                               FLAGS.long_sentence)

@@ -86,6 +86,13 @@ class Backbone(keras.Model):
             "the sentence figures show DSAN's multi-head attention maps, fusion gate, FFN "
             f"and pooling (Figures 7-11), which a {self.__class__.__name__} does not compute.")
 
+    def pair_intermediates(self, inputs, training=False):
+        """A pair model's attention maps for a batch of pairs (see
+        GaussianTransformerBackbone)."""
+        raise AnalysisUnavailable(
+            f"a {self.__class__.__name__} reads one sentence at a time: its figures are the "
+            "sentence figures (--sentence), not premise-hypothesis attention.")
+
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable,
                 "dtype": keras.dtype_policies.serialize(self.dtype_policy),
