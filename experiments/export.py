@@ -5,7 +5,8 @@
 EXPORT_DIR is a SavedModel that needs TensorFlow only (not dsan_tf):
   - `serving_default`: premise, hypothesis (string [B]) -> probabilities [B, 3], label [B],
     label_names [3];
-  - `encode`: sentences (string [B]) -> embedding [B, 4·d_e], the backbone's sentence vector.
+  - `encode` (sentence encoders: DSAN, DiSAN, CBOW; not a pair model such as the Gaussian
+    Transformer): sentences (string [B]) -> embedding [B, E], the backbone's sentence vector.
 Load it with `tf.saved_model.load(EXPORT_DIR)` or `keras.layers.TFSMLayer`. Beside the
 SavedModel files, `model.keras`, `vocab.json` and `preprocessor.json` hold the model and
 its `NLIPreprocessor` for Keras users (`NLIPreprocessor.load(EXPORT_DIR)`).
