@@ -55,13 +55,14 @@ def run_layer_test(layer_class, init_kwargs, inputs, call_kwargs=None,
         init_kwargs: dict of constructor arguments.
         inputs: tuple of NumPy arrays, the positional call arguments.
         call_kwargs: dict of keyword call arguments; NumPy arrays become model inputs.
-        expected_output_shape: tuple.
+        expected_output_shape: tuple; a layer returning one tensor per sentence is checked
+            on them stacked, [B, n, ...].
         float32_output: the layer returns float32 whatever the policy (e.g. logits).
         fit: run check 4 (layers without trainable weights skip it anyway).
     """
     call_kwargs = call_kwargs or {}
     layer = layer_class(**init_kwargs)
-    output = _numpy(layer(*inputs, **call_kwargs))
+    output = _numpy(_joined(layer(*inputs, **call_kwargs)))
     assert output.shape == tuple(expected_output_shape), output.shape
     assert np.all(np.isfinite(output))
 
@@ -70,7 +71,8 @@ def run_layer_test(layer_class, init_kwargs, inputs, call_kwargs=None,
     assert clone.get_config() == config
     clone(*inputs, **call_kwargs)
     clone.set_weights(layer.get_weights())
-    np.testing.assert_allclose(_numpy(clone(*inputs, **call_kwargs)), output, atol=1e-5)
+    np.testing.assert_allclose(_numpy(_joined(clone(*inputs, **call_kwargs))), output,
+                               atol=1e-5)
     revived = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(layer))
     assert type(revived) is layer_class and revived.get_config() == config
 
@@ -81,11 +83,19 @@ def run_layer_test(layer_class, init_kwargs, inputs, call_kwargs=None,
 
     for policy in ("mixed_float16", "mixed_bfloat16"):
         half = layer_class(**dict(init_kwargs, dtype=policy))
-        result = half(*inputs, **call_kwargs)
+        result = _joined(half(*inputs, **call_kwargs))
         expected = "float32" if float32_output else policy.split("_")[1]
         assert keras.backend.standardize_dtype(result.dtype) == expected, (policy, result.dtype)
         assert all(w.dtype == "float32" for w in half.weights)
         assert np.all(np.isfinite(_numpy(result).astype("float32"))), policy
+
+
+def _joined(output):
+    """A layer's output; a tuple of equally shaped outputs (one per sentence) stacked on
+    axis 1, [B, n, ...], so the battery checks every part."""
+    if isinstance(output, (tuple, list)):
+        return keras.ops.stack(list(output), axis=1)
+    return output
 
 
 def _functional(layer, inputs, call_kwargs):
@@ -98,7 +108,7 @@ def _functional(layer, inputs, call_kwargs):
             arrays.append(value)
         else:
             symbolic_kwargs[name] = value
-    output = layer(*symbolic, **symbolic_kwargs)
+    output = _joined(layer(*symbolic, **symbolic_kwargs))
     model_inputs = symbolic + [v for v in symbolic_kwargs.values() if keras.KerasTensor
                                and isinstance(v, keras.KerasTensor)]
     return keras.Model(model_inputs, output), arrays

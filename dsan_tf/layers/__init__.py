@@ -8,13 +8,18 @@ from dsan_tf.layers.dsan_block import DSANBlock
 from dsan_tf.layers.dsan_encoder import DSANEncoder
 from dsan_tf.layers.feed_forward import PositionwiseFeedForward
 from dsan_tf.layers.fusion import FusionGate
+from dsan_tf.layers.gaussian_attention import GaussianAttentionSublayer
+from dsan_tf.layers.gaussian_transformer import (
+    GaussianEncodingBlock, GaussianTransformerEmbedding, InteractionBlock, SiameseAggregation)
 from dsan_tf.layers.head import ClassificationHead, MatchingFeatures
 from dsan_tf.layers.layer_norm import LayerNorm
 from dsan_tf.layers.pooling import MaskedMaxPooling, Source2TokenAttention
 
 __all__ = [
     "BagOfWordsEncoder", "ClassificationHead", "Clip", "DSANBlock", "DSANEncoder", "DiSABlock",
-    "DiSANEncoder", "DistancePrior", "FusionGate", "LayerNorm", "MaskedMaxPooling",
+    "DiSANEncoder", "DistancePrior", "FusionGate", "GaussianAttentionSublayer",
+    "GaussianEncodingBlock", "GaussianTransformerEmbedding", "InteractionBlock", "LayerNorm",
+    "MaskedMaxPooling",
     "MaskedMultiHeadAttention", "MatchingFeatures", "MultiDimensionalTokenAttention",
-    "PositionwiseFeedForward", "Source2TokenAttention",
+    "PositionwiseFeedForward", "SiameseAggregation", "Source2TokenAttention",
 ]
