@@ -57,6 +57,9 @@ VARIANTS = (
             ("--distance_prior=none",), 3),
     Variant("disan", "DiSAN (Shen et al. 2017)", ("--model=disan",), 3),
     Variant("cbow", "CBOW", ("--model=cbow",), 3),
+    Variant("gaussian_transformer", "Gaussian Transformer (Guo et al. 2019: M 3, N 2, H 4, "
+            "d_model 120, d_c 30, AdamWR)",
+            ("--flagfile=experiments/configs/gaussian_transformer_snli25k_glove50.cfg",)),
     Variant("prior_gaussian", "DSAN, Gaussian prior −w·d²", ("--distance_prior=gaussian",)),
     Variant("prior_gaussian_variant", "DSAN, Gaussian variant −|w·d² + b|",
             ("--distance_prior=gaussian_variant",)),
@@ -69,9 +72,6 @@ VARIANTS = (
     Variant("pool_max", "DSAN, max pooling only", ("--pooling=max",)),
     Variant("qkv_norm_full", "DSAN, Q/K/V LayerNorm over all heads' projection",
             ("--qkv_norm=full",)),
-    Variant("gaussian_transformer", "Gaussian Transformer (Guo et al. 2019: M 3, N 2, H 4, "
-            "d_model 120, d_c 30, AdamWR)",
-            ("--flagfile=experiments/configs/gaussian_transformer_snli25k_glove50.cfg",)),
 )
 
 
