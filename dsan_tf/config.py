@@ -6,7 +6,7 @@ programs can define and check their flags without loading TensorFlow.
 import dataclasses
 import json
 
-MODELS = ("dsan", "disan", "cbow", "gaussian_transformer")
+MODELS = ("dsan", "disan", "cbow", "gaussian_transformer", "afdmn")
 PRIORS = ("linear", "gaussian", "gaussian_variant", "zipf", "learned", "none")
 FUSIONS = ("projected", "raw")
 POOLINGS = ("multi_dim_max", "multi_dim", "max")
@@ -17,8 +17,10 @@ PRECISIONS = ("none", "mixed_float16", "mixed_bfloat16")
 OPTIMIZERS = ("adam", "adamw")
 # Where a model's paper differs from DSAN's defaults (DSANConfig fields): the Gaussian
 # Transformer's implementation paragraph (H = 4) and Table 1 (vii) (the prior of eq. (4)).
+# AF-DMN's Section 5.2: dropout 0.2, GloVe updated during training.
 MODEL_DEFAULTS = {"gaussian_transformer": {"num_heads": 4,
-                                           "distance_prior": "gaussian_variant"}}
+                                           "distance_prior": "gaussian_variant"},
+                  "afdmn": {"dropout": 0.2, "trainable_embeddings": True}}
 
 
 @dataclasses.dataclass
@@ -52,6 +54,8 @@ class DSANConfig:
         num_encoder_blocks: Gaussian Transformer: M (3).
         num_interaction_blocks: Gaussian Transformer: N (2).
         char_dim: Gaussian Transformer: d_c, width of the character 5-gram vectors (30).
+        lstm_units: AF-DMN: h, the width of its LSTMs (per direction) and MLPs (300).
+        matching_blocks: AF-DMN: k, computational blocks (3 for SNLI, 2 for MultiNLI).
 
     The Gaussian Transformer reads `embedding_dim` as d_w, `num_heads` as H,
     `distance_prior` for its self-attentions and `dropout` for every sub-layer; its FFN
@@ -79,6 +83,8 @@ class DSANConfig:
     num_encoder_blocks: int = 3
     num_interaction_blocks: int = 2
     char_dim: int = 30
+    lstm_units: int = 300
+    matching_blocks: int = 3
 
     def __post_init__(self):
         self.validate()
@@ -106,6 +112,8 @@ class DSANConfig:
                              f"got {self.vocab_size}.")
         if min(self.model_dim, self.num_encoder_blocks, self.char_dim) < 1:
             raise ValueError("model_dim, num_encoder_blocks and char_dim must be positive.")
+        if self.lstm_units < 1 or self.matching_blocks < 0:
+            raise ValueError("lstm_units must be positive and matching_blocks >= 0.")
         if self.num_interaction_blocks < 0:
             raise ValueError("num_interaction_blocks must be >= 0.")
 
@@ -178,7 +186,8 @@ class DataConfig:
         embeddings_cache_dir: cache of matrices read from vector files.
         extend_vocabulary: give ids to dev/test words the vector file covers.
         vocab_from_vectors: also give ids to the vector file's first N words.
-        oov_init: vectors of words the file lacks: "random" U(±0.05) or "zeros".
+        oov_init: vectors of words the file lacks: "random" U(±oov_scale) or "zeros".
+        oov_scale: range of random vectors (0.05; AF-DMN, Section 5.2: 0.01).
     """
 
     train_data: str | None = None
@@ -200,6 +209,7 @@ class DataConfig:
     extend_vocabulary: bool = True
     vocab_from_vectors: int = 0
     oov_init: str = "random"
+    oov_scale: float = 0.05
 
     def __post_init__(self):
         if self.train_subset < 0:
@@ -228,6 +238,8 @@ class TrainingConfig:
         restart_epochs: T, epochs per cosine cycle of the learning rate, restarted at the
             top each time (SGDR); 0: a constant learning rate.
         min_learning_rate: the bottom of each cosine cycle.
+        halve_on_dev_drop: halve the learning rate after an epoch whose dev accuracy fell
+            (AF-DMN, Section 5.2).
     """
 
     learning_rate: float = 1e-3
@@ -240,8 +252,12 @@ class TrainingConfig:
     normalized_weight_decay: float = 0.0
     restart_epochs: int = 0
     min_learning_rate: float = 0.0
+    halve_on_dev_drop: bool = False
 
     def __post_init__(self):
+        if self.halve_on_dev_drop and self.restart_epochs:
+            raise ValueError("halve_on_dev_drop needs a constant learning rate, not "
+                             "restart_epochs.")
         _check_choice("mixed_precision", self.mixed_precision, PRECISIONS)
         _check_choice("optimizer", self.optimizer, OPTIMIZERS)
         if self.normalized_weight_decay < 0 or self.restart_epochs < 0:

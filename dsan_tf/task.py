@@ -117,6 +117,7 @@ class NLITask:
         matrix, report = data.load_vectors(
             vector_file, preprocessor.vocabulary, cache_dir=self.cache_dir,
             oov_init=self.config.data.oov_init, seed=self.config.data.seed,
+            oov_scale=self.config.data.oov_scale,
             progress=sys.stderr.isatty())
         self.log(f"embeddings: {report.summary()}")
         if report.dim != self.config.model_config.embedding_dim:

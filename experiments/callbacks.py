@@ -102,3 +102,24 @@ class ProbeFigures(keras.callbacks.Callback):
             for name, figure in figures.items():
                 image = tf.image.decode_png(plots.png_bytes(figure), channels=4)
                 tf.summary.image(name, image[None], step=epoch + 1)
+
+
+class HalveOnDevDrop(keras.callbacks.Callback):
+    """Halves the learning rate after an epoch whose dev accuracy is below the previous
+    epoch's (AF-DMN, Section 5.2: "halved when the accuracy on the development set drops").
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.previous = None
+
+    def on_epoch_end(self, epoch, logs=None):
+        accuracy = (logs or {}).get("val_accuracy")
+        if accuracy is None:
+            return
+        if self.previous is not None and accuracy < self.previous:
+            rate = self.model.optimizer.learning_rate
+            rate.assign(rate * 0.5)
+            print(f"dev accuracy fell ({self.previous:.4f} -> {accuracy:.4f}): learning rate "
+                  f"halved to {float(rate.numpy()):.3g}")
+        self.previous = accuracy

@@ -81,6 +81,10 @@ def define_model_flags():
     flags.DEFINE_integer("char_dim", _MODEL.char_dim,
                          "Gaussian Transformer: d_c, width of the fixed character 5-gram "
                          "vectors.")
+    flags.DEFINE_integer("lstm_units", _MODEL.lstm_units,
+                         "AF-DMN: h, LSTM width per direction and MLP width.")
+    flags.DEFINE_integer("matching_blocks", _MODEL.matching_blocks,
+                         "AF-DMN: k, computational blocks of the matching layer.")
 
 
 @_once
@@ -133,7 +137,9 @@ def define_data_flags():
                          "the first N words of the --embeddings file (GloVe is ordered by "
                          "frequency), so an exported model covers unseen text.")
     flags.DEFINE_enum("oov_init", _DATA.oov_init, OOV_INITS, "Vectors of words missing from "
-                      "the vector file: U(-0.05, 0.05) or zeros.")
+                      "the vector file: U(-oov_scale, oov_scale) or zeros.")
+    flags.DEFINE_float("oov_scale", _DATA.oov_scale, "--oov_init=random draws vectors from "
+                       "U(-oov_scale, oov_scale) (AF-DMN: 0.01).")
 
 
 @_once
@@ -151,6 +157,8 @@ def define_training_flags():
                          "cycles of this many epochs, restarted at the top (0: constant).")
     flags.DEFINE_float("min_learning_rate", _TRAINING.min_learning_rate,
                        "Bottom of each cosine learning-rate cycle.")
+    flags.DEFINE_boolean("halve_on_dev_drop", _TRAINING.halve_on_dev_drop, "Halve the "
+                         "learning rate after an epoch whose dev accuracy fell (AF-DMN).")
     flags.DEFINE_integer("epochs", _TRAINING.epochs,
                          "Training epochs (at most, with --patience).")
     flags.DEFINE_integer("patience", _TRAINING.patience, "Stop when dev accuracy has not "

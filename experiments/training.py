@@ -134,6 +134,8 @@ def make_callbacks(run, task, prepared, log_every_steps, probe_sentence=None):
         ids = preprocessor.token_ids([probe_sentence]).to_list()[0]
         shared.append(callbacks.ProbeFigures(run.path("tensorboard/probe"),
                                              preprocessor.tokens(probe_sentence), ids))
+    if config.training.halve_on_dev_drop:
+        shared.append(callbacks.HalveOnDevDrop())
     if config.training.patience:
         shared.append(keras.callbacks.EarlyStopping(
             "val_accuracy", patience=config.training.patience, mode="max"))

@@ -83,8 +83,11 @@ def test_plan_has_three_seeds_where_the_issue_asks_and_the_first_seeds_first():
     for key in ("dsan", "prior_none", "disan", "cbow"):
         assert seeds[key] == [0, 1, 2], key
     assert all(len(s) >= 1 for s in seeds.values()) and len(seeds) == len(results.VARIANTS)
-    first = [run.seed for run in runs[:len(results.VARIANTS)]]
-    assert first == [0] * len(results.VARIANTS)  # a partial study has every row
+    early = [v for v in results.VARIANTS if not v.last]
+    first = runs[:len(early)]
+    assert [run.seed for run in first] == [0] * len(early)  # a partial study has every row
+    late = [v.key for v in results.VARIANTS if v.last]
+    assert late and [run.variant.key for run in runs[-len(late):]] == late  # costly rows last
     assert {run.task for run in runs} == {"snli", "sick", "curve5500", "curve12500"}
     assert len(set(runs)) == len(runs)
 

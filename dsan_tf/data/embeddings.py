@@ -149,10 +149,10 @@ def _read_vectors(lines, vocabulary):
     return vectors
 
 
-def _matrix(vectors, vocabulary, dim, oov_init, seed):
-    """[V, D]: the vectors, seeded U(-0.05, 0.05) or zeros where there is none, row 0 zero."""
+def _matrix(vectors, vocabulary, dim, oov_init, seed, scale=0.05):
+    """[V, D]: the vectors, seeded U(-scale, scale) or zeros where there is none, row 0 zero."""
     rng = np.random.default_rng(seed)
-    matrix = (rng.uniform(-0.05, 0.05, size=(vocabulary.size, dim)).astype(np.float32)
+    matrix = (rng.uniform(-scale, scale, size=(vocabulary.size, dim)).astype(np.float32)
               if oov_init == "random" else np.zeros((vocabulary.size, dim), np.float32))
     for i, vector in vectors.items():
         matrix[i] = vector
@@ -174,7 +174,8 @@ def _save(cache_path, matrix, report):
     os.replace(temporary, cache_path)
 
 
-def load_vectors(path, vocabulary, cache_dir=None, oov_init="random", seed=0, progress=True):
+def load_vectors(path, vocabulary, cache_dir=None, oov_init="random", seed=0, progress=True,
+                 oov_scale=0.05):
     """The embedding matrix of `vocabulary` from a GloVe-format file (.txt, .gz or .zip).
 
     Args:
@@ -182,6 +183,7 @@ def load_vectors(path, vocabulary, cache_dir=None, oov_init="random", seed=0, pr
         vocabulary: `dsan_tf.data.Vocabulary`.
         cache_dir: where to cache the matrix; None disables the cache.
         oov_init: "random" or "zeros", for words without a vector.
+        oov_scale: random vectors are U(-oov_scale, oov_scale).
         seed: seed of the random rows.
         progress: show a progress bar (rate, ETA) while reading.
 
@@ -193,12 +195,15 @@ def load_vectors(path, vocabulary, cache_dir=None, oov_init="random", seed=0, pr
         raise DataError(f"oov_init must be one of {OOV_INITS}, got {oov_init!r}.")
     cache_path = ""
     if cache_dir:
-        cache_path = os.path.join(
-            cache_dir, f"vectors-{cache_key(path, vocabulary, oov_init, seed)}.npz")
+        # The scale joins the key only when it is not the default, so caches made before
+        # it was a setting stay valid.
+        settings = (oov_init, seed) + ((oov_scale,) if oov_scale != 0.05 else ())
+        key = cache_key(path, vocabulary, *settings)
+        cache_path = os.path.join(cache_dir, f"vectors-{key}.npz")
         if os.path.isfile(cache_path):
             return _cached(cache_path)
     vectors = _read_vectors(lines, vocabulary)
-    matrix = _matrix(vectors, vocabulary, lines.dim, oov_init, seed)
+    matrix = _matrix(vectors, vocabulary, lines.dim, oov_init, seed, oov_scale)
     counts = np.asarray(vocabulary.counts, dtype=np.int64)
     found = np.zeros(len(vocabulary.words), bool)
     found[[i - 2 for i in vectors]] = True

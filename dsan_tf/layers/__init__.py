@@ -1,5 +1,6 @@
 """Keras layers of the models, one concept each, registered for `.keras` files."""
 
+from dsan_tf.layers.afdmn import AttentionFusion, ComputationalBlock, CrossAttention
 from dsan_tf.layers.attention import MaskedMultiHeadAttention
 from dsan_tf.layers.bag_of_words import BagOfWordsEncoder
 from dsan_tf.layers.disan import DiSABlock, DiSANEncoder, MultiDimensionalTokenAttention
@@ -16,10 +17,10 @@ from dsan_tf.layers.layer_norm import LayerNorm
 from dsan_tf.layers.pooling import MaskedMaxPooling, Source2TokenAttention
 
 __all__ = [
-    "BagOfWordsEncoder", "ClassificationHead", "Clip", "DSANBlock", "DSANEncoder", "DiSABlock",
-    "DiSANEncoder", "DistancePrior", "FusionGate", "GaussianAttentionSublayer",
-    "GaussianEncodingBlock", "GaussianTransformerEmbedding", "InteractionBlock", "LayerNorm",
-    "MaskedMaxPooling",
+    "AttentionFusion", "BagOfWordsEncoder", "ClassificationHead", "Clip", "ComputationalBlock",
+    "CrossAttention", "DSANBlock", "DSANEncoder", "DiSABlock", "DiSANEncoder", "DistancePrior",
+    "FusionGate", "GaussianAttentionSublayer", "GaussianEncodingBlock",
+    "GaussianTransformerEmbedding", "InteractionBlock", "LayerNorm", "MaskedMaxPooling",
     "MaskedMultiHeadAttention", "MatchingFeatures", "MultiDimensionalTokenAttention",
     "PositionwiseFeedForward", "SiameseAggregation", "Source2TokenAttention",
 ]

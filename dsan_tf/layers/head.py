@@ -49,6 +49,8 @@ class ClassificationHead(keras.layers.Layer):
         layer_norm_epsilon: float.
         hidden_layer_norm: LayerNorm on the hidden layer (DSAN, Section 5.2: on every
             linear projection); the Gaussian Transformer's eq. (16) has none.
+        activation: of the hidden layer: "relu" (DSAN, Gaussian Transformer) or "tanh"
+            (AF-DMN, eq. (8)).
         kernel_initializer: initializer of both dense layers.
 
     Call arguments:
@@ -61,8 +63,9 @@ class ClassificationHead(keras.layers.Layer):
 
     def __init__(self, hidden_units=300, num_classes=3, dropout=0.1, input_dropout=0.0,
                  layer_norm_epsilon=1e-5, kernel_initializer="glorot_uniform",
-                 hidden_layer_norm=True, **kwargs):
+                 hidden_layer_norm=True, activation="relu", **kwargs):
         super().__init__(**kwargs)
+        self.activation = activation
         self.hidden_units = hidden_units
         self.hidden_layer_norm = hidden_layer_norm
         self.num_classes = num_classes
@@ -96,7 +99,7 @@ class ClassificationHead(keras.layers.Layer):
         hidden = self.hidden_dense(self.input_dropout(features, training=training))
         if self.hidden_norm is not None:
             hidden = self.hidden_norm(hidden)
-        hidden = ops.relu(hidden)
+        hidden = ops.tanh(hidden) if self.activation == "tanh" else ops.relu(hidden)
         return self.logits_dense(self.hidden_dropout(hidden, training=training))
 
     def compute_output_shape(self, features_shape):
@@ -112,5 +115,6 @@ class ClassificationHead(keras.layers.Layer):
             "layer_norm_epsilon": self.layer_norm_epsilon,
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
             "hidden_layer_norm": self.hidden_layer_norm,
+            "activation": self.activation,
         })
         return config

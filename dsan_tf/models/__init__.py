@@ -5,6 +5,7 @@ NLI task model on top of any of them (`NLIClassifier`). `build_model` makes one 
 import numpy as np
 
 from dsan_tf.config import MODELS, DSANConfig, check_model
+from dsan_tf.models.afdmn import AFDMNBackbone
 from dsan_tf.models.backbone import (
     AnalysisUnavailable, Backbone, PairBackbone, SentenceEncoderBackbone)
 from dsan_tf.models.cbow import CBOWBackbone
@@ -13,7 +14,7 @@ from dsan_tf.models.dsan import DSANBackbone
 from dsan_tf.models.gaussian_transformer import GaussianTransformerBackbone
 from dsan_tf.models.nli_classifier import NLIClassifier
 
-__all__ = ["AnalysisUnavailable", "Backbone", "CBOWBackbone", "DSANBackbone", "DiSANBackbone",
+__all__ = ["AFDMNBackbone", "AnalysisUnavailable", "Backbone", "CBOWBackbone", "DSANBackbone", "DiSANBackbone",
            "GaussianTransformerBackbone", "MODELS", "NLIClassifier", "PairBackbone", "SentenceEncoderBackbone",
            "build_backbone", "build_model"]
 
@@ -44,7 +45,24 @@ def build_backbone(name, config, vocabulary_size):
             num_interaction_blocks=config.num_interaction_blocks,
             distance_prior=config.distance_prior, dropout=config.dropout,
             layer_norm_epsilon=config.layer_norm_epsilon, **common)
+    if name == "afdmn":
+        return AFDMNBackbone(units=config.lstm_units, num_blocks=config.matching_blocks,
+                             dropout=config.dropout, **common)
     raise ValueError(f"model must be one of {MODELS}, got {name!r}.")
+
+
+def _head(name, config):
+    """The prediction layers each paper describes: DSAN's Section 4.1 (ReLU + LayerNorm,
+    dropout after it); the Gaussian Transformer's eq. (16)-(17) (d_model-wide ReLU, no
+    LayerNorm); AF-DMN's eq. (8) (tanh, dropout on "all MLPs": its input and hidden layer)."""
+    if name == "gaussian_transformer":
+        return dict(hidden_units=config.model_dim, dropout=config.dropout,
+                    hidden_layer_norm=False)
+    if name == "afdmn":
+        return dict(hidden_units=config.lstm_units, dropout=config.dropout,
+                    input_dropout=config.dropout, hidden_layer_norm=False,
+                    hidden_activation="tanh")
+    return dict(hidden_units=config.classifier_units, dropout=config.dropout)
 
 
 def build_model(name="dsan", config=None, word_vectors=None):
@@ -80,12 +98,9 @@ def build_model(name="dsan", config=None, word_vectors=None):
     if vocabulary_size is None:
         raise ValueError("give DSANConfig.vocab_size or word vectors.")
     backbone = build_backbone(name, config, vocabulary_size)
-    # The Gaussian Transformer's prediction layers: a d_model-wide ReLU layer without
-    # LayerNorm (eq. (16)-(17)).
     model = NLIClassifier(backbone, num_classes=config.num_classes,
-                          hidden_units=config.model_dim if joint else config.classifier_units,
-                          dropout=config.dropout, layer_norm_epsilon=config.layer_norm_epsilon,
-                          hidden_layer_norm=not joint, name=name)
+                          layer_norm_epsilon=config.layer_norm_epsilon, name=name,
+                          **_head(name, config))
     if word_vectors is not None:
         backbone.set_word_vectors(word_vectors)
     return model

@@ -25,7 +25,8 @@ class NLIClassifier(keras.Model):
         dropout: on the head's ReLU layer (0.1).
         input_dropout: on the head's input features (the paper: none).
         layer_norm_epsilon: float.
-        hidden_layer_norm: LayerNorm on the head's ReLU layer (DSAN: yes).
+        hidden_layer_norm: LayerNorm on the head's hidden layer (DSAN: yes).
+        hidden_activation: "relu" or "tanh" (AF-DMN).
 
     Call arguments:
         inputs: {"premise": int [B, T1], "hypothesis": int [B, T2]}, 0 padding.
@@ -37,12 +38,13 @@ class NLIClassifier(keras.Model):
 
     def __init__(self, backbone, num_classes=3, hidden_units=300, dropout=0.1,
                  input_dropout=0.0, layer_norm_epsilon=1e-5, hidden_layer_norm=True,
-                 **kwargs):
+                 hidden_activation="relu", **kwargs):
         # The head is made before the backbone is first called (see DSANBackbone).
         head = ClassificationHead(hidden_units=hidden_units, num_classes=num_classes,
                                   dropout=dropout, input_dropout=input_dropout,
                                   layer_norm_epsilon=layer_norm_epsilon,
                                   hidden_layer_norm=hidden_layer_norm,
+                                  activation=hidden_activation,
                                   name="classification_head", dtype=backbone.dtype_policy)
         inputs = {side: keras.Input(shape=(None,), dtype="int32", name=side)
                   for side in ("premise", "hypothesis")}
@@ -60,6 +62,7 @@ class NLIClassifier(keras.Model):
         self.input_dropout = input_dropout
         self.layer_norm_epsilon = layer_norm_epsilon
         self.hidden_layer_norm = hidden_layer_norm
+        self.hidden_activation = hidden_activation
 
     def parameter_breakdown(self):
         """The backbone's parts (`Backbone.parameter_breakdown`), `classifier` (the head)
@@ -77,7 +80,8 @@ class NLIClassifier(keras.Model):
                 "num_classes": self.num_classes, "hidden_units": self.hidden_units,
                 "dropout": self.dropout, "input_dropout": self.input_dropout,
                 "layer_norm_epsilon": self.layer_norm_epsilon,
-                "hidden_layer_norm": self.hidden_layer_norm}
+                "hidden_layer_norm": self.hidden_layer_norm,
+                "hidden_activation": self.hidden_activation}
 
     @classmethod
     def from_config(cls, config):

@@ -1,0 +1,99 @@
+"""The AF-DMN backbone (Duan et al., 2018), a joint (pair-in) model with BiLSTMs.
+
+Shape legend: B batch, T1 premise tokens, T2 hypothesis tokens, D word width, h the LSTM
+and MLP width (the paper: 300), k computational blocks.
+"""
+
+import keras
+from keras import ops
+
+from dsan_tf.data.vocabulary import PAD_ID
+from dsan_tf.layers.afdmn import ComputationalBlock, bilstm
+from dsan_tf.models.backbone import PairBackbone
+
+SIDES = ("premise", "hypothesis")
+
+
+@keras.saving.register_keras_serializable(package="dsan_tf")
+class AFDMNBackbone(PairBackbone):
+    """Token ids of both sentences -> V = [mean(V_p); max(V_p); mean(V_q); max(V_q)]
+    (eq. (5)-(7)), the input of the prediction MLP (eq. (8)).
+
+    Word embedding (trainable GloVe in the paper) with dropout -> one BiLSTM encoder for
+    both sentences (eq. (2)-(3)) -> k computational blocks (Section 3) -> mean and max
+    pooling over each sentence's real words.
+
+    Args:
+        vocabulary_size: int, V.
+        embedding_dim: D.
+        units: h (300): LSTM width per direction and MLP width.
+        num_blocks: k (3 for SNLI, 2 for MultiNLI).
+        dropout: on the word embeddings and every MLP's input (0.2).
+        init_scale: every weight of the encoder and the blocks starts U(-s, s) (Section
+            5.2: 0.01); 0 keeps Keras' defaults (Glorot, orthogonal recurrent kernels).
+        trainable_embeddings: bool (the paper: True).
+
+    Call arguments:
+        inputs: {"premise": int [B, T1], "hypothesis": int [B, T2]}, 0 padding.
+        training: bool.
+
+    Returns:
+        float [B, 8h].
+    """
+
+    def __init__(self, vocabulary_size, embedding_dim=300, units=300, num_blocks=3, dropout=0.2,
+                 init_scale=0.01, trainable_embeddings=True, **kwargs):
+        super().__init__(vocabulary_size, embedding_dim, trainable_embeddings, **kwargs)
+        self.units, self.num_blocks, self.dropout = units, num_blocks, dropout
+        self.init_scale = init_scale
+        initializer = (keras.initializers.RandomUniform(-init_scale, init_scale) if init_scale
+                       else "glorot_uniform")
+        self._make_token_embedding()
+        self.embedding_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.encoder = bilstm(units, "encoder_bilstm", self.dtype_policy, initializer)
+        self.blocks = [ComputationalBlock(units, dropout, kernel_initializer=initializer,
+                                          name=f"block_{i}", dtype=self.dtype_policy)
+                       for i in range(num_blocks)]
+
+    @property
+    def output_dim(self):
+        return 8 * self.units
+
+    def call(self, inputs, training=None):
+        return self.pair_intermediates(inputs, training=training)["features"]
+
+    def pair_intermediates(self, inputs, training=False):
+        """{"features" [B, 8h], "attention": a list of {"block", "kind", "weights"
+        [B, 1, Tq, Tk]} in depth order: cross attention both ways and self-attention}."""
+        masks = {side: ops.not_equal(inputs[side], PAD_ID) for side in SIDES}
+        states = {}
+        for side in SIDES:
+            embedded = self.embedding_dropout(self.token_embedding(inputs[side]),
+                                              training=training)
+            states[side] = self.encoder(embedded, mask=masks[side], training=training)
+        attention = []
+        for block in self.blocks:
+            states["premise"], states["hypothesis"], weights = block(
+                states["premise"], states["hypothesis"], masks["premise"],
+                masks["hypothesis"], training=training, return_attention_scores=True)
+            # One "head": the same layout as the Gaussian Transformer's maps.
+            attention += [{"block": block.name, "kind": kind, "weights": value[:, None]}
+                          for kind, value in weights.items()]
+        pooled = []
+        for side in SIDES:
+            real = ops.cast(masks[side], states[side].dtype)[:, :, None]
+            mean = ops.sum(states[side] * real, axis=1) / ops.maximum(ops.sum(real, axis=1), 1.0)
+            largest = ops.max(ops.where(real > 0, states[side], -1e4), axis=1)
+            pooled += [mean, largest]
+        return {"features": ops.concatenate(pooled, axis=-1), "attention": attention}
+
+    def compute_output_shape(self, inputs_shape):
+        return (inputs_shape["premise"][0], self.output_dim)
+
+    def _parts(self):
+        return [("encoder_bilstm", self.encoder),
+                *[(block.name, block) for block in self.blocks]]
+
+    def get_config(self):
+        return dict(super().get_config(), units=self.units, num_blocks=self.num_blocks,
+                    dropout=self.dropout, init_scale=self.init_scale)

@@ -1,0 +1,87 @@
+"""AF-DMN (Duan et al. 2018) as the paper describes it: padding, masking, saving."""
+
+import json
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from helpers import ENV, random_ids
+
+from dsan_tf import DSANConfig, build_model
+
+TINY = DSANConfig.for_model("afdmn", vocab_size=40, embedding_dim=12, lstm_units=8,
+                            matching_blocks=2)
+
+
+def pairs(rng):
+    inputs = {"premise": random_ids(rng, 4, 7, TINY.vocab_size),
+              "hypothesis": random_ids(rng, 4, 5, TINY.vocab_size)}
+    inputs["premise"][1, 1:] = 0  # a one-token premise
+    inputs["hypothesis"][2, 2:] = 0
+    return inputs
+
+
+def test_paper_configuration():
+    """Section 5.2: 300-d everything, k = 3 for SNLI, trainable GloVe, dropout 0.2; the
+    prediction MLP of eq. (8) reads [mean; max] of both sentences, 8h wide."""
+    model = build_model("afdmn", DSANConfig.for_model("afdmn", vocab_size=5))
+    parts = model.parameter_breakdown()
+    lstm = 2 * 4 * (300 * 300 + 300 * 300 + 300)  # BiLSTM(300) on 300-d inputs
+    assert parts["encoder_bilstm"] == lstm
+    block = 600 * 600 + 2 * 600 + 2 * (2400 * 300 + 300 + lstm)  # eq. (9), 2 fusions
+    assert [parts[f"block_{i}"] for i in range(3)] == [block] * 3
+    assert parts["classifier"] == 2400 * 300 + 300 + 300 * 3 + 3
+    assert model.backbone.token_embedding.trainable and model.backbone.dropout == 0.2
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_float16"])
+def test_padding_never_changes_logits(rng, policy):
+    keras.config.set_dtype_policy(policy)
+    model = build_model("afdmn", TINY)
+    inputs = pairs(rng)
+    base = np.asarray(model(inputs, training=False), "float32")
+    padded = {side: np.pad(ids, ((0, 0), (0, 3))) for side, ids in inputs.items()}
+    tolerance = 1e-5 if policy == "float32" else 2e-2
+    np.testing.assert_allclose(np.asarray(model(padded, training=False), "float32"), base,
+                               atol=tolerance)
+    alone = {"premise": inputs["premise"][1:2, :1], "hypothesis": inputs["hypothesis"][1:2]}
+    np.testing.assert_allclose(np.asarray(model(alone, training=False), "float32")[0], base[1],
+                               atol=tolerance)
+    assert np.isfinite(base).all()
+
+
+def test_attention_never_reaches_padding(rng):
+    model = build_model("afdmn", TINY)
+    inputs = pairs(rng)
+    real = {side: inputs[side] != 0 for side in ("premise", "hypothesis")}
+    maps = model.backbone.pair_intermediates(inputs)["attention"]
+    assert len(maps) == 4 * TINY.matching_blocks
+    for entry in maps:
+        query, _, key = entry["kind"].partition("_to_")
+        query = query.replace("_self", "")
+        weights = np.asarray(entry["weights"])
+        assert np.all(weights * ~real[key or query][:, None, None, :] == 0), entry["kind"]
+        sums = weights.sum(-1)
+        np.testing.assert_allclose(
+            sums[np.broadcast_to(real[query][:, None, :], sums.shape)], 1.0, atol=1e-5)
+
+
+def test_keras_file_reloads_in_a_fresh_process(rng, tmp_path):
+    model = build_model("afdmn", TINY)
+    inputs = pairs(rng)
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(True))
+    model.fit(inputs, np.array([0, 1, 2, 0]), epochs=1, verbose=0)
+    expected = np.asarray(model(inputs, training=False))
+    path, data = tmp_path / "afdmn.keras", tmp_path / "inputs.npz"
+    model.save(path)
+    np.savez(data, **inputs)
+    script = ("import json, sys, keras, numpy as np, dsan_tf.models\n"
+              "m = keras.models.load_model(sys.argv[1]); x = dict(np.load(sys.argv[2]))\n"
+              "print(json.dumps(np.asarray(m(x, training=False)).tolist()))")
+    result = subprocess.run([sys.executable, "-c", script, str(path), str(data)], env=ENV,
+                            capture_output=True, text=True, timeout=300, check=True)
+    np.testing.assert_allclose(
+        np.array(json.loads(result.stdout.strip().splitlines()[-1])), expected, atol=1e-6)
