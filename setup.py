@@ -23,6 +23,7 @@ setup(
     entry_points={"console_scripts": [
         "dsan-train=experiments.train:cli",
         "dsan-evaluate=experiments.evaluate:cli",
+        "dsan-ensemble=experiments.ensemble:cli",
         "dsan-export=experiments.export:cli",
         "dsan-predict=experiments.predict:cli",
         "dsan-summary=experiments.summary:cli",

@@ -57,3 +57,39 @@ class Predictor:
         if not self.model.backbone.pair_input:
             archive.add_endpoint("encode", self.encode, input_signature=[text("sentences")])
         archive.write_out(export_dir, verbose=False)
+
+
+class EnsemblePredictor:
+    """Averages the class probabilities of several trained runs (the ensembles of AF-DMN,
+    Section 5.3, and of the Gaussian Transformer). Each member reads the raw text with its
+    own preprocessor, so members may differ in model family and vocabulary.
+
+    Args:
+        predictors: `Predictor`s whose models share the label order `dsan_tf.LABELS`.
+    """
+
+    def __init__(self, predictors):
+        if not predictors:
+            raise ValueError("an ensemble needs at least one member.")
+        self.predictors = list(predictors)
+
+    def classify(self, premise, hypothesis):
+        """As `Predictor.classify`, with the members' mean probabilities."""
+        probabilities = tf.add_n([member.classify(premise, hypothesis)["probabilities"]
+                                  for member in self.predictors]) / len(self.predictors)
+        names = tf.constant(LABELS)
+        return {"probabilities": probabilities,
+                "label": tf.gather(names, tf.argmax(probabilities, axis=-1)),
+                "label_names": names}
+
+    def export(self, export_dir):
+        """Writes one SavedModel whose `serving_default` (premise, hypothesis ->
+        probabilities, label, label_names) runs every member; it needs TensorFlow only."""
+        archive = keras.export.ExportArchive()
+        for member in self.predictors:
+            archive.track(member.model)
+            archive.track(member.preprocessor.lookup)
+        text = lambda name: tf.TensorSpec([None], tf.string, name=name)  # noqa: E731
+        archive.add_endpoint("serving_default", self.classify,
+                             input_signature=[text("premise"), text("hypothesis")])
+        archive.write_out(export_dir, verbose=False)

@@ -14,6 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from dsan_tf import data
+from dsan_tf.labels import LABELS
 from dsan_tf.serving import Predictor
 from experiments import callbacks, distribute
 from experiments import rundir as run_files
@@ -102,7 +103,7 @@ def write_config(run, task, prepared, model, strategy, padding, strategy_name):
     run.write_json(run_files.CONFIG, {
         "model": config.model, "model_config": dataclasses.asdict(config.model_config),
         "max_length": prepared.preprocessor.max_length,
-        "lowercase": prepared.preprocessor.lowercase,
+        "lowercase": prepared.preprocessor.lowercase, "label_names": list(LABELS),
         "vocab_size": prepared.preprocessor.vocabulary_size,
         "embeddings": prepared.embeddings, "parameters": model.parameter_breakdown(),
         "padding_fraction": padding, "mixed_precision": config.training.mixed_precision,

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from helpers import ENV, ROOT, cli, command, ok
@@ -189,7 +190,7 @@ def test_killed_run_resumes_from_the_last_completed_epoch(tmp_path):
     assert [int(r["epoch"]) for r in history(tmp_path)][-1] == 4
 
 
-PROGRAMS = ("train", "evaluate", "export", "predict", "summary", "visualize",
+PROGRAMS = ("train", "evaluate", "ensemble", "export", "predict", "summary", "visualize",
             "pipeline_benchmark", "results", "tokenizer_agreement")
 
 
@@ -219,3 +220,56 @@ def test_visualize_on_a_disan_run_says_what_it_cannot_show(tmp_path):
     message = result.stderr.strip().splitlines()[-1]
     assert message.startswith(f"error: --workdir={tmp_path} is a disan run:")
     assert "Figures 7-11" in message and "DiSANBackbone" in message
+
+
+ENSEMBLE_FRESH = """
+import json, sys
+import tensorflow as tf
+model = tf.saved_model.load(sys.argv[1])
+out = model.signatures["serving_default"](premise=tf.constant(["the dog chased the cat"]),
+                                          hypothesis=tf.constant(["the cat chased the dog"]))
+print(json.dumps(out["probabilities"].numpy().tolist()))
+"""
+
+
+def test_ensemble_of_two_runs_evaluates_exports_and_serves(demo, tmp_path):
+    """The papers' ensembles average their members' probabilities; members of another
+    model kind and vocabulary read the text with their own preprocessor."""
+    import shutil
+
+    workdir, _ = demo
+    cbow = tmp_path / "cbow"
+    ok(cli("train", *DEMO, "--model=cbow", "--epochs=2", "--lowercase", f"--workdir={cbow}"))
+    output, export = tmp_path / "ensemble.json", tmp_path / "export"
+    printed = ok(cli("ensemble", f"--workdir={workdir}", f"--workdir={cbow}",
+                     "--data=synthetic:word_order/dev", f"--output={output}",
+                     f"--export_dir={export}"))
+    assert "ensemble of 2" in printed
+    source = json.loads(output.read_text())["sources"]["synthetic:word_order/dev"]
+    assert set(source["members"]) == {str(workdir), str(cbow)}
+    members = [report["accuracy"] for report in source["members"].values()]
+    assert 0 <= source["ensemble"]["accuracy"] <= 1 and len(set(members)) == 2
+    assert source["ensemble"]["examples"] == 168
+    served = json.loads(ok(subprocess.run([sys.executable, "-c", ENSEMBLE_FRESH, str(export)],
+                                          env=ENV, capture_output=True, text=True, timeout=300))
+                        .strip().splitlines()[-1])
+    # The served ensemble is the mean of the members' served probabilities.
+    singles = []
+    for member in (workdir, cbow):
+        ok(cli("export", f"--workdir={member}", f"--export_dir={tmp_path / member.name}"))
+        singles.append(json.loads(ok(subprocess.run(
+            [sys.executable, "-c", ENSEMBLE_FRESH, str(tmp_path / member.name)], env=ENV,
+            capture_output=True, text=True, timeout=300)).strip().splitlines()[-1])[0])
+    assert served[0] == pytest.approx(np.mean(singles, axis=0).tolist(), abs=1e-5)
+
+    other = tmp_path / "relabelled"
+    shutil.copytree(cbow, other)
+    config = json.loads((other / "config.json").read_text())
+    config["label_names"] = ["contradiction", "neutral", "entailment"]
+    (other / "config.json").write_text(json.dumps(config))
+    refused = cli("ensemble", f"--workdir={workdir}", f"--workdir={other}",
+                  "--data=synthetic:word_order/dev")
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr
+    assert "an ensemble averages probabilities of the same labels" in refused.stderr
+    alone = cli("ensemble", f"--workdir={workdir}", "--data=synthetic:word_order/dev")
+    assert "give at least two --workdir runs" in alone.stderr

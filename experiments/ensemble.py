@@ -1,0 +1,128 @@
+"""Evaluates (and exports) an ensemble of trained runs that averages their probabilities.
+
+    python -m experiments.ensemble --workdir=RUN_A --workdir=RUN_B [--workdir=...] \
+        --data=SPEC [--data=SPEC ...] --output=FILE.json [--export_dir=DIR]
+
+The papers' ensembles average the class distributions of their members (AF-DMN, Section
+5.3; Gaussian Transformer, Tables 2-3). Members may be of different model kinds with
+different vocabularies: each tokenizes with its own preprocessor. Per source, the ensemble
+and every member get `experiments.evaluate`'s report (accuracy, per-class scores, confusion
+matrix, accuracy by length, with lengths as the first member counts tokens). --export_dir
+writes one SavedModel whose raw-string `serving_default` runs the whole ensemble.
+"""
+
+import json
+
+from absl import flags
+
+from experiments import flags as project_flags
+from experiments import program
+
+FLAGS = project_flags.FLAGS
+
+
+def define_flags():
+    project_flags.define_reading_flags()
+    project_flags.define_output_flag()
+    flags.DEFINE_multi_string("workdir", None, "A finished experiments.train run; repeat it "
+                              "for every member (at least two).")
+    flags.DEFINE_multi_string("data", None, "Data source spec(s) to evaluate on.")
+    flags.DEFINE_string("export_dir", None, "Also write the ensemble as one SavedModel here.")
+
+
+def load_members(workdirs):
+    """[(workdir, model, preprocessor, config)]; `UsageError` when the members' label names
+    differ (their probabilities would not describe the same classes)."""
+    from dsan_tf.labels import LABELS
+    from experiments.rundir import RunDirectory
+
+    members = [(workdir, *RunDirectory(workdir).load()) for workdir in workdirs]
+    first_dir, _, _, first = members[0]
+    expected = first.get("label_names", list(LABELS))
+    for workdir, _, _, config in members[1:]:
+        names = config.get("label_names", list(LABELS))
+        if names != expected:
+            raise program.UsageError(
+                f"--workdir={workdir} predicts the labels {names} but --workdir={first_dir} "
+                f"predicts {expected}: an ensemble averages probabilities of the same labels.")
+    return members
+
+
+def member_probabilities(task, model, preprocessor, examples):
+    """float32 [N, C] probabilities of one member, in the order of `examples`, and the
+    premise and hypothesis token counts."""
+    import numpy as np
+    import tensorflow as tf
+
+    pairs = preprocessor.encode(examples)
+    probabilities, lengths = [], []
+    for inputs, _ in task.build_inputs(pairs, in_order=True):
+        logits = tf.cast(model.predict_on_batch(inputs), tf.float32)
+        probabilities.append(tf.nn.softmax(logits, axis=-1).numpy())
+        lengths.append([np.count_nonzero(inputs[side].numpy(), axis=1)
+                        for side in ("premise", "hypothesis")])
+    counts = [np.concatenate([batch[i] for batch in lengths]) for i in range(2)]
+    return np.concatenate(probabilities), counts, np.asarray(pairs.labels)
+
+
+def evaluate_source(task, members, spec):
+    """{"ensemble": report, "members": {workdir: report}} on the source `spec`."""
+    import numpy as np
+
+    from dsan_tf import metrics
+
+    examples, report = task.read(spec, "data")
+    outputs = [member_probabilities(task, model, preprocessor, examples)
+               for _, model, preprocessor, _ in members]
+    labels, (premise_lengths, hypothesis_lengths) = outputs[0][2], outputs[0][1]
+
+    def scored(probabilities):
+        result = metrics.classification_report(labels, np.argmax(probabilities, axis=-1),
+                                               premise_lengths, hypothesis_lengths)
+        result["read"] = report.summary()
+        return result
+
+    mean = np.mean([probabilities for probabilities, _, _ in outputs], axis=0)
+    return {"ensemble": scored(mean),
+            "members": {workdir: scored(probabilities)
+                        for (workdir, *_), (probabilities, _, _) in zip(members, outputs)}}
+
+
+@program.main
+def main(argv):
+    program.check_start(argv)
+    if not FLAGS.workdir or len(FLAGS.workdir) < 2:
+        raise program.UsageError("give at least two --workdir runs to ensemble.")
+    if not FLAGS.data and not FLAGS.export_dir:
+        raise program.UsageError("give --data to evaluate on, --export_dir, or both.")
+    from dsan_tf import metrics  # TensorFlow loads here, not for --help
+    from dsan_tf.config import DataConfig, ExperimentConfig
+    from dsan_tf.serving import EnsemblePredictor, Predictor
+    from dsan_tf.task import NLITask
+
+    members = load_members(FLAGS.workdir)
+    task = NLITask(ExperimentConfig(data=DataConfig(
+        tfds_data_dir=FLAGS.tfds_data_dir, batch_size=FLAGS.batch_size)), log=lambda _: None)
+    results = {"workdirs": FLAGS.workdir, "models": [config["model"] for *_, config in members],
+               "sources": {}}
+    for spec in FLAGS.data or []:
+        results["sources"][spec] = source = evaluate_source(task, members, spec)
+        for workdir, report in source["members"].items():
+            print(f"member {workdir}: accuracy {report['accuracy']:.4f}")
+        print(metrics.format_report(f"ensemble of {len(members)}: {spec}", source["ensemble"]))
+    if FLAGS.output:
+        with open(FLAGS.output, "w", encoding="utf-8") as stream:
+            json.dump(results, stream, indent=2)
+        print(f"metrics: {FLAGS.output}")
+    if FLAGS.export_dir:
+        EnsemblePredictor([Predictor(model, preprocessor)
+                           for _, model, preprocessor, _ in members]).export(FLAGS.export_dir)
+        print(f"SavedModel of the ensemble: {FLAGS.export_dir}")
+
+
+def cli():
+    program.run(main, define_flags)
+
+
+if __name__ == "__main__":
+    cli()
