@@ -28,6 +28,9 @@ def define_flags():
                               "for every member (at least two).")
     flags.DEFINE_multi_string("data", None, "Data source spec(s) to evaluate on.")
     flags.DEFINE_string("export_dir", None, "Also write the ensemble as one SavedModel here.")
+    flags.DEFINE_boolean("save_predictions", False, "Also write the ensemble's and each "
+                         "member's predicted and gold label ids, in file order, as strings "
+                         "of digits (`predictions`, `labels`), as experiments.evaluate does.")
 
 
 def load_members(workdirs):
@@ -65,7 +68,7 @@ def member_probabilities(task, model, preprocessor, examples):
     return np.concatenate(probabilities), counts, np.asarray(pairs.labels)
 
 
-def evaluate_source(task, members, spec):
+def evaluate_source(task, members, spec, save_predictions=False):
     """{"ensemble": report, "members": {workdir: report}} on the source `spec`."""
     import numpy as np
 
@@ -77,9 +80,13 @@ def evaluate_source(task, members, spec):
     labels, (premise_lengths, hypothesis_lengths) = outputs[0][2], outputs[0][1]
 
     def scored(probabilities):
-        result = metrics.classification_report(labels, np.argmax(probabilities, axis=-1),
-                                               premise_lengths, hypothesis_lengths)
+        predictions = np.argmax(probabilities, axis=-1)
+        result = metrics.classification_report(labels, predictions, premise_lengths,
+                                               hypothesis_lengths)
         result["read"] = report.summary()
+        if save_predictions:
+            result["predictions"] = "".join(map(str, predictions.tolist()))
+            result["labels"] = "".join(map(str, labels.tolist()))
         return result
 
     mean = np.mean([probabilities for probabilities, _, _ in outputs], axis=0)
@@ -106,7 +113,8 @@ def main(argv):
     results = {"workdirs": FLAGS.workdir, "models": [config["model"] for *_, config in members],
                "sources": {}}
     for spec in FLAGS.data or []:
-        results["sources"][spec] = source = evaluate_source(task, members, spec)
+        results["sources"][spec] = source = evaluate_source(task, members, spec,
+                                                            FLAGS.save_predictions)
         for workdir, report in source["members"].items():
             print(f"member {workdir}: accuracy {report['accuracy']:.4f}")
         print(metrics.format_report(f"ensemble of {len(members)}: {spec}", source["ensemble"]))

@@ -49,6 +49,7 @@ class Variant:
     flags: tuple = ()
     seeds: int = 1  # how many of SEEDS
     last: bool = False  # trained after everything else (a row that costs most of an hour)
+    ensemble_of: str = ""  # not trained: the mean probabilities of this row's seeds
 
 
 VARIANTS = (
@@ -58,9 +59,12 @@ VARIANTS = (
             ("--distance_prior=none",), 3),
     Variant("disan", "DiSAN (Shen et al. 2017)", ("--model=disan",), 3),
     Variant("cbow", "CBOW", ("--model=cbow",), 3),
+    Variant("dsan_ensemble", "Ensemble of DSAN's 3 seeds (mean probabilities, as AF-DMN's "
+            "Section 5.3)", ensemble_of="dsan"),
     Variant("gaussian_transformer", "Gaussian Transformer (Guo et al. 2019: M 3, N 2, H 4, "
             "d_model 120, d_c 30, AdamWR)",
-            ("--flagfile=experiments/configs/gaussian_transformer_snli25k_glove50.cfg",)),
+            ("--flagfile=experiments/configs/gaussian_transformer_snli25k_glove50.cfg",),
+            last=True),
     Variant("prior_gaussian", "DSAN, Gaussian prior −w·d²", ("--distance_prior=gaussian",)),
     Variant("prior_gaussian_variant", "DSAN, Gaussian variant −|w·d² + b|",
             ("--distance_prior=gaussian_variant",)),
@@ -73,7 +77,9 @@ VARIANTS = (
     Variant("pool_max", "DSAN, max pooling only", ("--pooling=max",)),
     Variant("qkv_norm_full", "DSAN, Q/K/V LayerNorm over all heads' projection",
             ("--qkv_norm=full",)),
-    # BiLSTMs run step by step: about 4 minutes an epoch on 2 cores (h = 100, k = 3).
+    # The joint models cost most: the Gaussian Transformer about 90 s an epoch on 2 cores
+    # and 20 or more epochs at AdamWR's rates; AF-DMN's BiLSTMs, run step by step, about 4
+    # minutes an epoch (h = 100, k = 3).
     Variant("afdmn", "AF-DMN (Duan et al. 2018: k 3, h 100, Adam 2e-4 halved on dev drops)",
             ("--flagfile=experiments/configs/afdmn_snli25k_glove50.cfg",), last=True),
 )
@@ -126,11 +132,13 @@ class Run:
 def plan(variants, max_seeds, curve_sizes, sick):
     """The runs in the order that makes a partial study most useful: every row's first
     seed (the paper's comparison, DSAN, no distance prior, DiSAN, CBOW, first), the
-    remaining seeds, SICK, the learning curve, then the rows marked `last` (seed 0, SNLI
-    only)."""
-    first = [v for v in variants if not v.last]
+    remaining seeds, the ensembles of those seeds, SICK, the learning curve, then the rows
+    marked `last` (seed 0, SNLI only)."""
+    first = [v for v in variants if not v.last and not v.ensemble_of]
     runs = [Run("snli", v, SEEDS[0]) for v in first]
     runs += [Run("snli", v, seed) for v in first for seed in SEEDS[1:min(v.seeds, max_seeds)]]
+    # Ensembles once their members' seeds are trained.
+    runs += [Run("snli", v, SEEDS[0]) for v in variants if v.ensemble_of]
     if sick:
         runs += [Run("sick", v, SEEDS[0]) for v in first]
     runs += [Run(f"curve{size}", v, SEEDS[0]) for size in curve_sizes for v in first
@@ -221,6 +229,8 @@ def perform(run, settings, record_dir):
     shared = settings.shared_data
     root = os.path.join(settings.workdir, settings.digest)
     workdir = os.path.join(root, run.name)
+    if run.variant.ensemble_of:
+        return perform_ensemble(run, settings, record_path, root, workdir, digest)
     os.makedirs(workdir, exist_ok=True)
     train = train_command(run, shared, root, settings.config)
     # Only the main SNLI runs need predictions (paired tests) and MultiNLI; SICK and the
@@ -243,6 +253,43 @@ def perform(run, settings, record_dir):
     record.update(command=shown(train), wall_seconds=wall, config_digest=digest)
     if evaluate:
         record["evaluate_command"] = shown(evaluate)
+    write_json(record_path, record)
+    return record
+
+
+def perform_ensemble(run, settings, record_path, root, workdir, digest):
+    """An ensemble row's record: `experiments.ensemble` over the member rows' run
+    directories (which must still exist: a record keeps predictions, not models)."""
+    members = [os.path.join(root, "snli", run.variant.ensemble_of, f"seed{seed}")
+               for seed in SEEDS]
+    missing = [m for m in members if not os.path.exists(os.path.join(m, "results.json"))]
+    if missing:
+        return {"error": f"needs the trained run directories {missing} (train them with "
+                         f"--variants={run.variant.ensemble_of} on this machine first)"}
+    os.makedirs(workdir, exist_ok=True)
+    output = os.path.join(workdir, "ensemble.json")
+    shared = settings.shared_data
+    argv = [sys.executable, "-m", "experiments.ensemble", *[f"--workdir={m}" for m in members],
+            *[f"--data={os.path.join(shared, s)}" for s in (SNLI["dev_data"], MULTINLI)],
+            "--save_predictions", f"--output={output}"]
+    started = time.perf_counter()
+    if not os.path.exists(output):
+        error = execute(argv, os.path.join(workdir, "ensemble.log"))
+        if error:
+            return {"error": error, "command": shown(argv)}
+    sources = read_json(output)["sources"]
+    dev = sources[os.path.join(shared, SNLI["dev_data"])]["ensemble"]
+    member_records = [read_json(os.path.join(
+        os.path.dirname(record_path), "..", run.variant.ensemble_of, f"seed{seed}.json"))
+        for seed in SEEDS]
+    record = {"run": run.name, "variant": run.variant.key, "seed": run.seed, "task": run.task,
+              "params": sum(r["params"] for r in member_records), "best_epoch": None,
+              "epochs": 0, "seconds_per_epoch": None,
+              "snli_dev_accuracy": dev["accuracy"], "snli_dev_predictions": dev["predictions"],
+              "snli_dev_labels": dev["labels"],
+              "multinli_accuracy": sources[os.path.join(shared, MULTINLI)]["ensemble"]["accuracy"],
+              "command": shown(argv), "wall_seconds": time.perf_counter() - started,
+              "config_digest": digest}
     write_json(record_path, record)
     return record
 
