@@ -91,7 +91,8 @@ def test_plan_has_three_seeds_where_the_issue_asks_and_the_first_seeds_first():
     late = [v.key for v in results.VARIANTS if v.last]
     assert late and [run.variant.key for run in runs[-len(late):]] == late  # costly rows last
     ensemble = [i for i, run in enumerate(runs) if run.variant.ensemble_of]
-    members = [i for i, run in enumerate(runs) if run.variant.key == "dsan" and run.task == "snli"]
+    members = [i for i, run in enumerate(runs)
+               if run.variant.key == "dsan" and run.task == "snli"]
     assert ensemble and min(ensemble) > max(members)  # after the seeds it averages
     assert {run.task for run in runs} == {"snli", "sick", "curve5500", "curve12500"}
     assert len(set(runs)) == len(runs)
