@@ -1,5 +1,6 @@
 """AF-DMN (Duan et al. 2018) as the paper describes it: padding, masking, saving."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -70,10 +71,8 @@ def test_attention_never_reaches_padding(rng):
 
 
 def test_keras_file_reloads_in_a_fresh_process(rng, tmp_path):
-    model = build_model("afdmn", TINY)
+    model = build_model("afdmn", dataclasses.replace(TINY, matching_blocks=1))
     inputs = pairs(rng)
-    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(True))
-    model.fit(inputs, np.array([0, 1, 2, 0]), epochs=1, verbose=0)
     expected = np.asarray(model(inputs, training=False))
     path, data = tmp_path / "afdmn.keras", tmp_path / "inputs.npz"
     model.save(path)

@@ -232,38 +232,33 @@ print(json.dumps(out["probabilities"].numpy().tolist()))
 """
 
 
-def test_ensemble_of_two_runs_evaluates_exports_and_serves(demo, tmp_path):
+@pytest.fixture(scope="module")
+def cbow_run(tmp_path_factory):
+    """A second, different demo run: CBOW on lower-cased text (another vocabulary)."""
+    workdir = tmp_path_factory.mktemp("cbow")
+    ok(cli("train", *DEMO, "--model=cbow", "--epochs=2", "--lowercase", f"--workdir={workdir}"))
+    return workdir
+
+
+def test_ensemble_of_two_runs_evaluates_and_refuses_mixed_labels(demo, cbow_run, tmp_path):
     """The papers' ensembles average their members' probabilities; members of another
     model kind and vocabulary read the text with their own preprocessor."""
     import shutil
 
     workdir, _ = demo
-    cbow = tmp_path / "cbow"
-    ok(cli("train", *DEMO, "--model=cbow", "--epochs=2", "--lowercase", f"--workdir={cbow}"))
-    output, export = tmp_path / "ensemble.json", tmp_path / "export"
-    printed = ok(cli("ensemble", f"--workdir={workdir}", f"--workdir={cbow}",
+    output = tmp_path / "ensemble.json"
+    printed = ok(cli("ensemble", f"--workdir={workdir}", f"--workdir={cbow_run}",
                      "--data=synthetic:word_order/dev", f"--output={output}",
-                     f"--export_dir={export}"))
+                     "--save_predictions"))
     assert "ensemble of 2" in printed
     source = json.loads(output.read_text())["sources"]["synthetic:word_order/dev"]
-    assert set(source["members"]) == {str(workdir), str(cbow)}
+    assert set(source["members"]) == {str(workdir), str(cbow_run)}
     members = [report["accuracy"] for report in source["members"].values()]
     assert 0 <= source["ensemble"]["accuracy"] <= 1 and len(set(members)) == 2
-    assert source["ensemble"]["examples"] == 168
-    served = json.loads(ok(subprocess.run([sys.executable, "-c", ENSEMBLE_FRESH, str(export)],
-                                          env=ENV, capture_output=True, text=True, timeout=300))
-                        .strip().splitlines()[-1])
-    # The served ensemble is the mean of the members' served probabilities.
-    singles = []
-    for member in (workdir, cbow):
-        ok(cli("export", f"--workdir={member}", f"--export_dir={tmp_path / member.name}"))
-        singles.append(json.loads(ok(subprocess.run(
-            [sys.executable, "-c", ENSEMBLE_FRESH, str(tmp_path / member.name)], env=ENV,
-            capture_output=True, text=True, timeout=300)).strip().splitlines()[-1])[0])
-    assert served[0] == pytest.approx(np.mean(singles, axis=0).tolist(), abs=1e-5)
+    assert source["ensemble"]["examples"] == len(source["ensemble"]["predictions"]) == 168
 
     other = tmp_path / "relabelled"
-    shutil.copytree(cbow, other)
+    shutil.copytree(cbow_run, other)
     config = json.loads((other / "config.json").read_text())
     config["label_names"] = ["contradiction", "neutral", "entailment"]
     (other / "config.json").write_text(json.dumps(config))
@@ -273,3 +268,23 @@ def test_ensemble_of_two_runs_evaluates_exports_and_serves(demo, tmp_path):
     assert "an ensemble averages probabilities of the same labels" in refused.stderr
     alone = cli("ensemble", f"--workdir={workdir}", "--data=synthetic:word_order/dev")
     assert "give at least two --workdir runs" in alone.stderr
+
+
+@pytest.mark.slow
+def test_ensemble_export_serves_the_mean_of_its_members(demo, cbow_run, tmp_path):
+    """One SavedModel, raw strings in, no dsan_tf needed: the members' mean probabilities."""
+    workdir, _ = demo
+    export = tmp_path / "export"
+    ok(cli("ensemble", f"--workdir={workdir}", f"--workdir={cbow_run}",
+           f"--export_dir={export}"))
+
+    def served(path):
+        return json.loads(ok(subprocess.run(
+            [sys.executable, "-c", ENSEMBLE_FRESH, str(path)], env=ENV, capture_output=True,
+            text=True, timeout=300)).strip().splitlines()[-1])[0]
+
+    singles = []
+    for member in (workdir, cbow_run):
+        ok(cli("export", f"--workdir={member}", f"--export_dir={tmp_path / member.name}"))
+        singles.append(served(tmp_path / member.name))
+    assert served(export) == pytest.approx(np.mean(singles, axis=0).tolist(), abs=1e-5)

@@ -17,7 +17,7 @@ from dsan_tf.analysis import pair_analysis
 from dsan_tf.data.char_ngrams import char_ngram_vectors, ngrams
 
 TINY = DSANConfig.for_model("gaussian_transformer", vocab_size=40, embedding_dim=12,
-                            char_dim=4, model_dim=16, num_encoder_blocks=2,
+                            char_dim=4, model_dim=16, num_encoder_blocks=1,
                             num_interaction_blocks=2)
 DEMO = ["--flagfile=experiments/configs/demo.cfg", "--model=gaussian_transformer",
         "--model_dim=16", "--char_dim=8", "--num_encoder_blocks=1",
@@ -60,10 +60,11 @@ def test_padding_never_changes_logits_and_half_precision_is_finite(rng, policy):
     alone = {"premise": inputs["premise"][1:2, :1], "hypothesis": inputs["hypothesis"][1:2]}
     np.testing.assert_allclose(np.asarray(model(alone, training=False), "float32")[0], base[1],
                                atol=tolerance)
-    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(True))
-    history = model.fit(inputs, np.array([0, 1, 2, 0]), epochs=2, verbose=0)
-    assert np.isfinite(history.history["loss"]).all()
-    assert np.isfinite(np.asarray(model(inputs, training=False), "float32")).all()
+    if policy != "float32":  # training steps stay finite in half precision
+        model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(True))
+        history = model.fit(inputs, np.array([0, 1, 2, 0]), epochs=1, verbose=0)
+        assert np.isfinite(history.history["loss"]).all()
+        assert np.isfinite(np.asarray(model(inputs, training=False), "float32")).all()
 
 
 def test_attention_never_reaches_padding(rng):
@@ -103,7 +104,7 @@ def test_prior_keeps_w_positive_and_b_nonpositive_while_training(rng):
     model.compile(optimizer=keras.optimizers.Adam(0.05),
                   loss=keras.losses.SparseCategoricalCrossentropy(True))
     inputs = pairs(rng, batch=16, premise=9, hypothesis=9)
-    model.fit(inputs, rng.integers(0, 3, 16), epochs=4, verbose=0)
+    model.fit(inputs, rng.integers(0, 3, 16), epochs=2, verbose=0)
     assert any(float(p.weight.numpy()) != 1.0 or float(p.bias.numpy()) != 0.0 for p in priors)
     for prior in priors:
         assert float(prior.weight.numpy()) > 0 and float(prior.bias.numpy()) <= 0
@@ -132,8 +133,10 @@ def test_char_ngram_vectors_are_fixed_and_max_pooled():
 def test_keras_file_reloads_in_a_fresh_process(rng, tmp_path):
     model = build_model("gaussian_transformer", TINY)
     inputs = pairs(rng)
-    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(True))
-    model.fit(inputs, np.array([0, 1, 2, 0]), epochs=1, verbose=0)
+    for prior in [layer for layer in model._flatten_layers()
+                  if getattr(layer, "prior", None) == "gaussian_variant"]:
+        prior.weight.assign(0.3)  # not the initial values: they must come from the file
+        prior.bias.assign(-0.2)
     expected = np.asarray(model(inputs, training=False))
     path, data = tmp_path / "gt.keras", tmp_path / "inputs.npz"
     model.save(path)
