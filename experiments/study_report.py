@@ -125,7 +125,10 @@ def markdown(rows, points, records, settings, sizes, elapsed):
         "`experiments.results`)", "", "```", command, "```", "",
         f"Every run starts from `{settings.config}` and adds its row's flags: the paper's "
         "optimiser (Adam 1e-3), batch 64, dropout 0.1 and classifier, frozen vectors, "
-        "selected on SNLI dev. What differs from the paper:", "",
+        "selected on SNLI dev. The joint models' rows add their own paper's flagfile "
+        "(blocks, optimiser, dropout; see the commands below). An ensemble row trains "
+        "nothing: it averages the probabilities of its members' seeds. What differs from "
+        "the paper:", "",
         *[f"- {d}" for d in DIFFERENCES], "",
         "- **SNLI dev**: mean ± sd over the seeds (0, 1, 2 where 3; else seed 0).",
         "- **MultiNLI m.**: the SNLI models on MultiNLI dev-matched (cross-domain).",
