@@ -21,6 +21,8 @@ _EXPORTS = {
     "build_model": "dsan_tf.models",
     "NLIPreprocessor": "dsan_tf.data",
     "NLITask": "dsan_tf.task", "compile_for_training": "dsan_tf.task",
+    "load": "dsan_tf.serving", "LoadedModel": "dsan_tf.serving",
+    "GaussianTransformerBackbone": "dsan_tf.models", "AFDMNBackbone": "dsan_tf.models",
 }
 _SUBMODULES = ("analysis", "config", "data", "labels", "layers", "masks", "metrics", "models",
                "plots", "serving", "task")

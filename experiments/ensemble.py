@@ -27,7 +27,8 @@ def define_flags():
     flags.DEFINE_multi_string("workdir", None, "A finished experiments.train run; repeat it "
                               "for every member (at least two).")
     flags.DEFINE_multi_string("data", None, "Data source spec(s) to evaluate on.")
-    flags.DEFINE_string("export_dir", None, "Also write the ensemble as one SavedModel here.")
+    flags.DEFINE_string("export_dir", None, "Also write the ensemble as one SavedModel in "
+                        "EXPORT_DIR/<next version>/ (TF Serving's layout).")
     flags.DEFINE_boolean("save_predictions", False, "Also write the ensemble's and each "
                          "member's predicted and gold label ids, in file order, as strings "
                          "of digits (`predictions`, `labels`), as experiments.evaluate does.")
@@ -123,9 +124,12 @@ def main(argv):
             json.dump(results, stream, indent=2)
         print(f"metrics: {FLAGS.output}")
     if FLAGS.export_dir:
+        from dsan_tf.serving import version_dir
+
+        target = version_dir(FLAGS.export_dir)
         EnsemblePredictor([Predictor(model, preprocessor)
-                           for _, model, preprocessor, _ in members]).export(FLAGS.export_dir)
-        print(f"SavedModel of the ensemble: {FLAGS.export_dir}")
+                           for _, model, preprocessor, _ in members]).export(target)
+        print(f"SavedModel of the ensemble: {target}")
 
 
 def cli():

@@ -2,14 +2,16 @@
 
     python -m experiments.export --workdir=DIR --export_dir=DIR
 
-EXPORT_DIR is a SavedModel that needs TensorFlow only (not dsan_tf):
+The SavedModel goes to EXPORT_DIR/<version>/ (TF Serving's layout: --version, or one more than
+the largest version already there), and needs TensorFlow only (not dsan_tf):
   - `serving_default`: premise, hypothesis (string [B]) -> probabilities [B, 3], label [B],
     label_names [3];
   - `encode` (sentence encoders: DSAN, DiSAN, CBOW; not a pair model such as the Gaussian
     Transformer): sentences (string [B]) -> embedding [B, E], the backbone's sentence vector.
-Load it with `tf.saved_model.load(EXPORT_DIR)` or `keras.layers.TFSMLayer`. Beside the
-SavedModel files, `model.keras`, `vocab.json` and `preprocessor.json` hold the model and
-its `NLIPreprocessor` for Keras users (`NLIPreprocessor.load(EXPORT_DIR)`).
+Load it with `dsan_tf.load(EXPORT_DIR)` (the newest version), `tf.saved_model.load(
+EXPORT_DIR/1)` or `keras.layers.TFSMLayer`, or serve it with TF Serving's model server
+(README). Beside the SavedModel files, `model.keras`, `vocab.json` and `preprocessor.json`
+hold the model and its `NLIPreprocessor` for Keras users.
 """
 
 import os
@@ -25,21 +27,27 @@ FLAGS = project_flags.FLAGS
 
 def define_flags():
     project_flags.define_workdir_flag()
-    flags.DEFINE_string("export_dir", None, "Where to write the SavedModel.")
+    flags.DEFINE_string("export_dir", None, "TF Serving's model directory: the SavedModel "
+                        "goes to EXPORT_DIR/<version>/.")
+    flags.DEFINE_integer("version", None, "The export's version (default: one more than the "
+                         "largest there).", lower_bound=1)
 
 
 @program.main
 def main(argv):
     program.check_start(argv, export_dir="where to write the SavedModel")
-    from dsan_tf.serving import Predictor  # TensorFlow loads here, not for --help
+    from dsan_tf.serving import Predictor, version_dir  # TensorFlow loads here
     from experiments.rundir import BEST, RunDirectory
 
     run = RunDirectory(FLAGS.workdir)
     model, preprocessor, _ = run.load()
-    Predictor(model, preprocessor).export(FLAGS.export_dir)
-    shutil.copy(run.path(BEST), os.path.join(FLAGS.export_dir, "model.keras"))
-    preprocessor.save(FLAGS.export_dir)
-    print(f"SavedModel and model.keras: {FLAGS.export_dir}")
+    target = version_dir(FLAGS.export_dir, FLAGS.version)
+    if os.path.exists(target):
+        raise program.UsageError(f"{target} exists: choose another --version or leave it out.")
+    Predictor(model, preprocessor).export(target)
+    shutil.copy(run.path(BEST), os.path.join(target, "model.keras"))
+    preprocessor.save(target)
+    print(f"SavedModel and model.keras: {target}")
 
 
 def cli():

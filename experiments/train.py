@@ -32,7 +32,8 @@ def define_flags():
                         "(empty: the TPU of this VM).")
     flags.DEFINE_integer("logical_cpus", 0, "Split the CPU into this many logical devices, "
                          "so that --strategy=mirrored runs without GPUs (trying it, tests).")
-    flags.DEFINE_string("export_dir", None, "Export the best model as a SavedModel here.")
+    flags.DEFINE_string("export_dir", None, "Export the best model as a SavedModel in "
+                        "EXPORT_DIR/<next version>/ (TF Serving's layout).")
     flags.DEFINE_string("probe_sentence", None, "Log the analysis figures of this sentence "
                         "to TensorBoard at every epoch end (--model=dsan).")
 

@@ -186,6 +186,9 @@ def finish(run, model, inputs, nan_guard, export_dir=None, preprocessor=None):
     results["epochs"] = len(history)
     run.write_json(run_files.RESULTS, results)
     if export_dir:
-        Predictor(best, preprocessor).export(export_dir)
-        print(f"SavedModel: {export_dir}")
+        from dsan_tf.serving import version_dir
+
+        target = version_dir(export_dir)
+        Predictor(best, preprocessor).export(target)
+        print(f"SavedModel: {target}")
     return results

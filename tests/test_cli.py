@@ -97,15 +97,40 @@ print(json.dumps({"probabilities": out["probabilities"].numpy().tolist(),
 
 
 def test_export_runs_without_our_package(demo, tmp_path):
+    """TF Serving's layout (EXPORT_DIR/<version>/saved_model.pb), a SavedModel that needs no
+    dsan_tf, and `dsan_tf.load` giving the same answers from a run, an export or a bare
+    SavedModel."""
+    import shutil
+
+    import dsan_tf
+
     workdir, _ = demo
     export = tmp_path / "export"
     ok(cli("export", f"--workdir={workdir}", f"--export_dir={export}"))
-    assert (export / "model.keras").exists() and (export / "vocab.json").exists()
+    ok(cli("export", f"--workdir={workdir}", f"--export_dir={export}"))
+    assert sorted(p.name for p in export.iterdir()) == ["1", "2"]
+    taken = cli("export", f"--workdir={workdir}", f"--export_dir={export}", "--version=2")
+    assert taken.returncode != 0 and "exists: choose another --version" in taken.stderr
+    version = export / "1"
+    assert (version / "saved_model.pb").exists() and (version / "model.keras").exists()
     from dsan_tf.data import NLIPreprocessor  # Keras users get the preprocessor back
-    assert NLIPreprocessor.load(export).max_length == 256
-    fresh = json.loads(ok(subprocess.run([sys.executable, "-c", FRESH, str(export)], env=ENV,
+    assert NLIPreprocessor.load(version).max_length == 256
+    fresh = json.loads(ok(subprocess.run([sys.executable, "-c", FRESH, str(version)], env=ENV,
                                          capture_output=True, text=True, timeout=300))
                        .strip().splitlines()[-1])
+    bare = tmp_path / "bare"
+    shutil.copytree(version, bare, ignore=shutil.ignore_patterns("*.keras", "*.json"))
+    premises, hypotheses = ["the dog chased the cat", "the boy saw the girl"], [
+        "the cat chased the dog", "the boy saw the girl"]
+    for source in (workdir, export, bare):
+        loaded = dsan_tf.load(str(source))
+        out = loaded.predict(premises, hypotheses)
+        assert out["labels"] == fresh["label"], source
+        np.testing.assert_allclose(out["probabilities"], fresh["probabilities"], atol=1e-5)
+        assert loaded.encode(["the dog", "", "a zebra"]).shape == (3, 4 * 32)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="neither a trained model"):
+        dsan_tf.load(str(tmp_path / "empty"))
     assert fresh["embedding_shape"] == [3, 4 * 32]
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text('{"sentence1": "the dog chased the cat", "sentence2": "the cat chased the dog"}\n'
@@ -130,7 +155,8 @@ def test_mixed_precision_trains_reloads_and_serves(tmp_path):
     evaluated = cli("evaluate", f"--workdir={workdir}", "--data=synthetic:word_order/dev")
     ok(evaluated)
     assert "Skipping variable loading" not in evaluated.stderr
-    fresh = json.loads(ok(subprocess.run([sys.executable, "-c", FRESH, str(workdir / "export")],
+    fresh = json.loads(ok(subprocess.run([sys.executable, "-c", FRESH,
+                                          str(workdir / "export" / "1")],
                                          env=ENV, capture_output=True, text=True, timeout=300))
                        .strip().splitlines()[-1])
     for row in fresh["probabilities"]:
@@ -277,6 +303,7 @@ def test_ensemble_export_serves_the_mean_of_its_members(demo, cbow_run, tmp_path
     export = tmp_path / "export"
     ok(cli("ensemble", f"--workdir={workdir}", f"--workdir={cbow_run}",
            f"--export_dir={export}"))
+    export = export / "1"
 
     def served(path):
         return json.loads(ok(subprocess.run(
@@ -286,5 +313,5 @@ def test_ensemble_export_serves_the_mean_of_its_members(demo, cbow_run, tmp_path
     singles = []
     for member in (workdir, cbow_run):
         ok(cli("export", f"--workdir={member}", f"--export_dir={tmp_path / member.name}"))
-        singles.append(served(tmp_path / member.name))
+        singles.append(served(tmp_path / member.name / "1"))
     assert served(export) == pytest.approx(np.mean(singles, axis=0).tolist(), abs=1e-5)

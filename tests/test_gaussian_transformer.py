@@ -169,11 +169,18 @@ def test_trains_exports_serves_raw_strings_and_draws_its_attention(tmp_path):
     workdir = tmp_path / "run"
     ok(cli("train", *DEMO, "--epochs=2", f"--workdir={workdir}",
            f"--export_dir={workdir / 'export'}"))
-    fresh = json.loads(ok(subprocess.run([sys.executable, "-c", FRESH, str(workdir / "export")],
+    fresh = json.loads(ok(subprocess.run([sys.executable, "-c", FRESH,
+                                          str(workdir / "export" / "1")],
                                          env=ENV, capture_output=True, text=True, timeout=300))
                        .strip().splitlines()[-1])
     assert sum(fresh["probabilities"][0]) == pytest.approx(1.0, abs=1e-4)
     assert fresh["signatures"] == ["serving_default"]  # a pair model encodes no sentence alone
+    import dsan_tf
+
+    loaded = dsan_tf.load(str(workdir))
+    assert loaded.predict(["the dog ran"], ["a dog"])["probabilities"].shape == (1, 3)
+    with pytest.raises(ValueError, match="is a pair model"):
+        loaded.encode(["the dog ran"])
     figures = tmp_path / "figures"
     ok(cli("visualize", f"--workdir={workdir}", "--sentence=the dog chased the cat",
            "--hypothesis=the cat ran", f"--output_dir={figures}"))
