@@ -47,7 +47,10 @@ def main(argv):
     Predictor(model, preprocessor).export(target)
     shutil.copy(run.path(BEST), os.path.join(target, "model.keras"))
     preprocessor.save(target)
-    print(f"SavedModel and model.keras: {target}")
+    from experiments import model_card
+
+    model_card.write(run, target)
+    print(f"SavedModel, model.keras and {model_card.CARD}: {target}")
 
 
 def cli():

@@ -185,10 +185,14 @@ def finish(run, model, inputs, nan_guard, export_dir=None, preprocessor=None):
     results["seconds_per_epoch"] = sum(seconds) / len(seconds) if seconds else None
     results["epochs"] = len(history)
     run.write_json(run_files.RESULTS, results)
+    from experiments import model_card
+
+    model_card.write(run)
     if export_dir:
         from dsan_tf.serving import version_dir
 
         target = version_dir(export_dir)
         Predictor(best, preprocessor).export(target)
+        model_card.write(run, target)
         print(f"SavedModel: {target}")
     return results

@@ -113,6 +113,10 @@ def test_export_runs_without_our_package(demo, tmp_path):
     assert taken.returncode != 0 and "exists: choose another --version" in taken.stderr
     version = export / "1"
     assert (version / "saved_model.pb").exists() and (version / "model.keras").exists()
+    card = (version / "MODEL_CARD.md").read_text()  # the run's card travels with the model
+    assert card == (workdir / "MODEL_CARD.md").read_text()
+    assert "- dev accuracy: " in card and "python -m experiments.train " in card
+    assert "Intended use and limits" in card
     from dsan_tf.data import NLIPreprocessor  # Keras users get the preprocessor back
     assert NLIPreprocessor.load(version).max_length == 256
     fresh = json.loads(ok(subprocess.run([sys.executable, "-c", FRESH, str(version)], env=ENV,
