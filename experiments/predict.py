@@ -1,12 +1,21 @@
 """Labels and probabilities for raw text, from a trained run.
 
     python -m experiments.predict --workdir=DIR --premise="A man sleeps." --hypothesis="A person rests."
-    python -m experiments.predict --workdir=DIR --input=pairs.jsonl   # sentence1, sentence2 per line
+    python -m experiments.predict --workdir=DIR --input=pairs.jsonl [--output=FILE] [--format=csv]
 
-Prints one JSON object per pair: premise, hypothesis, label, probabilities.
+--input is a .jsonl (or .jsonl.gz) file with `sentence1` and `sentence2` per line (SNLI, MultiNLI, HANS
+in their jsonl form); each pair keeps its `pairID` (the line number when it has none).
+Output: one JSON object per pair (id, premise, hypothesis, label, probabilities), or with
+--format=csv the `pairID,gold_label` file that MultiNLI's leaderboard and HANS expect. The
+file is read and written in batches (memory stays bounded), with a progress bar on stderr
+and the throughput at the end.
 """
 
+import csv
+import gzip
 import json
+import sys
+import time
 
 from absl import flags
 
@@ -21,29 +30,65 @@ def define_flags():
     project_flags.define_workdir_flag()
     flags.DEFINE_string("premise", None, "A premise.")
     flags.DEFINE_string("hypothesis", None, "A hypothesis.")
-    flags.DEFINE_string("input", None, "A .jsonl file of sentence1/sentence2 objects.")
+    flags.DEFINE_string("input", None, "A .jsonl file of sentence1/sentence2 objects "
+                        "(pairID kept when present).")
+    flags.DEFINE_string("output", None, "Write the predictions here (default: stdout).")
+    flags.DEFINE_enum("format", "jsonl", ["jsonl", "csv"], "jsonl: one JSON object per pair; "
+                      "csv: pairID,gold_label (MultiNLI leaderboard, HANS).")
 
 
 def read_pairs(path):
-    """(premise, hypothesis) pairs of a .jsonl file; `UsageError` naming file and line."""
-    pairs = []
+    """Yields (id, premise, hypothesis) from a .jsonl file; `UsageError` naming the file and
+    line of a bad one. Blank lines are skipped (and counted in `read_pairs.blank`)."""
+    opener = gzip.open if path.endswith(".gz") else open
     try:
-        with open(path, encoding="utf-8") as stream:
+        stream = opener(path, "rt", encoding="utf-8")
+    except FileNotFoundError:
+        raise program.UsageError(f"input file {path} does not exist.") from None
+    with stream:
+        try:
             for number, line in enumerate(stream, start=1):
                 if not line.strip():
                     continue
                 try:
                     record = json.loads(line)
-                    pairs.append((record["sentence1"], record["sentence2"]))
-                except (json.JSONDecodeError, KeyError, TypeError) as error:
+                    yield (str(record.get("pairID", number)), record["sentence1"],
+                           record["sentence2"])
+                except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
                     raise program.UsageError(
                         f"{path}:{number}: expected a JSON object with sentence1 and "
                         f"sentence2 ({error}).") from None
-    except FileNotFoundError:
-        raise program.UsageError(f"input file {path} does not exist.") from None
-    except UnicodeDecodeError:
-        raise program.UsageError(f"{path} is not valid UTF-8.") from None
-    return pairs
+        except UnicodeDecodeError:
+            raise program.UsageError(f"{path} is not valid UTF-8.") from None
+
+
+def batches(pairs, size=BATCH):
+    chunk = []
+    for pair in pairs:
+        chunk.append(pair)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+class Writer:
+    """Writes predictions as JSON lines or as the pairID,gold_label CSV."""
+
+    def __init__(self, stream, form):
+        self.stream, self.form = stream, form
+        if form == "csv":
+            self.csv = csv.writer(stream, lineterminator="\n")
+            self.csv.writerow(["pairID", "gold_label"])
+
+    def write(self, pair_id, premise, hypothesis, label, probabilities):
+        if self.form == "csv":
+            self.csv.writerow([pair_id, label])
+        else:
+            self.stream.write(json.dumps({"pairID": pair_id, "premise": premise,
+                                          "hypothesis": hypothesis, "label": label,
+                                          "probabilities": probabilities}) + "\n")
 
 
 @program.main
@@ -53,20 +98,37 @@ def main(argv):
         raise program.UsageError("give either --premise and --hypothesis, or --input=FILE.jsonl.")
     if not FLAGS.input and not (FLAGS.premise and FLAGS.hypothesis):
         raise program.UsageError("give both --premise and --hypothesis.")
-    pairs = read_pairs(FLAGS.input) if FLAGS.input else [(FLAGS.premise, FLAGS.hypothesis)]
+    pairs = (read_pairs(FLAGS.input) if FLAGS.input
+             else iter([("1", FLAGS.premise, FLAGS.hypothesis)]))
+    from tqdm import tqdm
+
     from dsan_tf.serving import Predictor  # TensorFlow loads here, not for --help
     from experiments.rundir import RunDirectory
 
     predictor = Predictor(*RunDirectory(FLAGS.workdir).load()[:2])
-    for start in range(0, len(pairs), BATCH):
-        chunk = pairs[start:start + BATCH]
-        out = predictor.classify([p for p, _ in chunk], [h for _, h in chunk])
-        names = [n.decode() for n in out["label_names"].numpy()]
-        for (premise, hypothesis), label, probabilities in zip(
-                chunk, out["label"].numpy(), out["probabilities"].numpy()):
-            print(json.dumps({"premise": premise, "hypothesis": hypothesis,
-                              "label": label.decode(),
-                              "probabilities": dict(zip(names, map(float, probabilities)))}))
+    stream = open(FLAGS.output, "w", encoding="utf-8", newline="") if FLAGS.output else sys.stdout
+    writer, count, started = Writer(stream, FLAGS.format), 0, time.perf_counter()
+    try:
+        with tqdm(unit=" pairs", disable=not FLAGS.input or not sys.stderr.isatty(),
+                  file=sys.stderr) as progress:
+            for chunk in batches(pairs):
+                out = predictor.classify([p for _, p, _ in chunk], [h for _, _, h in chunk])
+                names = [n.decode() for n in out["label_names"].numpy()]
+                for (pair_id, premise, hypothesis), label, probabilities in zip(
+                        chunk, out["label"].numpy(), out["probabilities"].numpy()):
+                    writer.write(pair_id, premise, hypothesis, label.decode(),
+                                 dict(zip(names, map(float, probabilities))))
+                count += len(chunk)
+                progress.update(len(chunk))
+    finally:
+        if FLAGS.output:
+            stream.close()
+    if FLAGS.input and not count:
+        raise program.UsageError(f"{FLAGS.input} holds no sentence pairs.")
+    if FLAGS.input:
+        seconds = time.perf_counter() - started
+        print(f"{count:,} pairs in {seconds:.1f} s ({count / seconds:,.0f} pairs/s from raw "
+              f"text){f'; written to {FLAGS.output}' if FLAGS.output else ''}", file=sys.stderr)
 
 
 def cli():

@@ -145,6 +145,35 @@ def test_export_runs_without_our_package(demo, tmp_path):
     assert [p["label"] for p in predicted] == fresh["label"] == ["contradiction", "entailment"]
     for row, expected in zip(predicted, fresh["probabilities"]):
         assert list(row["probabilities"].values()) == pytest.approx(expected, abs=1e-5)
+    assert [p["pairID"] for p in predicted] == ["1", "2"]  # line numbers without a pairID
+
+
+def test_predict_writes_submission_files(demo, tmp_path):
+    """MultiNLI's leaderboard and HANS take pairID,gold_label; ids are kept, every pair is
+    written once, a bad line is named."""
+    workdir, _ = demo
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps({"pairID": f"p{i}", "sentence1": "the dog saw the cat",
+                                         "sentence2": "the cat saw the dog"}) + "\n"
+                             for i in range(300)) + "\n")
+    output = tmp_path / "submission.csv"
+    result = cli("predict", f"--workdir={workdir}", f"--input={pairs}", "--format=csv",
+                 f"--output={output}")
+    ok(result)
+    rows = list(csv.reader(output.open()))
+    assert rows[0] == ["pairID", "gold_label"] and len(rows) == 301
+    assert [r[0] for r in rows[1:]] == [f"p{i}" for i in range(300)]
+    assert {r[1] for r in rows[1:]} <= {"entailment", "neutral", "contradiction"}
+    assert "300 pairs in" in result.stderr and "pairs/s" in result.stderr
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"sentence1": "a", "sentence2": "b"}\n{"sentence1": "a"}\n')
+    refused = cli("predict", f"--workdir={workdir}", f"--input={bad}")
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr
+    assert f"{bad}:2: expected a JSON object with sentence1 and sentence2" in refused.stderr
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    assert "holds no sentence pairs" in cli("predict", f"--workdir={workdir}",
+                                            f"--input={empty}").stderr
 
 
 @pytest.mark.slow
