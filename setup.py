@@ -24,6 +24,7 @@ setup(
         "dsan-train=experiments.train:cli",
         "dsan-evaluate=experiments.evaluate:cli",
         "dsan-ensemble=experiments.ensemble:cli",
+        "dsan-embed=experiments.embed:cli",
         "dsan-export=experiments.export:cli",
         "dsan-predict=experiments.predict:cli",
         "dsan-summary=experiments.summary:cli",

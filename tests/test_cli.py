@@ -249,7 +249,8 @@ def test_killed_run_resumes_from_the_last_completed_epoch(tmp_path):
     assert [int(r["epoch"]) for r in history(tmp_path)][-1] == 4
 
 
-PROGRAMS = ("train", "evaluate", "ensemble", "export", "predict", "summary", "visualize",
+PROGRAMS = ("train", "evaluate", "embed", "ensemble", "export", "predict", "summary",
+            "visualize",
             "pipeline_benchmark", "results", "tokenizer_agreement")
 
 
@@ -348,3 +349,29 @@ def test_ensemble_export_serves_the_mean_of_its_members(demo, cbow_run, tmp_path
         ok(cli("export", f"--workdir={member}", f"--export_dir={tmp_path / member.name}"))
         singles.append(served(tmp_path / member.name / "1"))
     assert served(export) == pytest.approx(np.mean(singles, axis=0).tolist(), abs=1e-5)
+
+
+def test_embed_writes_one_vector_per_line_and_a_projector_view(demo, tmp_path):
+    """Row i is line i's sentence vector (blank lines too); the same vectors as the
+    backbone gives in Python; a TensorBoard projector view of a sample."""
+    import dsan_tf
+
+    workdir, _ = demo
+    text = tmp_path / "sentences.txt"
+    lines = ["the dog saw the cat", "", "a zebra"] * 100
+    text.write_text("\n".join(lines) + "\n")
+    output, projector = tmp_path / "vectors.npy", tmp_path / "projector"
+    ok(cli("embed", f"--workdir={workdir}", f"--input={text}", f"--output={output}",
+           f"--projector_dir={projector}", "--projector_sample=10"))
+    vectors = np.load(output)
+    assert vectors.shape == (300, 4 * 32) and vectors.dtype == np.float32
+    np.testing.assert_allclose(vectors[:3], dsan_tf.load(str(workdir)).encode(lines[:3]),
+                               atol=1e-5)
+    np.testing.assert_allclose(vectors[0], vectors[3], atol=1e-6)
+    assert len((projector / "metadata.tsv").read_text().splitlines()) == 10
+    assert (projector / "projector_config.pbtxt").exists()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"sentence1": "a dog"}\n{"premise": "a cat"}\n')
+    refused = cli("embed", f"--workdir={workdir}", f"--input={bad}", f"--output={output}")
+    assert f"{bad}:2: expected a JSON object with the field 'sentence1'" in refused.stderr
+    assert "Traceback" not in refused.stderr
