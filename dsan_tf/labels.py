@@ -2,3 +2,10 @@
 
 LABELS = ("entailment", "neutral", "contradiction")
 LABEL_IDS = {name: index for index, name in enumerate(LABELS)}
+
+# Two-way evaluation sets (HANS): their gold "non-entailment" covers neutral and
+# contradiction. It has an id of its own, outside the model's classes: such data can be
+# evaluated on (a three-way prediction other than entailment counts as non-entailment), not
+# trained on.
+NON_ENTAILMENT = "non-entailment"
+NON_ENTAILMENT_ID = len(LABELS)

@@ -79,6 +79,9 @@ def evaluate_source(task, members, spec, save_predictions=False):
     outputs = [member_probabilities(task, model, preprocessor, examples)
                for _, model, preprocessor, _ in members]
     labels, (premise_lengths, hypothesis_lengths) = outputs[0][2], outputs[0][1]
+    if np.any(labels >= 3):
+        raise program.UsageError(f"{spec} has two-way labels (non-entailment): evaluate the "
+                                 "members on it with experiments.evaluate.")
 
     def scored(probabilities):
         predictions = np.argmax(probabilities, axis=-1)

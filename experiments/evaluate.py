@@ -5,6 +5,11 @@
 Per source: accuracy, per-class precision/recall/F1, confusion matrix, accuracy by the
 pair's average length in 5-token buckets (the paper's Figure 6) and `oov_rate` (the fraction
 of tokens mapped to the unknown word); printed and written as JSON.
+
+Two-way sources (HANS: gold `non-entailment`) are scored two-way: a prediction of neutral or
+contradiction counts as non-entailment, and the report says so. `--group_by=FIELD` (repeat
+it) adds the accuracy per value of a string field of the source: HANS's `heuristic` and
+`subcase`, Breaking NLI's `category`, MultiNLI's `genre`, or any other.
 """
 
 import json
@@ -22,36 +27,82 @@ def define_flags():
     project_flags.define_reading_flags()
     project_flags.define_output_flag()
     flags.DEFINE_multi_string("data", None, "Data source spec(s) to evaluate on.")
+    flags.DEFINE_multi_string("group_by", None, "Also report the accuracy per value of this "
+                              "field of the source (e.g. heuristic, subcase, category, genre).")
     flags.DEFINE_boolean("save_predictions", False, "Also write each source's predicted and "
                          "gold label ids, in file order, as strings of digits (`predictions`, "
                          "`labels`), for paired significance tests between runs.")
 
 
-def evaluate(task, model, preprocessor, spec, save_predictions=False):
+def evaluate(task, model, preprocessor, spec, save_predictions=False, group_by=()):
     """The classification report of `model` on the source `spec` (with the label ids, in
-    the file's order, when `save_predictions`)."""
+    the file's order, when `save_predictions`; per-group accuracy for each `group_by`
+    field)."""
     import numpy as np
 
     from dsan_tf import metrics
+    from dsan_tf.labels import LABEL_IDS, NON_ENTAILMENT, NON_ENTAILMENT_ID
 
     examples, report = task.read(spec, "data")
+    for field in group_by:
+        lacking = next((i for i, e in enumerate(examples) if e.field(field) is None), None)
+        if lacking is not None:
+            known = sorted({name for e in examples[:1000] for name, _ in e.fields})
+            raise program.UsageError(
+                f"--group_by={field}: example {lacking + 1} of {spec} has no field {field!r} "
+                f"(its fields: {', '.join(known) or 'none'}).")
     pairs = preprocessor.encode(examples)
+    in_order = save_predictions or bool(group_by)
     labels, predictions, premise_lengths, hypothesis_lengths = [], [], [], []
-    for inputs, batch_labels in task.build_inputs(pairs, in_order=save_predictions):
+    for inputs, batch_labels in task.build_inputs(pairs, in_order=in_order):
         logits = model.predict_on_batch(inputs)
         predictions.append(np.argmax(logits, axis=-1))
         labels.append(batch_labels.numpy())
         premise_lengths.append(np.count_nonzero(inputs["premise"].numpy(), axis=1))
         hypothesis_lengths.append(np.count_nonzero(inputs["hypothesis"].numpy(), axis=1))
-    result = metrics.classification_report(*(np.concatenate(x) for x in (
-        labels, predictions, premise_lengths, hypothesis_lengths)))
+    labels, predictions = np.concatenate(labels), np.concatenate(predictions)
+    lengths = [np.concatenate(x) for x in (premise_lengths, hypothesis_lengths)]
+    if np.any(labels == NON_ENTAILMENT_ID):
+        predictions = np.where(predictions == LABEL_IDS["entailment"], predictions,
+                               NON_ENTAILMENT_ID)
+        result = {"examples": int(len(labels)), "accuracy": float(np.mean(predictions == labels)),
+                  "two_way": f"gold labels are entailment / {NON_ENTAILMENT}: predictions of "
+                             f"neutral or contradiction count as {NON_ENTAILMENT}",
+                  "per_gold_label": {
+                      name: float(np.mean(predictions[labels == i] == i))
+                      for name, i in (("entailment", LABEL_IDS["entailment"]),
+                                      (NON_ENTAILMENT, NON_ENTAILMENT_ID))
+                      if np.any(labels == i)}}
+    else:
+        result = metrics.classification_report(labels, predictions, *lengths)
+    correct = predictions == labels
+    for field in group_by:
+        values = np.array([e.field(field) for e in examples])
+        result.setdefault("groups", {})[field] = {
+            value: {"examples": int(np.sum(values == value)),
+                    "accuracy": float(np.mean(correct[values == value]))}
+            for value in sorted(set(values.tolist()))}
     result["read"] = report.summary()
     result["tokens"] = pairs.report.summary()
     result["oov_rate"] = pairs.report.oov_rate
     if save_predictions:
         for key, values in (("predictions", predictions), ("labels", labels)):
-            result[key] = "".join(map(str, np.concatenate(values).tolist()))
+            result[key] = "".join(map(str, values.tolist()))
     return result
+
+
+def format_groups(result):
+    """The per-group accuracies as printed lines."""
+    lines = []
+    if "two_way" in result:
+        lines.append(f"  two-way: {result['two_way']}; accuracy {result['accuracy']:.4f}")
+        lines += [f"    gold {name}: {accuracy:.4f}"
+                  for name, accuracy in result["per_gold_label"].items()]
+    for field, groups in result.get("groups", {}).items():
+        lines.append(f"  by {field}:")
+        lines += [f"    {value:<40} {group['accuracy']:.4f}  ({group['examples']:,} pairs)"
+                  for value, group in groups.items()]
+    return "\n".join(lines)
 
 
 @program.main
@@ -67,9 +118,15 @@ def main(argv):
         tfds_data_dir=FLAGS.tfds_data_dir, batch_size=FLAGS.batch_size)), log=lambda _: None)
     results = {"workdir": FLAGS.workdir, "model": config["model"], "sources": {}}
     for spec in FLAGS.data:
-        results["sources"][spec] = evaluate(task, model, preprocessor, spec,
-                                            FLAGS.save_predictions)
-        print(metrics.format_report(spec, results["sources"][spec]))
+        result = evaluate(task, model, preprocessor, spec, FLAGS.save_predictions,
+                          FLAGS.group_by or ())
+        results["sources"][spec] = result
+        if "two_way" not in result:
+            print(metrics.format_report(spec, result))
+        else:
+            print(f"{spec}: {result['examples']:,} pairs")
+        if "two_way" in result or "groups" in result:
+            print(format_groups(result))
     if FLAGS.output:
         with open(FLAGS.output, "w", encoding="utf-8") as stream:
             json.dump(results, stream, indent=2)

@@ -60,6 +60,13 @@ def prepare_data(task, run):
         spec = getattr(settings, f"{name}_data")
         if spec:
             splits[name], reports[name] = task.read(spec, f"{name}_data")
+    from dsan_tf.labels import NON_ENTAILMENT_ID
+
+    for name in ("train", "dev"):
+        if any(e.label == NON_ENTAILMENT_ID for e in splits.get(name, [])):
+            raise UsageError(f"--{name}_data={getattr(settings, f'{name}_data')} has two-way "
+                             "labels (non-entailment, as HANS): evaluate on it with "
+                             "experiments.evaluate; the models learn three classes.")
     splits["train"] = task.training_subset(splits["train"])
     vector_file = task.vector_file()
     vocabulary = None

@@ -375,3 +375,55 @@ def test_embed_writes_one_vector_per_line_and_a_projector_view(demo, tmp_path):
     refused = cli("embed", f"--workdir={workdir}", f"--input={bad}", f"--output={output}")
     assert f"{bad}:2: expected a JSON object with the field 'sentence1'" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+HANS_HEADER = ("gold_label\tsentence1_binary_parse\tsentence2_binary_parse\tsentence1_parse\t"
+               "sentence2_parse\tsentence1\tsentence2\tpairID\theuristic\tsubcase\ttemplate")
+
+
+def test_evaluate_scores_two_way_sets_and_groups_by_any_field(demo, tmp_path):
+    """HANS (two-way gold, heuristic and subcase fields), Breaking NLI (category) and
+    MultiNLI (genre): per-group accuracy, in the JSON and printed; mistakes get a sentence."""
+    workdir, _ = demo
+    hans = tmp_path / "heuristics_evaluation_set.txt"
+    rows = [("entailment", "the dog saw the cat", "the dog saw the cat", "lexical_overlap",
+             "ln_subject/object_swap"),
+            ("non-entailment", "the dog saw the cat", "the cat saw the dog", "lexical_overlap",
+             "ln_subject/object_swap"),
+            ("non-entailment", "the boy saw the girl", "the girl saw the boy", "subsequence",
+             "sn_NP/S")]
+    hans.write_text(HANS_HEADER + "\n" + "".join(
+        f"{gold}\t( x )\t( y )\t(S x)\t(S y)\t{p}\t{h}\tex{i}\t{heuristic}\t{subcase}\ttemp1\n"
+        for i, (gold, p, h, heuristic, subcase) in enumerate(rows)))
+    output = tmp_path / "hans.json"
+    printed = ok(cli("evaluate", f"--workdir={workdir}", f"--data={hans}",
+                     "--group_by=heuristic", "--group_by=subcase", f"--output={output}"))
+    result = json.loads(output.read_text())["sources"][str(hans)]
+    assert "neutral or contradiction count as non-entailment" in result["two_way"]
+    assert result["examples"] == 3 and set(result["per_gold_label"]) == {
+        "entailment", "non-entailment"}
+    groups = result["groups"]["heuristic"]
+    assert {k: v["examples"] for k, v in groups.items()} == {"lexical_overlap": 2,
+                                                             "subsequence": 1}
+    assert set(result["groups"]["subcase"]) == {"ln_subject/object_swap", "sn_NP/S"}
+    assert "by heuristic:" in printed and "two-way" in printed
+
+    breaking = tmp_path / "breaking.jsonl"
+    breaking.write_text("".join(json.dumps({"sentence1": "the dog saw the cat",
+                                            "sentence2": h, "gold_label": g, "category": c})
+                                + "\n" for h, g, c in (
+        ("the cat saw the dog", "contradiction", "antonyms"),
+        ("the dog saw the cat", "entailment", "synonyms"),
+        ("the dog saw a cat", "entailment", "synonyms"))))
+    output = tmp_path / "breaking.json"
+    ok(cli("evaluate", f"--workdir={workdir}", f"--data={breaking}", "--group_by=category",
+           f"--output={output}"))
+    result = json.loads(output.read_text())["sources"][str(breaking)]
+    assert result["groups"]["category"]["synonyms"]["examples"] == 2
+    assert "per_class" in result  # three-way data keeps the full report
+
+    unknown = cli("evaluate", f"--workdir={workdir}", f"--data={breaking}", "--group_by=genre")
+    assert unknown.returncode != 0 and "Traceback" not in unknown.stderr
+    assert f"--group_by=genre: example 1 of {breaking} has no field 'genre'" in unknown.stderr
+    refused = cli("train", *DEMO, f"--train_data={hans}", f"--workdir={tmp_path / 'run'}")
+    assert "has two-way labels (non-entailment, as HANS)" in refused.stderr

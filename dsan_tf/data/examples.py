@@ -10,8 +10,16 @@ class DataError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class Example:
-    """A labelled sentence pair. `label` indexes `dsan_tf.labels.LABELS`."""
+    """A labelled sentence pair. `label` indexes `dsan_tf.labels.LABELS`, or is
+    `NON_ENTAILMENT_ID` for two-way evaluation data (HANS). `fields` keeps the source's
+    other string fields (pairID, genre, heuristic, category, ...) as sorted (name, value)
+    pairs, for per-group evaluation."""
 
     premise: str
     hypothesis: str
     label: int
+    fields: tuple = ()
+
+    def field(self, name):
+        """The value of the source field `name`, or None."""
+        return dict(self.fields).get(name)

@@ -23,7 +23,7 @@ import zlib
 
 from dsan_tf.data import synthetic
 from dsan_tf.data.examples import DataError, Example  # noqa: F401  (Example: re-exported)
-from dsan_tf.labels import LABEL_IDS, LABELS
+from dsan_tf.labels import LABEL_IDS, LABELS, NON_ENTAILMENT, NON_ENTAILMENT_ID
 
 TFDS_PREFIX = "tfds:"
 SYNTHETIC_PREFIX = "synthetic:"
@@ -71,14 +71,15 @@ def read_examples(spec, tfds_data_dir=None):
     else:
         records = _file_records(spec)
     examples = []
-    for where, premise, hypothesis, label in records:
+    for where, premise, hypothesis, label, extra in records:
         label_id = _label_id(label, where)
         if label_id is None:
             report.dropped[NO_GOLD_LABEL] += 1
         elif not premise.strip() or not hypothesis.strip():
             report.dropped[EMPTY_SENTENCE] += 1
         else:
-            examples.append(Example(premise, hypothesis, label_id))
+            examples.append(Example(premise, hypothesis, label_id,
+                                    tuple(sorted(extra.items()))))
     report.kept = len(examples)
     return examples, report
 
@@ -89,10 +90,20 @@ def _label_id(label, where):
     label = label.strip().lower()
     if label in ("-", ""):
         return None
+    if label == NON_ENTAILMENT:
+        return NON_ENTAILMENT_ID
     if label not in LABEL_IDS:
         raise DataError(f"{where}: unknown label {label!r}; expected one of "
-                        f"{', '.join(LABELS)} or '-' (no gold label).")
+                        f"{', '.join(LABELS)}, {NON_ENTAILMENT} (two-way sets such as HANS) "
+                        "or '-' (no gold label).")
     return LABEL_IDS[label]
+
+
+def _extra(record, used):
+    """The record's other string fields (pairID, genre, heuristic, category, ...); parse
+    trees are left out."""
+    return {name: value for name, value in record.items()
+            if name not in used and isinstance(value, str) and "parse" not in name}
 
 
 def _lines(path):
@@ -137,7 +148,8 @@ def _jsonl_records(path):
                    if not isinstance(record, dict) or f not in record]
         if missing:
             raise DataError(f"{path}:{number}: missing field {missing[0]!r}.")
-        yield f"{path}:{number}", record["sentence1"], record["sentence2"], record["gold_label"]
+        yield (f"{path}:{number}", record["sentence1"], record["sentence2"],
+               record["gold_label"], _extra(record, ("sentence1", "sentence2", "gold_label")))
 
 
 def _tsv_records(path):
@@ -160,7 +172,8 @@ def _tsv_records(path):
             raise DataError(f"{path}:{number}: expected {len(fields)} tab-separated fields, "
                             f"found {len(values)}.")
         premise, hypothesis, label = (values[i] for i in indices)
-        yield f"{path}:{number}", premise, hypothesis, label
+        yield (f"{path}:{number}", premise, hypothesis, label,
+               _extra(dict(zip(fields, values)), columns))
 
 
 def _synthetic_records(name_and_split):
@@ -169,7 +182,8 @@ def _synthetic_records(name_and_split):
         raise DataError(f"unknown generated data synthetic:{name_and_split}; expected "
                         f"synthetic:word_order/SPLIT with SPLIT one of {synthetic.SPLITS}.")
     for number, example in enumerate(synthetic.word_order_pairs(split), start=1):
-        yield f"synthetic:{name_and_split}#{number}", *dataclasses.astuple(example)
+        yield (f"synthetic:{name_and_split}#{number}", example.premise, example.hypothesis,
+               example.label, {})
 
 
 def _tfds_records(name_and_split, data_dir):
@@ -192,4 +206,4 @@ def _tfds_records(name_and_split, data_dir):
     for number, record in enumerate(tfds.as_numpy(dataset), start=1):
         label = int(record["label"])
         yield (f"tfds:{name}/{split}#{number}", record["premise"].decode("utf-8"),
-               record["hypothesis"].decode("utf-8"), to_ours.get(label, -1))
+               record["hypothesis"].decode("utf-8"), to_ours.get(label, -1), {})
