@@ -36,7 +36,8 @@ def test_demo_trains_and_leaves_a_complete_run_directory(demo):
     assert last.startswith("dev accuracy ") and str(workdir / "best.keras") in last
     assert float(last.split()[2]) >= 0.9  # held-out word-order pairs
     for name in ("flags.txt", "config.json", "vocab.json", "best.keras", "best.json",
-                 "results.json", "export/saved_model.pb"):
+                 "results.json", "MODEL_CARD.md", "export/1/saved_model.pb",
+                 "export/1/MODEL_CARD.md"):
         assert (workdir / name).exists(), name
     config = json.loads((workdir / "config.json").read_text())
     assert config["model_config"]["embedding_dim"] == 32 and config["model"] == "dsan"
