@@ -1,6 +1,7 @@
 """What several test modules share: running the programs, random ids, and one battery of
 checks every layer must pass (after keras-hub's `TestCase.run_layer_test`)."""
 
+import json
 import os
 import pathlib
 import subprocess
@@ -123,3 +124,24 @@ def _check_fit(model, arrays, output):
     unchanged = [w.path for w, old in zip(model.trainable_weights, before)
                  if np.array_equal(_numpy(w), old)]
     assert not unchanged, f"weights the loss does not reach: {unchanged}"
+
+
+RELOAD = """
+import json, sys
+import keras, numpy as np
+import dsan_tf.models  # registers the models and layers
+model = keras.models.load_model(sys.argv[1])
+inputs = dict(np.load(sys.argv[2]))
+print(json.dumps(np.asarray(model(inputs, training=False)).tolist()))
+"""
+
+
+def reloaded_outputs(model, inputs, directory):
+    """The outputs of `model` saved as .keras and reloaded in a fresh Python process (only
+    Keras' registry and dsan_tf.models there), for `inputs` (a dict of arrays)."""
+    path, data = directory / "model.keras", directory / "inputs.npz"
+    model.save(path)
+    np.savez(data, **inputs)
+    result = subprocess.run([sys.executable, "-c", RELOAD, str(path), str(data)], env=ENV,
+                            capture_output=True, text=True, timeout=300, check=True)
+    return np.array(json.loads(result.stdout.strip().splitlines()[-1]))

@@ -1,15 +1,12 @@
 """AF-DMN (Duan et al. 2018) as the paper describes it: padding, masking, saving."""
 
 import dataclasses
-import json
-import subprocess
-import sys
 
 import keras
 import numpy as np
 import pytest
 
-from helpers import ENV, random_ids
+from helpers import random_ids, reloaded_outputs
 
 from dsan_tf import DSANConfig, build_model
 
@@ -74,13 +71,5 @@ def test_keras_file_reloads_in_a_fresh_process(rng, tmp_path):
     model = build_model("afdmn", dataclasses.replace(TINY, matching_blocks=1))
     inputs = pairs(rng)
     expected = np.asarray(model(inputs, training=False))
-    path, data = tmp_path / "afdmn.keras", tmp_path / "inputs.npz"
-    model.save(path)
-    np.savez(data, **inputs)
-    script = ("import json, sys, keras, numpy as np, dsan_tf.models\n"
-              "m = keras.models.load_model(sys.argv[1]); x = dict(np.load(sys.argv[2]))\n"
-              "print(json.dumps(np.asarray(m(x, training=False)).tolist()))")
-    result = subprocess.run([sys.executable, "-c", script, str(path), str(data)], env=ENV,
-                            capture_output=True, text=True, timeout=300, check=True)
-    np.testing.assert_allclose(
-        np.array(json.loads(result.stdout.strip().splitlines()[-1])), expected, atol=1e-6)
+    np.testing.assert_allclose(reloaded_outputs(model, inputs, tmp_path), expected,
+                               atol=1e-6)

@@ -10,7 +10,7 @@ import keras
 import numpy as np
 import pytest
 
-from helpers import ENV, cli, ok, random_ids
+from helpers import ENV, cli, ok, random_ids, reloaded_outputs
 
 from dsan_tf import DSANConfig, build_model
 from dsan_tf.analysis import pair_analysis
@@ -138,16 +138,8 @@ def test_keras_file_reloads_in_a_fresh_process(rng, tmp_path):
         prior.weight.assign(0.3)  # not the initial values: they must come from the file
         prior.bias.assign(-0.2)
     expected = np.asarray(model(inputs, training=False))
-    path, data = tmp_path / "gt.keras", tmp_path / "inputs.npz"
-    model.save(path)
-    np.savez(data, **inputs)
-    script = ("import json, sys, keras, numpy as np, dsan_tf.models\n"
-              "m = keras.models.load_model(sys.argv[1]); x = dict(np.load(sys.argv[2]))\n"
-              "print(json.dumps(np.asarray(m(x, training=False)).tolist()))")
-    result = subprocess.run([sys.executable, "-c", script, str(path), str(data)], env=ENV,
-                            capture_output=True, text=True, timeout=300, check=True)
-    np.testing.assert_array_equal(
-        np.array(json.loads(result.stdout.strip().splitlines()[-1])), expected)
+    np.testing.assert_allclose(reloaded_outputs(model, inputs, tmp_path), expected,
+                               atol=1e-6)
     assert dataclasses.asdict(TINY)["model_dim"] == model.backbone.model_dim
 
 

@@ -1,15 +1,12 @@
 """Properties of the assembled model: padding, sharing, parameter count, saving."""
 
 import dataclasses
-import json
-import subprocess
-import sys
 
 import keras
 import numpy as np
 import pytest
 
-from helpers import random_ids
+from helpers import random_ids, reloaded_outputs
 
 from dsan_tf import DSANConfig, build_model
 from dsan_tf.models import Backbone, NLIClassifier, PairBackbone
@@ -146,16 +143,6 @@ def test_config_errors_name_the_field():
     assert DSANConfig.from_json(DSANConfig(num_heads=3).to_json()) == DSANConfig(num_heads=3)
 
 
-RELOAD = """
-import json, sys
-import keras, numpy as np
-import dsan_tf.models  # registers the models and layers
-model = keras.models.load_model(sys.argv[1])
-inputs = dict(np.load(sys.argv[2]))
-print(json.dumps(np.asarray(model(inputs, training=False)).tolist()))
-"""
-
-
 @pytest.mark.parametrize("name, changes", [
     ("dsan", dict(distance_prior="learned", pooling="multi_dim", fusion="raw")),
     ("disan", {}), ("cbow", {})])
@@ -166,13 +153,7 @@ def test_keras_file_reloads_in_a_fresh_process(small_config, rng, tmp_path, name
     inputs["hypothesis"][0, 2:] = 0
     model.fit(inputs, np.array([0, 1, 2, 0]), epochs=1, verbose=0)  # not the initial weights
     expected = np.asarray(model(inputs, training=False))
-    path, data = tmp_path / "dsan.keras", tmp_path / "inputs.npz"
-    model.save(path)
-    np.savez(data, **inputs)
-    result = subprocess.run([sys.executable, "-c", RELOAD, str(path), str(data)],
-                            capture_output=True, text=True, timeout=300, check=True)
-    reloaded = np.array(json.loads(result.stdout.strip().splitlines()[-1]))
-    np.testing.assert_array_equal(reloaded, expected)
+    np.testing.assert_array_equal(reloaded_outputs(model, inputs, tmp_path), expected)
 
 
 def test_no_training_tensor_is_bigger_than_the_attention_logits(small_config):
