@@ -99,6 +99,28 @@ def evaluate_source(task, members, spec, save_predictions=False):
                         for (workdir, *_), (probabilities, _, _) in zip(members, outputs)}}
 
 
+def write_card(members, results, directory):
+    """MODEL_CARD.md of an ensemble: how it combines, its measured accuracy, and each
+    member's own card."""
+    import os
+
+    from experiments import model_card
+    from experiments.rundir import RunDirectory
+
+    lines = [f"# Model card: an ensemble of {len(members)} runs", "",
+             "The mean of the members' class probabilities (AF-DMN, Section 5.3). Its limits "
+             "are its members' (below).", "", "## Metrics", ""]
+    lines += [f"- {spec}: accuracy {source['ensemble']['accuracy']:.4f}"
+              for spec, source in results["sources"].items()] or ["- none measured (give "
+                                                                  "--data)"]
+    lines += ["", "## Members", ""]
+    for workdir, *_ in members:
+        card = "\n" + model_card.text(RunDirectory(workdir))  # its headings one level down
+        lines += [f"### {workdir}", card.replace("\n# ", "\n#### ").replace("\n## ", "\n#### ")]
+    with open(os.path.join(directory, model_card.CARD), "w", encoding="utf-8") as stream:
+        stream.write("\n".join(lines))
+
+
 @program.main
 def main(argv):
     program.check_start(argv)
@@ -132,6 +154,7 @@ def main(argv):
         target = version_dir(FLAGS.export_dir)
         EnsemblePredictor([Predictor(model, preprocessor)
                            for _, model, preprocessor, _ in members]).export(target)
+        write_card(members, results, target)
         print(f"SavedModel of the ensemble: {target}")
 
 

@@ -337,8 +337,11 @@ def test_ensemble_export_serves_the_mean_of_its_members(demo, cbow_run, tmp_path
     workdir, _ = demo
     export = tmp_path / "export"
     ok(cli("ensemble", f"--workdir={workdir}", f"--workdir={cbow_run}",
-           f"--export_dir={export}"))
+           f"--export_dir={export}", "--data=synthetic:word_order/dev"))
     export = export / "1"
+    card = (export / "MODEL_CARD.md").read_text()
+    assert "an ensemble of 2 runs" in card and "synthetic:word_order/dev: accuracy" in card
+    assert card.count("- dev accuracy: ") == 2  # each member's card
 
     def served(path):
         return json.loads(ok(subprocess.run(
