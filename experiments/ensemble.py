@@ -74,12 +74,13 @@ def evaluate_source(task, members, spec, save_predictions=False):
     import numpy as np
 
     from dsan_tf import metrics
+    from dsan_tf.labels import NON_ENTAILMENT_ID
 
     examples, report = task.read(spec, "data")
     outputs = [member_probabilities(task, model, preprocessor, examples)
                for _, model, preprocessor, _ in members]
     labels, (premise_lengths, hypothesis_lengths) = outputs[0][2], outputs[0][1]
-    if np.any(labels >= 3):
+    if np.any(labels == NON_ENTAILMENT_ID):
         raise program.UsageError(f"{spec} has two-way labels (non-entailment): evaluate the "
                                  "members on it with experiments.evaluate.")
 

@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from dsan_tf import data
-from dsan_tf.labels import LABELS
+from dsan_tf.labels import LABELS, NON_ENTAILMENT_ID
 from dsan_tf.serving import Predictor
 from experiments import callbacks, distribute
 from experiments import rundir as run_files
@@ -60,8 +60,6 @@ def prepare_data(task, run):
         spec = getattr(settings, f"{name}_data")
         if spec:
             splits[name], reports[name] = task.read(spec, f"{name}_data")
-    from dsan_tf.labels import NON_ENTAILMENT_ID
-
     for name in ("train", "dev"):
         if any(e.label == NON_ENTAILMENT_ID for e in splits.get(name, [])):
             raise UsageError(f"--{name}_data={getattr(settings, f'{name}_data')} has two-way "
