@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from dsan_tf.labels import LABELS
+from dsan_tf.labels import LABEL_IDS, LABELS, NON_ENTAILMENT, NON_ENTAILMENT_ID
 
 LENGTH_BUCKET = 5
 
@@ -51,8 +51,48 @@ def classification_report(labels, predictions, premise_lengths, hypothesis_lengt
             "confusion_matrix": confusion.tolist(), "accuracy_by_length": by_length}
 
 
+def score(labels, predictions, premise_lengths, hypothesis_lengths):
+    """The report of three-way predictions against `labels`, three-way or two-way.
+
+    Two-way gold labels (HANS: entailment / non-entailment, `NON_ENTAILMENT_ID`) are scored
+    the way HANS's three-way models are: a prediction of neutral or contradiction counts as
+    non-entailment.
+
+    Args:
+        labels: int [N] gold ids; any `NON_ENTAILMENT_ID` makes the evaluation two-way.
+        predictions: int [N] predicted ids in `LABELS` order.
+        premise_lengths, hypothesis_lengths: int [N] token counts.
+
+    Returns:
+        (the predictions as scored, int [N]: collapsed to two-way where the gold is; the
+        report: `classification_report`'s, or for two-way gold `examples`, `accuracy`,
+        `two_way` (a sentence saying how it was scored) and `per_gold_label` accuracies).
+    """
+    labels = np.asarray(labels, dtype=np.int64)
+    predictions = np.asarray(predictions, dtype=np.int64)
+    if not np.any(labels == NON_ENTAILMENT_ID):
+        return predictions, classification_report(labels, predictions, premise_lengths,
+                                                   hypothesis_lengths)
+    entailment = LABEL_IDS["entailment"]
+    predictions = np.where(predictions == entailment, entailment, NON_ENTAILMENT_ID)
+    return predictions, {
+        "examples": int(labels.size), "accuracy": float(np.mean(predictions == labels)),
+        "two_way": f"gold labels are entailment / {NON_ENTAILMENT}: predictions of neutral "
+                   f"or contradiction count as {NON_ENTAILMENT}",
+        "per_gold_label": {name: float(np.mean(predictions[labels == i] == i))
+                           for name, i in (("entailment", entailment),
+                                           (NON_ENTAILMENT, NON_ENTAILMENT_ID))
+                           if np.any(labels == i)}}
+
+
 def format_report(name, report):
-    """The report as a text table."""
+    """The report (`score`'s, three-way or two-way) as a text table."""
+    if "two_way" in report:
+        return "\n".join(
+            [f"{name}: accuracy {report['accuracy']:.4f} on {report['examples']:,} pairs",
+             f"  two-way: {report['two_way']}"]
+            + [f"    gold {label}: {accuracy:.4f}"
+               for label, accuracy in report["per_gold_label"].items()])
     lines = [f"{name}: accuracy {report['accuracy']:.4f} on {report['examples']:,} pairs"
              + (f", oov_rate {report['oov_rate']:.2%}" if "oov_rate" in report else ""),
              f"  {'class':<14}{'precision':>10}{'recall':>10}{'f1':>10}{'support':>10}"]

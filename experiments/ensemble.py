@@ -7,7 +7,8 @@ The papers' ensembles average the class distributions of their members (AF-DMN, 
 5.3; Gaussian Transformer, Tables 2-3). Members may be of different model kinds with
 different vocabularies: each tokenizes with its own preprocessor. Per source, the ensemble
 and every member get `experiments.evaluate`'s report (accuracy, per-class scores, confusion
-matrix, accuracy by length, with lengths as the first member counts tokens). --export_dir
+matrix, accuracy by length, with lengths as the first member counts tokens); two-way sources
+(HANS) are scored two-way, as experiments.evaluate scores them. --export_dir
 writes one SavedModel whose raw-string `serving_default` runs the whole ensemble.
 """
 
@@ -74,20 +75,15 @@ def evaluate_source(task, members, spec, save_predictions=False):
     import numpy as np
 
     from dsan_tf import metrics
-    from dsan_tf.labels import NON_ENTAILMENT_ID
 
     examples, report = task.read(spec, "data")
     outputs = [member_probabilities(task, model, preprocessor, examples)
                for _, model, preprocessor, _ in members]
     labels, (premise_lengths, hypothesis_lengths) = outputs[0][2], outputs[0][1]
-    if np.any(labels == NON_ENTAILMENT_ID):
-        raise program.UsageError(f"{spec} has two-way labels (non-entailment): evaluate the "
-                                 "members on it with experiments.evaluate.")
 
     def scored(probabilities):
-        predictions = np.argmax(probabilities, axis=-1)
-        result = metrics.classification_report(labels, predictions, premise_lengths,
-                                               hypothesis_lengths)
+        predictions, result = metrics.score(labels, np.argmax(probabilities, axis=-1),
+                                            premise_lengths, hypothesis_lengths)
         result["read"] = report.summary()
         if save_predictions:
             result["predictions"] = "".join(map(str, predictions.tolist()))

@@ -41,7 +41,6 @@ def evaluate(task, model, preprocessor, spec, save_predictions=False, group_by=(
     import numpy as np
 
     from dsan_tf import metrics
-    from dsan_tf.labels import LABEL_IDS, NON_ENTAILMENT, NON_ENTAILMENT_ID
 
     examples, report = task.read(spec, "data")
     for field in group_by:
@@ -62,19 +61,7 @@ def evaluate(task, model, preprocessor, spec, save_predictions=False, group_by=(
         hypothesis_lengths.append(np.count_nonzero(inputs["hypothesis"].numpy(), axis=1))
     labels, predictions = np.concatenate(labels), np.concatenate(predictions)
     lengths = [np.concatenate(x) for x in (premise_lengths, hypothesis_lengths)]
-    if np.any(labels == NON_ENTAILMENT_ID):
-        predictions = np.where(predictions == LABEL_IDS["entailment"], predictions,
-                               NON_ENTAILMENT_ID)
-        result = {"examples": int(len(labels)), "accuracy": float(np.mean(predictions == labels)),
-                  "two_way": f"gold labels are entailment / {NON_ENTAILMENT}: predictions of "
-                             f"neutral or contradiction count as {NON_ENTAILMENT}",
-                  "per_gold_label": {
-                      name: float(np.mean(predictions[labels == i] == i))
-                      for name, i in (("entailment", LABEL_IDS["entailment"]),
-                                      (NON_ENTAILMENT, NON_ENTAILMENT_ID))
-                      if np.any(labels == i)}}
-    else:
-        result = metrics.classification_report(labels, predictions, *lengths)
+    predictions, result = metrics.score(labels, predictions, *lengths)
     correct = predictions == labels
     for field in group_by:
         values = np.array([e.field(field) for e in examples])
@@ -94,10 +81,6 @@ def evaluate(task, model, preprocessor, spec, save_predictions=False, group_by=(
 def format_groups(result):
     """The per-group accuracies as printed lines."""
     lines = []
-    if "two_way" in result:
-        lines.append(f"  two-way: {result['two_way']}; accuracy {result['accuracy']:.4f}")
-        lines += [f"    gold {name}: {accuracy:.4f}"
-                  for name, accuracy in result["per_gold_label"].items()]
     for field, groups in result.get("groups", {}).items():
         lines.append(f"  by {field}:")
         lines += [f"    {value:<40} {group['accuracy']:.4f}  ({group['examples']:,} pairs)"
@@ -121,11 +104,8 @@ def main(argv):
         result = evaluate(task, model, preprocessor, spec, FLAGS.save_predictions,
                           FLAGS.group_by or ())
         results["sources"][spec] = result
-        if "two_way" not in result:
-            print(metrics.format_report(spec, result))
-        else:
-            print(f"{spec}: {result['examples']:,} pairs")
-        if "two_way" in result or "groups" in result:
+        print(metrics.format_report(spec, result))
+        if "groups" in result:
             print(format_groups(result))
     if FLAGS.output:
         with open(FLAGS.output, "w", encoding="utf-8") as stream:

@@ -248,8 +248,10 @@ def perform(run, settings, record_dir):
                 return {"error": error, "command": shown(argv)}
     record = summarize(run, workdir, shared)
     wall = time.perf_counter() - started
-    if not trained_here:  # trained by an earlier invocation: count its epochs
-        wall += record["seconds_per_epoch"] * record["epochs"]
+    # Epochs trained by an earlier invocation count too: all of them when this one only
+    # evaluated, those before the backup when this one resumed the run.
+    epochs_time = record["seconds_per_epoch"] * record["epochs"]
+    wall = max(wall, epochs_time) if trained_here else wall + epochs_time
     record.update(command=shown(train), wall_seconds=wall, config_digest=digest)
     if evaluate:
         record["evaluate_command"] = shown(evaluate)

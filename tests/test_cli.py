@@ -318,6 +318,15 @@ def test_ensemble_of_two_runs_evaluates_and_refuses_mixed_labels(demo, cbow_run,
     assert 0 <= source["ensemble"]["accuracy"] <= 1 and len(set(members)) == 2
     assert source["ensemble"]["examples"] == len(source["ensemble"]["predictions"]) == 168
 
+    hans = write_hans(tmp_path / "heuristics_evaluation_set.txt")
+    printed = ok(cli("ensemble", f"--workdir={workdir}", f"--workdir={cbow_run}",
+                     f"--data={hans}", f"--output={output}", "--save_predictions"))
+    assert "two-way: gold labels are entailment / non-entailment" in printed
+    source = json.loads(output.read_text())["sources"][str(hans)]
+    for report in (source["ensemble"], *source["members"].values()):
+        assert set(report["per_gold_label"]) == {"entailment", "non-entailment"}
+        assert set(report["predictions"]) <= {"0", "3"} and report["labels"] == "033"
+
     other = tmp_path / "relabelled"
     shutil.copytree(cbow_run, other)
     config = json.loads((other / "config.json").read_text())
@@ -385,20 +394,25 @@ HANS_HEADER = ("gold_label\tsentence1_binary_parse\tsentence2_binary_parse\tsent
                "sentence2_parse\tsentence1\tsentence2\tpairID\theuristic\tsubcase\ttemplate")
 
 
-def test_evaluate_scores_two_way_sets_and_groups_by_any_field(demo, tmp_path):
-    """HANS (two-way gold, heuristic and subcase fields), Breaking NLI (category) and
-    MultiNLI (genre): per-group accuracy, in the JSON and printed; mistakes get a sentence."""
-    workdir, _ = demo
-    hans = tmp_path / "heuristics_evaluation_set.txt"
+def write_hans(path):
+    """Three pairs in HANS's TSV format: two-way gold labels, heuristic and subcase."""
     rows = [("entailment", "the dog saw the cat", "the dog saw the cat", "lexical_overlap",
              "ln_subject/object_swap"),
             ("non-entailment", "the dog saw the cat", "the cat saw the dog", "lexical_overlap",
              "ln_subject/object_swap"),
             ("non-entailment", "the boy saw the girl", "the girl saw the boy", "subsequence",
              "sn_NP/S")]
-    hans.write_text(HANS_HEADER + "\n" + "".join(
+    path.write_text(HANS_HEADER + "\n" + "".join(
         f"{gold}\t( x )\t( y )\t(S x)\t(S y)\t{p}\t{h}\tex{i}\t{heuristic}\t{subcase}\ttemp1\n"
         for i, (gold, p, h, heuristic, subcase) in enumerate(rows)))
+    return path
+
+
+def test_evaluate_scores_two_way_sets_and_groups_by_any_field(demo, tmp_path):
+    """HANS (two-way gold, heuristic and subcase fields), Breaking NLI (category) and
+    MultiNLI (genre): per-group accuracy, in the JSON and printed; mistakes get a sentence."""
+    workdir, _ = demo
+    hans = write_hans(tmp_path / "heuristics_evaluation_set.txt")
     output = tmp_path / "hans.json"
     printed = ok(cli("evaluate", f"--workdir={workdir}", f"--data={hans}",
                      "--group_by=heuristic", "--group_by=subcase", f"--output={output}"))

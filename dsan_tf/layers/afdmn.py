@@ -83,8 +83,27 @@ class CrossAttention(keras.layers.Layer):
         return config
 
 
+class _MatchingLayer(keras.layers.Layer):
+    """What the fusion and the computational block share: h (`units`), the dropout on the
+    fusion MLPs' inputs and the initializer, stored and round-tripped by `get_config`."""
+
+    def __init__(self, units, dropout=0.2, kernel_initializer="glorot_uniform", **kwargs):
+        super().__init__(**kwargs)
+        self.supports_masking = True  # the masks are explicit arguments
+        self.units = units
+        self.dropout = dropout
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"units": self.units, "dropout": self.dropout,
+                       "kernel_initializer": keras.initializers.serialize(
+                           self.kernel_initializer)})
+        return config
+
+
 @keras.saving.register_keras_serializable(package="dsan_tf")
-class AttentionFusion(keras.layers.Layer):
+class AttentionFusion(_MatchingLayer):
     """f = BiLSTM(ReLU(W [x; x̃; x − x̃; x ⊙ x̃] + b))   (eq. (12)-(14), and (17)-(19) after
     self-attention), dropout on the MLP's input (Section 5.2: "all MLPs").
 
@@ -101,12 +120,6 @@ class AttentionFusion(keras.layers.Layer):
         float [B, T, 2·units].
     """
 
-    def __init__(self, units, dropout=0.2, kernel_initializer="glorot_uniform", **kwargs):
-        super().__init__(**kwargs)
-        self.supports_masking = True  # the masks are explicit arguments
-        self.units = units
-        self.dropout = dropout
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
 
     def build(self, inputs_shape, aligned_shape=None, padding_mask_shape=None):
         features = tuple(inputs_shape[:-1]) + (4 * inputs_shape[-1],)
@@ -128,16 +141,9 @@ class AttentionFusion(keras.layers.Layer):
     def compute_output_shape(self, inputs_shape, aligned_shape=None, padding_mask_shape=None):
         return tuple(inputs_shape[:-1]) + (2 * self.units,)
 
-    def get_config(self):
-        config = super().get_config()
-        config.update({"units": self.units, "dropout": self.dropout,
-                       "kernel_initializer": keras.initializers.serialize(
-                           self.kernel_initializer)})
-        return config
-
 
 @keras.saving.register_keras_serializable(package="dsan_tf")
-class ComputationalBlock(keras.layers.Layer):
+class ComputationalBlock(_MatchingLayer):
     """One block of the deep matching layer (Section 3): cross attention, fusion, self-
     attention S = F Fᵀ (eq. (15)-(16), no parameters), fusion. One set of weights for both
     sentences; each block has its own.
@@ -158,12 +164,6 @@ class ComputationalBlock(keras.layers.Layer):
         (H_p^t [B, T1, D], H_q^t [B, T2, D]).
     """
 
-    def __init__(self, units, dropout=0.2, kernel_initializer="glorot_uniform", **kwargs):
-        super().__init__(**kwargs)
-        self.supports_masking = True  # the masks are explicit arguments
-        self.units = units
-        self.dropout = dropout
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
 
     def build(self, premise_shape, hypothesis_shape=None, *args):
         def fusion(name):
@@ -204,10 +204,3 @@ class ComputationalBlock(keras.layers.Layer):
     def compute_output_shape(self, premise_shape, hypothesis_shape=None, *args):
         width = 2 * self.units
         return (tuple(premise_shape[:-1]) + (width,), tuple(hypothesis_shape[:-1]) + (width,))
-
-    def get_config(self):
-        config = super().get_config()
-        config.update({"units": self.units, "dropout": self.dropout,
-                       "kernel_initializer": keras.initializers.serialize(
-                           self.kernel_initializer)})
-        return config

@@ -1,0 +1,65 @@
+"""The evaluation metrics and the significance tests the study's p-values rest on."""
+
+import math
+
+import numpy as np
+import pytest
+
+from dsan_tf import metrics
+from dsan_tf.labels import LABEL_IDS, NON_ENTAILMENT_ID
+
+E, N, C = (LABEL_IDS[name] for name in ("entailment", "neutral", "contradiction"))
+
+
+def test_report_counts_classes_and_buckets_lengths():
+    labels = [E, E, N, C, C, C]
+    predictions = [E, N, N, C, C, E]
+    report = metrics.classification_report(labels, predictions, [2, 4, 12, 3, 3, 30],
+                                           [2, 6, 8, 3, 3, 30])
+    assert report["accuracy"] == pytest.approx(4 / 6)
+    assert report["confusion_matrix"] == [[1, 1, 0], [0, 1, 0], [1, 0, 2]]
+    assert report["per_class"]["entailment"] == pytest.approx(
+        {"precision": 0.5, "recall": 0.5, "f1": 0.5, "support": 2})
+    assert report["per_class"]["neutral"]["precision"] == pytest.approx(0.5)
+    # Average pair length in 5-token buckets (the paper's Figure 6): 2, 5, 10, 3, 3, 30.
+    assert [(b["min_length"], b["examples"]) for b in report["accuracy_by_length"]] == [
+        (0, 3), (5, 1), (10, 1), (30, 1)]
+
+
+def test_two_way_gold_collapses_neutral_and_contradiction():
+    """HANS's convention: a three-way model's neutral or contradiction is non-entailment."""
+    labels = [E, NON_ENTAILMENT_ID, NON_ENTAILMENT_ID, NON_ENTAILMENT_ID]
+    scored, report = metrics.score(labels, [E, N, C, E], [3] * 4, [3] * 4)
+    assert scored.tolist() == [E, NON_ENTAILMENT_ID, NON_ENTAILMENT_ID, E]
+    assert report["accuracy"] == pytest.approx(0.75)
+    assert report["per_gold_label"] == pytest.approx({"entailment": 1.0,
+                                                      "non-entailment": 2 / 3})
+    assert "gold non-entailment: 0.6667" in metrics.format_report("hans", report)
+    three_way, full = metrics.score([E, N, C], [E, C, C], [3] * 3, [3] * 3)
+    assert three_way.tolist() == [E, C, C] and "confusion_matrix" in full
+
+
+@pytest.mark.parametrize("only_a, only_b", [(5, 0), (30, 12), (400, 350), (7, 7)])
+def test_mcnemar_is_the_exact_binomial_test_of_the_discordant_pairs(only_a, only_b):
+    both = 50
+    correct_a = np.array([True] * (only_a + both) + [False] * only_b + [False] * 20)
+    correct_b = np.array([False] * only_a + [True] * both + [True] * only_b + [False] * 20)
+    # The exact two-sided binomial test, in integers: 2 · P(X ≤ min) under Binomial(n, ½).
+    n = only_a + only_b
+    tail = sum(math.comb(n, i) for i in range(min(only_a, only_b) + 1))
+    expected = min(1.0, 2 * tail / 2**n)
+    assert metrics.mcnemar_p(correct_a, correct_b) == pytest.approx(expected, rel=1e-9)
+    assert metrics.mcnemar_p(correct_a, correct_a) == 1.0
+
+
+def test_paired_bootstrap_separates_real_differences_from_none():
+    rng = np.random.default_rng(1)
+    a = rng.random((3, 2000)) < 0.72
+    same = metrics.paired_bootstrap_p(a, a)
+    assert same == (0.0, 1.0)
+    better = a | (rng.random((3, 2000)) < 0.1)  # about 3 points better on every seed
+    difference, p = metrics.paired_bootstrap_p(better, a, resamples=2000)
+    assert difference == pytest.approx(better.mean() - a.mean()) and p < 0.01
+    noise = rng.random(2000) < 0.72
+    _, p = metrics.paired_bootstrap_p(noise, rng.random(2000) < 0.72, resamples=2000)
+    assert p > 0.01
