@@ -67,3 +67,65 @@ def pair_analysis(backbone, premise_ids, hypothesis_ids):
     return [dict(entry, weights=np.asarray(ops.convert_to_numpy(entry["weights"]),
                                            dtype=np.float32)[0])
             for entry in info["attention"]]
+
+
+def attention_by_distance(backbone, batches, max_distance=10):
+    """Where DSAN's attention goes over many sentences: the weight it puts at each
+    query-key distance |i − j|, against two baselines over the same visible keys: uniform
+    weights (no content, no prior) and the distance prior alone (softmax of its bias,
+    eq. (7) with QKᵀ = 0). The paper shows the distance mask's effect on one sentence
+    (Figure 8); this counts it over a corpus.
+
+    Args:
+        backbone: a `DSANBackbone`; others raise `dsan_tf.models.AnalysisUnavailable`.
+        batches: iterable of int arrays [B, T] of token ids, 0 padding.
+        max_distance: distances above it are pooled into the last bin.
+
+    Returns:
+        {"forward": ..., "backward": ...}, each a dict averaged over the queries that see at
+        least one key, and over heads:
+          `mass` (list, max_distance): attention weight at distance 1, 2, … (last bin: and
+              more); `uniform_mass`, `prior_mass`: the same for the baselines;
+          `mean_distance`, `uniform_mean_distance`, `prior_mean_distance`: Σ_j a_ij |i − j|;
+          `queries`: how many queries were counted (per head).
+    """
+    from dsan_tf import masks
+    from dsan_tf.data.vocabulary import PAD_ID
+
+    kinds = ("", "uniform_", "prior_")
+    sums = {side: {**{f"{kind}mass": 0.0 for kind in kinds},
+                   **{f"{kind}mean_distance": 0.0 for kind in kinds}, "queries": 0}
+            for side in masks.DIRECTIONS}
+    for ids in batches:
+        ids = np.asarray(ids, dtype="int32")
+        info = backbone.sentence_intermediates(ids)
+        length = ids.shape[1]
+        real = ids != PAD_ID                                                  # [B, T]
+        distance = np.asarray(ops.convert_to_numpy(masks.distances(length)))  # [T, T]
+        bins = np.minimum(distance, max_distance) - 1                         # -1: diagonal
+        priors = backbone.prior_bias(length)
+        for side, total in sums.items():
+            grid = (masks.directional_mask(length, side)
+                    if backbone.encoder_config["use_direction_mask"]
+                    else masks.off_diagonal_mask(length))
+            visible = (np.asarray(ops.convert_to_numpy(grid))[None]
+                       & real[:, None, :] & real[:, :, None])                 # [B, T, T]
+            counted = visible.any(axis=-1)                                    # [B, T]
+            weights = np.asarray(ops.convert_to_numpy(info[side]["attention_weights"]),
+                                 dtype=np.float64)                            # [B, H, T, T]
+            uniform = visible / np.maximum(visible.sum(-1, keepdims=True), 1)
+            prior = np.where(visible, np.asarray(ops.convert_to_numpy(priors[side]),
+                                                 dtype=np.float64)[None], -np.inf)
+            top = np.max(prior, axis=-1, keepdims=True)
+            prior = np.exp(prior - np.where(np.isfinite(top), top, 0.0))      # rows of no key: 0
+            prior /= np.maximum(prior.sum(axis=-1, keepdims=True), 1e-300)
+            total["queries"] += int(counted.sum())
+            for name, mass in zip(kinds, (weights.mean(axis=1), uniform, prior)):
+                mass = np.where(counted[:, :, None], mass, 0.0)               # [B, T, T]
+                total[f"{name}mass"] = total[f"{name}mass"] + np.array(
+                    [mass[..., bins == b].sum() for b in range(max_distance)])
+                total[f"{name}mean_distance"] += float((mass * distance).sum())
+    return {side: {key: (value if key == "queries"
+                         else (np.asarray(value) / max(total["queries"], 1)).tolist())
+                   for key, value in total.items()}
+            for side, total in sums.items()}

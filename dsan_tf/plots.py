@@ -78,6 +78,34 @@ def accuracy_by_length(runs):
     return figure
 
 
+def attention_by_distance(runs):
+    """Attention weight by query-key distance, forward and backward (`runs` maps a name to
+    `dsan_tf.analysis.attention_by_distance`'s result); dashed: uniform attention over the
+    same visible keys (the first run's; the same for every run); dotted: each run's
+    distance prior alone, where it is not uniform."""
+    figure, axes = plt.subplots(1, 2, figsize=(9, 3.5), sharey=True)
+    for axis, side in zip(axes, ("forward", "backward")):
+        for name, result in runs.items():
+            mass = result[side]["mass"]
+            line, = axis.plot(range(1, len(mass) + 1), mass, marker="o", label=(
+                f"{name} (mean distance {result[side]['mean_distance']:.2f})"))
+            prior = result[side]["prior_mass"]
+            if abs(result[side]["prior_mean_distance"]
+                   - result[side]["uniform_mean_distance"]) > 1e-6:
+                axis.plot(range(1, len(prior) + 1), prior, ":", color=line.get_color(),
+                          label=f"its prior alone ({result[side]['prior_mean_distance']:.2f})")
+        first = next(iter(runs.values()))[side]
+        axis.plot(range(1, len(first["uniform_mass"]) + 1), first["uniform_mass"], "k--",
+                  label=f"uniform (mean distance {first['uniform_mean_distance']:.2f})")
+        axis.set_xlabel(f"|i − j| (last: ≥ {len(first['mass'])})")
+        axis.set_title(f"{side} block", fontsize=9)
+        axis.legend(fontsize=7)
+        axis.grid(alpha=0.3)
+    axes[0].set_ylabel("attention weight per query")
+    figure.tight_layout()
+    return figure
+
+
 def learning_curve(curves, title=""):
     """Dev accuracy against the number of training pairs; `curves` maps a model name to a
     list of (pairs, accuracy) points."""

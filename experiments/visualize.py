@@ -5,7 +5,10 @@
 
 Writes fig07_attention.png (per head and averaged, forward and backward), fig09_fusion_gate.png,
 fig10_ffn.png, fig11_pooling.png; with --compare_workdir fig08_compare.png (average maps of both
-runs on --long_sentence); with --evaluation fig06_length.png (accuracy by pair length).
+runs on --long_sentence); with --evaluation fig06_length.png (accuracy by pair length); with
+--distance_data attention_by_distance.png and .json: the attention weight at each query-key
+distance over that source's sentences, for --workdir (and --compare_workdir), against uniform
+attention over the same keys (Figure 8 counted over a corpus).
 For a pair model (--model=gaussian_transformer) it writes self_attention.png and
 inter_attention.png for --sentence as premise and --hypothesis.
 All values come from the model's own intermediate outputs (dsan_tf.analysis).
@@ -24,6 +27,7 @@ FLAGS = project_flags.FLAGS
 
 def define_flags():
     project_flags.define_workdir_flag()
+    project_flags.define_reading_flags()
     flags.DEFINE_string("sentence", "A lady stands outside of a Mexican market.",
                         "Sentence for the single-model figures (7, 9, 10, 11).")
     flags.DEFINE_string("long_sentence",
@@ -34,6 +38,10 @@ def define_flags():
                         "Pair models: the hypothesis read with --sentence as premise.")
     flags.DEFINE_string("compare_workdir", None,
                         "A second run for Figure 8 (e.g. no distance mask).")
+    flags.DEFINE_string("distance_data", None, "A data source whose premises and hypotheses "
+                        "are read for the attention-by-distance figure.")
+    flags.DEFINE_integer("distance_sentences", 2000, "How many of --distance_data's first "
+                         "pairs (both sentences of each) that figure reads.")
     flags.DEFINE_string("output_dir", None, "Where to write the PNG files.")
     flags.DEFINE_multi_string("evaluation", None,
                               "Figure 6: an experiments.evaluate JSON file, optionally "
@@ -99,6 +107,50 @@ def comparison(workdirs, sentence):
     return plots.compare_attention(tokens, maps, titles)
 
 
+def short_name(workdir):
+    """The run directory's last two path parts (study runs all end in seedN)."""
+    return "/".join(os.path.normpath(workdir).split(os.sep)[-2:])
+
+
+def distance_profiles(workdirs, spec, pairs):
+    """{run name: `analysis.attention_by_distance`} over both sentences of the first
+    `pairs` pairs of `spec`, in batches of sentences of similar length."""
+    import numpy as np
+
+    from dsan_tf import analysis
+    from dsan_tf.config import DataConfig, ExperimentConfig
+    from dsan_tf.models import AnalysisUnavailable
+    from dsan_tf.task import NLITask
+    from experiments.rundir import RunDirectory
+
+    task = NLITask(ExperimentConfig(data=DataConfig(tfds_data_dir=FLAGS.tfds_data_dir)),
+                   log=lambda _: None)
+    examples, _ = task.read(spec, "distance_data")
+    sentences = [text for e in examples[:pairs] for text in (e.premise, e.hypothesis)]
+
+    def batches(preprocessor):
+        ids = sorted((row for row in preprocessor.token_ids(sentences).to_list() if row),
+                     key=len)
+        for start in range(0, len(ids), FLAGS.batch_size):
+            batch = ids[start:start + FLAGS.batch_size]
+            padded = np.zeros((len(batch), len(batch[-1])), "int32")
+            for row, sentence in enumerate(batch):
+                padded[row, :len(sentence)] = sentence
+            yield padded
+
+    profiles = {}
+    for workdir in workdirs:
+        model, preprocessor, config = RunDirectory(workdir).load()
+        try:
+            profile = analysis.attention_by_distance(model.backbone, batches(preprocessor))
+        except AnalysisUnavailable as error:
+            raise program.UsageError(f"--workdir={workdir} is a {config['model']} run: "
+                                     f"{error}") from None
+        profile["distance_prior"] = config["model_config"].get("distance_prior")
+        profiles[workdir] = profile
+    return {"data": spec, "sentences": len(sentences), "runs": profiles}
+
+
 @program.main
 def main(argv):
     program.check_start(argv, output_dir="where to write the figures")
@@ -120,6 +172,16 @@ def main(argv):
                                               FLAGS.long_sentence)
     if FLAGS.evaluation:
         figures["fig06_length"] = plots.accuracy_by_length(load_evaluations(FLAGS.evaluation))
+    if FLAGS.distance_data:
+        workdirs = [FLAGS.workdir] + ([FLAGS.compare_workdir] if FLAGS.compare_workdir else [])
+        profiles = distance_profiles(workdirs, FLAGS.distance_data, FLAGS.distance_sentences)
+        figures["attention_by_distance"] = plots.attention_by_distance(
+            {f"{short_name(w)} (prior: {p['distance_prior']})": p
+             for w, p in profiles["runs"].items()})
+        path = os.path.join(FLAGS.output_dir, "attention_by_distance.json")
+        with open(path, "w", encoding="utf-8") as stream:
+            json.dump(profiles, stream, indent=2)
+        print(path)
     for stem, figure in figures.items():
         path = os.path.join(FLAGS.output_dir, f"{stem}.png")
         with open(path, "wb") as stream:

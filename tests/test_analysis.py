@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from dsan_tf import DSANConfig, build_model, plots
-from dsan_tf.analysis import sentence_analysis
+from dsan_tf.analysis import attention_by_distance, sentence_analysis
 from dsan_tf.models import AnalysisUnavailable
 
 
@@ -53,3 +53,44 @@ def test_other_backbones_say_what_they_cannot_show(name):
     with pytest.raises(AnalysisUnavailable, match="Figures 7-11") as raised:
         sentence_analysis(model.backbone, [2, 3])
     assert len(str(raised.value).rstrip(".").split(". ")) == 1  # one sentence
+
+
+def _zero_queries(backbone):
+    """QKᵀ = 0 in both blocks: the attention is then the distance prior's softmax alone."""
+    for block in (backbone.encoder.forward_block, backbone.encoder.backward_block):
+        kernel = block.attention.query_dense.kernel
+        kernel.assign(np.zeros(kernel.shape, kernel.dtype))
+
+
+@pytest.mark.parametrize("prior", ["linear", "none"])
+def test_attention_by_distance_against_uniform_and_prior_alone(prior):
+    """Counted over visible keys only (direction, diagonal, padding): a 3-token and a
+    4-token sentence give 5 queries a side, which see 1, 2, 1, 2 and 3 keys: uniform weight
+    by distance (1 + ½ + 1 + ½ + ⅓, ½ + ½ + ⅓, ⅓) / 5, the linear prior's softmax(−1.5·d)
+    over the same keys. Queries of zero make the attention the prior's alone."""
+    model = build_model("dsan", DSANConfig(vocab_size=30, embedding_dim=16, num_heads=4,
+                                           ffn_dim=32, classifier_units=8,
+                                           distance_prior=prior))
+    ids = np.array([[5, 9, 3, 0], [5, 9, 3, 7]], "int32")
+    _zero_queries(model.backbone)
+    result = attention_by_distance(model.backbone, [ids[:1, :3], ids], max_distance=4)
+    for side in ("forward", "backward"):
+        summary = result[side]
+        assert summary["queries"] == 2 + 5
+        assert sum(summary["mass"]) == pytest.approx(1.0)
+        np.testing.assert_allclose(summary["mass"], summary["prior_mass"], atol=1e-5)
+
+    def expected(alpha):  # softmax(-α·d) over the 1, 2 or 3 keys a query sees, ids[0] and [1]
+        mass = np.zeros(4)
+        for keys in (1, 2, 1, 2, 3):
+            weights = np.exp(-alpha * np.arange(1, keys + 1))
+            mass[:keys] += weights / weights.sum()
+        return mass / 5
+
+    single = attention_by_distance(model.backbone, [ids], max_distance=4)["backward"]
+    np.testing.assert_allclose(single["uniform_mass"], expected(0.0), atol=1e-12)
+    assert single["uniform_mean_distance"] == pytest.approx(1.4)
+    alpha = 1.5 if prior == "linear" else 0.0
+    np.testing.assert_allclose(single["prior_mass"], expected(alpha), atol=1e-7)
+    figure = plots.attention_by_distance({"run": result})
+    assert plots.png_bytes(figure).startswith(b"\x89PNG")

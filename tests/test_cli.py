@@ -60,12 +60,18 @@ def test_visualize_writes_every_figure(demo, tmp_path):
            f"--output={evaluation}"))
     printed = ok(cli("visualize", f"--workdir={workdir}", f"--compare_workdir={workdir}",
                      "--sentence=the dog chased the cat", f"--evaluation=demo={evaluation}",
+                     "--distance_data=synthetic:word_order/dev", "--distance_sentences=20",
                      f"--output_dir={tmp_path / 'figures'}"))
     names = {pathlib.Path(line).name for line in printed.split()}
     assert names == {"fig06_length.png", "fig07_attention.png", "fig08_compare.png",
-                     "fig09_fusion_gate.png", "fig10_ffn.png", "fig11_pooling.png"}
-    for name in names:
+                     "fig09_fusion_gate.png", "fig10_ffn.png", "fig11_pooling.png",
+                     "attention_by_distance.png", "attention_by_distance.json"}
+    for name in names - {"attention_by_distance.json"}:
         assert (tmp_path / "figures" / name).read_bytes().startswith(b"\x89PNG")
+    distances = json.loads((tmp_path / "figures" / "attention_by_distance.json").read_text())
+    assert distances["sentences"] == 40 and list(distances["runs"]) == [str(workdir)]
+    forward = distances["runs"][str(workdir)]["forward"]
+    assert sum(forward["mass"]) == pytest.approx(1.0) and forward["queries"] > 0
 
 
 def test_evaluate_writes_metrics(demo, tmp_path):

@@ -7,6 +7,7 @@ Shape legend: B batch, T tokens, D word width (d_e), E sentence-vector width (4�
 import keras
 from keras import ops
 
+from dsan_tf import masks
 from dsan_tf.data.vocabulary import PAD_ID
 from dsan_tf.layers import DSANEncoder
 from dsan_tf.models.backbone import SentenceEncoderBackbone
@@ -61,6 +62,15 @@ class DSANBackbone(SentenceEncoderBackbone):
         if self.encoder.source2token is not None:
             parts.append(("source2token", self.encoder.source2token))
         return parts
+
+    def prior_bias(self, length):
+        """The distance prior's bias α·M_dis (eq. (7)'s term, or another prior's, learned
+        values included) of each block, for sentences of `length` tokens: {"forward",
+        "backward"}: float32 [T, T], before the masks."""
+        self.ensure_built()
+        distances = masks.distances(length)
+        return {block.direction: block.attention.prior(distances)
+                for block in (self.encoder.forward_block, self.encoder.backward_block)}
 
     def sentence_intermediates(self, token_ids):
         """What the encoder computes on the way (for the paper's Figures 7-13).
