@@ -87,14 +87,16 @@ def attention_by_distance(backbone, batches, max_distance=10):
           `mass` (list, max_distance): attention weight at distance 1, 2, … (last bin: and
               more); `uniform_mass`, `prior_mass`: the same for the baselines;
           `mean_distance`, `uniform_mean_distance`, `prior_mean_distance`: Σ_j a_ij |i − j|;
+          `entropy`, `uniform_entropy`, `prior_entropy`: −Σ_j a_ij log a_ij (nats), how
+              selective the attention is whatever the distance (uniform: log of the keys);
           `queries`: how many queries were counted (per head).
     """
     from dsan_tf import masks
     from dsan_tf.data.vocabulary import PAD_ID
 
     kinds = ("", "uniform_", "prior_")
-    sums = {side: {**{f"{kind}mass": 0.0 for kind in kinds},
-                   **{f"{kind}mean_distance": 0.0 for kind in kinds}, "queries": 0}
+    sums = {side: {**{f"{kind}{value}": 0.0 for value in ("mass", "mean_distance", "entropy")
+                      for kind in kinds}, "queries": 0}
             for side in masks.DIRECTIONS}
     for ids in batches:
         ids = np.asarray(ids, dtype="int32")
@@ -125,6 +127,11 @@ def attention_by_distance(backbone, batches, max_distance=10):
                 total[f"{name}mass"] = total[f"{name}mass"] + np.array(
                     [mass[..., bins == b].sum() for b in range(max_distance)])
                 total[f"{name}mean_distance"] += float((mass * distance).sum())
+                # Per head for the model's weights: the mean of the heads' entropies.
+                per_head = weights if not name else mass[:, None]
+                per_head = np.where(counted[:, None, :, None], per_head, 0.0)
+                logs = np.log(np.where(per_head > 0, per_head, 1.0))
+                total[f"{name}entropy"] += float(-(per_head * logs).sum() / per_head.shape[1])
     return {side: {key: (value if key == "queries"
                          else (np.asarray(value) / max(total["queries"], 1)).tolist())
                    for key, value in total.items()}

@@ -79,6 +79,7 @@ def test_attention_by_distance_against_uniform_and_prior_alone(prior):
         assert summary["queries"] == 2 + 5
         assert sum(summary["mass"]) == pytest.approx(1.0)
         np.testing.assert_allclose(summary["mass"], summary["prior_mass"], atol=1e-5)
+        assert summary["entropy"] == pytest.approx(summary["prior_entropy"], abs=1e-5)
 
     def expected(alpha):  # softmax(-α·d) over the 1, 2 or 3 keys a query sees, ids[0] and [1]
         mass = np.zeros(4)
@@ -90,6 +91,7 @@ def test_attention_by_distance_against_uniform_and_prior_alone(prior):
     single = attention_by_distance(model.backbone, [ids], max_distance=4)["backward"]
     np.testing.assert_allclose(single["uniform_mass"], expected(0.0), atol=1e-12)
     assert single["uniform_mean_distance"] == pytest.approx(1.4)
+    assert single["uniform_entropy"] == pytest.approx((2 * np.log(2) + np.log(3)) / 5)
     alpha = 1.5 if prior == "linear" else 0.0
     np.testing.assert_allclose(single["prior_mass"], expected(alpha), atol=1e-7)
     figure = plots.attention_by_distance({"run": result})
