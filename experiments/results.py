@@ -114,6 +114,7 @@ class Settings:
     json_output: str
     curve_output: str
     digest: str  # of `config`: run directories go under workdir/digest
+    max_seeds: int = len(SEEDS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,8 +138,9 @@ def plan(variants, max_seeds, curve_sizes, sick):
     first = [v for v in variants if not v.last and not v.ensemble_of]
     runs = [Run("snli", v, SEEDS[0]) for v in first]
     runs += [Run("snli", v, seed) for v in first for seed in SEEDS[1:min(v.seeds, max_seeds)]]
-    # Ensembles once their members' seeds are trained.
-    runs += [Run("snli", v, SEEDS[0]) for v in variants if v.ensemble_of]
+    # Ensembles once their members' seeds are trained (two at least).
+    runs += [Run("snli", v, SEEDS[0]) for v in variants
+             if v.ensemble_of and len(member_seeds(v, max_seeds)) >= 2]
     if sick:
         runs += [Run("sick", v, SEEDS[0]) for v in first]
     runs += [Run(f"curve{size}", v, SEEDS[0]) for size in curve_sizes for v in first
@@ -146,6 +148,12 @@ def plan(variants, max_seeds, curve_sizes, sick):
     # The costliest rows come last, so that they never hold up the rest of the table.
     runs += [Run("snli", v, SEEDS[0]) for v in variants if v.last]
     return runs
+
+
+def member_seeds(variant, max_seeds):
+    """The seeds of the row that the ensemble row `variant` averages."""
+    member = next(v for v in VARIANTS if v.key == variant.ensemble_of)
+    return SEEDS[:min(member.seeds, max_seeds)]
 
 
 def train_command(run, shared, root, config):
@@ -262,8 +270,9 @@ def perform(run, settings, record_dir):
 def perform_ensemble(run, settings, record_path, root, workdir, digest):
     """An ensemble row's record: `experiments.ensemble` over the member rows' run
     directories (which must still exist: a record keeps predictions, not models)."""
+    seeds = member_seeds(run.variant, settings.max_seeds)
     members = [os.path.join(root, "snli", run.variant.ensemble_of, f"seed{seed}")
-               for seed in SEEDS]
+               for seed in seeds]
     missing = [m for m in members if not os.path.exists(os.path.join(m, "results.json"))]
     if missing:
         return {"error": f"needs the trained run directories {missing} (train them with "
@@ -281,15 +290,17 @@ def perform_ensemble(run, settings, record_path, root, workdir, digest):
             return {"error": error, "command": shown(argv)}
     sources = read_json(output)["sources"]
     dev = sources[os.path.join(shared, SNLI["dev_data"])]["ensemble"]
-    member_records = [read_json(os.path.join(
-        os.path.dirname(record_path), "..", run.variant.ensemble_of, f"seed{seed}.json"))
-        for seed in SEEDS]
+    # The members' records sit beside this one's directory, which may not exist yet.
+    rows = os.path.dirname(os.path.dirname(record_path))
+    member_records = [read_json(os.path.join(rows, run.variant.ensemble_of, f"seed{seed}.json"))
+                      for seed in seeds]
     record = {"run": run.name, "variant": run.variant.key, "seed": run.seed, "task": run.task,
               "params": sum(r["params"] for r in member_records), "best_epoch": None,
               "epochs": 0, "seconds_per_epoch": None,
               "snli_dev_accuracy": dev["accuracy"], "snli_dev_predictions": dev["predictions"],
               "snli_dev_labels": dev["labels"],
               "multinli_accuracy": sources[os.path.join(shared, MULTINLI)]["ensemble"]["accuracy"],
+              "member_seeds": list(seeds),
               "command": shown(argv), "wall_seconds": time.perf_counter() - started,
               "config_digest": digest}
     write_json(record_path, record)
@@ -344,7 +355,8 @@ def main(argv):
     from experiments import study_report  # NumPy and matplotlib load here, not for --help
 
     settings = Settings(FLAGS.workdir, FLAGS.shared_data, FLAGS.config, FLAGS.output,
-                        FLAGS.json_output, FLAGS.curve_output, config_digest(FLAGS.config))
+                        FLAGS.json_output, FLAGS.curve_output, config_digest(FLAGS.config),
+                        FLAGS.max_seeds)
     variants = [v for v in VARIANTS if v.key in chosen]
     runs = plan(variants, FLAGS.max_seeds, sizes, FLAGS.sick)
     # The table shows every recorded run from the start, not only those reached so far.

@@ -107,11 +107,17 @@ def test_study_is_written_resumed_and_reproducible(tmp_path):
     outputs = {"output": tmp_path / "RESULTS.md", "json_output": tmp_path / "results.json",
                "curve_output": tmp_path / "curve.png"}
     flags = [f"--workdir={workdir}", f"--shared_data={shared}", f"--config={config}",
-             f"--record_dir={records}", "--variants=dsan", "--variants=cbow", "--max_seeds=2",
+             f"--record_dir={records}", "--variants=dsan", "--variants=cbow",
+             "--variants=dsan_ensemble", "--max_seeds=2",
              "--curve_sizes=24", *[f"--{k}={v}" for k, v in outputs.items()]]
     ok(cli("results", *flags))
     rows = json.loads(outputs["json_output"].read_text())["rows"]
-    assert [r["variant"] for r in rows] == ["dsan", "cbow"]
+    assert [r["variant"] for r in rows] == ["dsan", "cbow", "dsan_ensemble"]
+    ensemble = rows.pop()  # the mean probabilities of DSAN's two seeds: no training of its own
+    assert ensemble["seeds"] == [0] and 0 <= ensemble["snli_dev_mean"] <= 1
+    assert ensemble["params"] == 2 * rows[0]["params"] and 0 < ensemble["p_value_vs_dsan"] <= 1
+    record = json.loads((records / "snli" / "dsan_ensemble" / "seed0.json").read_text())
+    assert record["member_seeds"] == [0, 1] and len(record["snli_dev_predictions"]) == 48
     for r in rows:
         assert r["seeds"] == [0, 1] and len(r["snli_dev"]) == 2
         assert 0 <= r["snli_dev_mean"] <= 1 and r["snli_dev_sd"] is not None
@@ -129,10 +135,10 @@ def test_study_is_written_resumed_and_reproducible(tmp_path):
     (tmp_path / "runs").rename(tmp_path / "old_runs")
     ok(cli("results", *flags))
     assert not workdir.exists() or not any(workdir.rglob("train.log"))
-    assert json.loads(outputs["json_output"].read_text())["rows"] == rows
+    assert json.loads(outputs["json_output"].read_text())["rows"] == rows + [ensemble]
     outputs["json_output"].unlink()
     ok(cli("results", *flags, "--report_only"))
-    assert json.loads(outputs["json_output"].read_text())["rows"] == rows
+    assert json.loads(outputs["json_output"].read_text())["rows"] == rows + [ensemble]
 
 
 @pytest.mark.parametrize("flags, message", [
