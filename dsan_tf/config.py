@@ -56,6 +56,8 @@ class DSANConfig:
         char_dim: Gaussian Transformer: d_c, width of the character 5-gram vectors (30).
         lstm_units: AF-DMN: h, the width of its LSTMs (per direction) and MLPs (300).
         matching_blocks: AF-DMN: k, computational blocks (3 for SNLI, 2 for MultiNLI).
+        init_scale: AF-DMN: its encoder's and blocks' weights start U(−s, s) (Section 5.2:
+            0.01); 0 keeps Keras' defaults (Glorot, orthogonal recurrent kernels).
 
     The Gaussian Transformer reads `embedding_dim` as d_w, `num_heads` as H,
     `distance_prior` for its self-attentions and `dropout` for every sub-layer; its FFN
@@ -85,6 +87,7 @@ class DSANConfig:
     char_dim: int = 30
     lstm_units: int = 300
     matching_blocks: int = 3
+    init_scale: float = 0.01
 
     def __post_init__(self):
         self.validate()
@@ -112,8 +115,9 @@ class DSANConfig:
                              f"got {self.vocab_size}.")
         if min(self.model_dim, self.num_encoder_blocks, self.char_dim) < 1:
             raise ValueError("model_dim, num_encoder_blocks and char_dim must be positive.")
-        if self.lstm_units < 1 or self.matching_blocks < 0:
-            raise ValueError("lstm_units must be positive and matching_blocks >= 0.")
+        if self.lstm_units < 1 or self.matching_blocks < 0 or self.init_scale < 0:
+            raise ValueError("lstm_units must be positive, matching_blocks and init_scale "
+                             ">= 0.")
         if self.num_interaction_blocks < 0:
             raise ValueError("num_interaction_blocks must be >= 0.")
 

@@ -85,6 +85,9 @@ def define_model_flags():
                          "AF-DMN: h, LSTM width per direction and MLP width.")
     flags.DEFINE_integer("matching_blocks", _MODEL.matching_blocks,
                          "AF-DMN: k, computational blocks of the matching layer.")
+    flags.DEFINE_float("init_scale", _MODEL.init_scale,
+                       "AF-DMN: its encoder's and blocks' weights start U(-s, s) (Section 5.2: "
+                       "0.01); 0 keeps Keras' defaults (Glorot, orthogonal recurrent).")
 
 
 @_once

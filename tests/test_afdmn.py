@@ -35,6 +35,22 @@ def test_paper_configuration():
     assert model.backbone.token_embedding.trainable and model.backbone.dropout == 0.2
 
 
+@pytest.mark.parametrize("scale", [0.01, 0.0])
+def test_init_scale_sets_every_encoder_and_block_weight(scale):
+    """Section 5.2: U(−0.01, 0.01) for every network weight; `init_scale=0` is Keras'
+    Glorot / orthogonal (biases start at zero or the LSTM's forget-gate 1 either way)."""
+    model = build_model("afdmn", dataclasses.replace(TINY, init_scale=scale))
+    model({"premise": np.ones((1, 3), "int32"), "hypothesis": np.ones((1, 2), "int32")})
+    backbone = model.backbone
+    kernels = [w for layer in [backbone.encoder, *backbone.blocks] for w in layer.weights
+               if "bias" not in w.path]
+    # BiLSTM: kernel and recurrent kernel per direction; a block: eq. (9)'s W, U_l, U_r and
+    # two fusions of one MLP kernel and a BiLSTM each.
+    assert len(kernels) == 4 + 2 * (3 + 2 * (1 + 4))
+    largest = max(float(np.abs(w.numpy()).max()) for w in kernels)
+    assert (largest <= 0.01) == (scale == 0.01)
+
+
 @pytest.mark.parametrize("policy", ["float32", "mixed_float16"])
 def test_padding_never_changes_logits(rng, policy):
     keras.config.set_dtype_policy(policy)
