@@ -87,14 +87,13 @@ def score(labels, predictions, premise_lengths, hypothesis_lengths):
 
 def format_report(name, report):
     """The report (`score`'s, three-way or two-way) as a text table."""
+    header = (f"{name}: accuracy {report['accuracy']:.4f} on {report['examples']:,} pairs"
+              + (f", oov_rate {report['oov_rate']:.2%}" if "oov_rate" in report else ""))
     if "two_way" in report:
-        return "\n".join(
-            [f"{name}: accuracy {report['accuracy']:.4f} on {report['examples']:,} pairs",
-             f"  two-way: {report['two_way']}"]
-            + [f"    gold {label}: {accuracy:.4f}"
-               for label, accuracy in report["per_gold_label"].items()])
-    lines = [f"{name}: accuracy {report['accuracy']:.4f} on {report['examples']:,} pairs"
-             + (f", oov_rate {report['oov_rate']:.2%}" if "oov_rate" in report else ""),
+        return "\n".join([header, f"  two-way: {report['two_way']}"]
+                         + [f"    gold {label}: {accuracy:.4f}"
+                            for label, accuracy in report["per_gold_label"].items()])
+    lines = [header,
              f"  {'class':<14}{'precision':>10}{'recall':>10}{'f1':>10}{'support':>10}"]
     for label, values in report["per_class"].items():
         lines.append(f"  {label:<14}{values['precision']:>10.4f}{values['recall']:>10.4f}"

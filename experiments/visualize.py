@@ -8,7 +8,7 @@ fig10_ffn.png, fig11_pooling.png; with --compare_workdir fig08_compare.png (aver
 runs on --long_sentence); with --evaluation fig06_length.png (accuracy by pair length); with
 --distance_data attention_by_distance.png and .json: the attention weight at each query-key
 distance over that source's sentences, for --workdir (and --compare_workdir), against uniform
-attention over the same keys (Figure 8 counted over a corpus).
+attention and the distance prior alone over the same keys (Figure 8 counted over a corpus).
 For a pair model (--model=gaussian_transformer) it writes self_attention.png and
 inter_attention.png for --sentence as premise and --hypothesis.
 All values come from the model's own intermediate outputs (dsan_tf.analysis).
@@ -129,14 +129,11 @@ def distance_profiles(workdirs, spec, pairs):
     sentences = [text for e in examples[:pairs] for text in (e.premise, e.hypothesis)]
 
     def batches(preprocessor):
-        ids = sorted((row for row in preprocessor.token_ids(sentences).to_list() if row),
-                     key=len)
-        for start in range(0, len(ids), FLAGS.batch_size):
-            batch = ids[start:start + FLAGS.batch_size]
-            padded = np.zeros((len(batch), len(batch[-1])), "int32")
-            for row, sentence in enumerate(batch):
-                padded[row, :len(sentence)] = sentence
-            yield padded
+        lengths = preprocessor.token_ids(sentences).row_lengths().numpy()
+        ordered = [sentences[i] for i in np.argsort(lengths, kind="stable")]
+        for start in range(0, len(ordered), FLAGS.batch_size):
+            # Padded as the model reads them; an empty sentence has no query to count.
+            yield preprocessor.dense_ids(ordered[start:start + FLAGS.batch_size]).numpy()
 
     profiles = {}
     for workdir in workdirs:
