@@ -196,6 +196,12 @@ def execute(argv, log_path):
     return None
 
 
+def usable_cores():
+    """How many CPU cores this process (and the runs it starts) may use: fewer than the
+    machine's under `taskset`, which makes a run's seconds per epoch incomparable."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
 def _flag_lines(path):
     with open(path, encoding="utf-8") as config:
         return [line.strip() for line in config
@@ -265,7 +271,8 @@ def perform(run, settings, record_dir):
     # evaluated, those before the backup when this one resumed the run.
     epochs_time = record["seconds_per_epoch"] * record["epochs"]
     wall = max(wall, epochs_time) if trained_here else wall + epochs_time
-    record.update(command=shown(train), wall_seconds=wall, config_digest=digest)
+    record.update(command=shown(train), wall_seconds=wall, config_digest=digest,
+                  cores=usable_cores())
     if evaluate:
         record["evaluate_command"] = shown(evaluate)
     write_json(record_path, record)
