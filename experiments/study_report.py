@@ -36,9 +36,19 @@ def _mean(values):
     return statistics.fmean(values) if values else None
 
 
+def _timed(runs, full_cores):
+    """The runs whose seconds per epoch are comparable: those that had the machine's cores
+    (records older than the `cores` field had them), else all, marked as slower ones."""
+    runs = [r for r in runs if r["seconds_per_epoch"] is not None]
+    whole = [r for r in runs if r.get("cores", full_cores) == full_cores]
+    return (whole, False) if whole or not runs else (runs, True)
+
+
 def row(variant, records):
     """One row's figures from its runs (and DSAN's, for the paired tests)."""
     snli = sorted(_runs(records, "snli", variant.key), key=lambda r: r["seed"])
+    full_cores = max([r["cores"] for r in records.values() if r.get("cores")], default=None)
+    timed, fewer_cores = _timed(snli, full_cores)
     dsan = sorted(_runs(records, "snli", "dsan"), key=lambda r: r["seed"])
     sick = _runs(records, "sick", variant.key)
     accuracies = [r["snli_dev_accuracy"] for r in snli]
@@ -50,8 +60,8 @@ def row(variant, records):
         "multinli_m_mean": _mean([r["multinli_accuracy"] for r in snli]),
         "sick_test_mean": _mean([r["test_accuracy"] for r in sick]),
         "params": snli[0]["params"] if snli else (sick[0]["params"] if sick else None),
-        "seconds_per_epoch": _mean([r["seconds_per_epoch"] for r in snli
-                                    if r["seconds_per_epoch"] is not None]),
+        "seconds_per_epoch": _mean([r["seconds_per_epoch"] for r in timed]),
+        "seconds_on_fewer_cores": fewer_cores,
         "best_epochs": [r["best_epoch"] for r in snli],
         "difference_vs_dsan": None, "p_value_vs_dsan": None, "p_value_mcnemar_seed0": None,
     }
@@ -92,7 +102,8 @@ def table_lines(rows):
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         params = "–" if r["params"] is None else f"{r['params']:,}"
-        seconds = "–" if r["seconds_per_epoch"] is None else f"{r['seconds_per_epoch']:.0f}"
+        seconds = ("–" if r["seconds_per_epoch"] is None else f"{r['seconds_per_epoch']:.0f}"
+                   + ("†" if r["seconds_on_fewer_cores"] else ""))
         delta = ("–" if r["difference_vs_dsan"] is None
                  else f"{100 * r['difference_vs_dsan']:+.1f}")
         lines.append(
@@ -137,7 +148,9 @@ def markdown(rows, points, records, settings, sizes, elapsed):
         "DSAN row, and a two-sided paired bootstrap over the 9,842 dev pairs (10,000 "
         "resamples, each row's seeds averaged per pair); **McNemar**: exact test, seed 0 "
         "against DSAN's seed 0.",
-        "- **s/epoch**: wall-clock seconds of a training epoch with its dev pass, 2-core CPU.",
+        "- **s/epoch**: wall-clock seconds of a training epoch with its dev pass, 2-core CPU, "
+        "over the row's runs that had every core; † where none had (runs trained two at a "
+        "time, `--jobs=2`, one core each): slower, not comparable with the others.",
         "", *table_lines(rows), "",
         "## Learning curve (seed 0, SNLI dev; `learning_curve.png`)", "",
         *curve_lines(points, sizes), "",
