@@ -335,7 +335,7 @@ def perform(run, settings, record_dir):
     epochs_time = record["seconds_per_epoch"] * record["epochs"]
     wall = max(wall, epochs_time) if trained_here else wall + epochs_time
     record.update(command=shown(train), wall_seconds=wall, config_digest=digest,
-                  cores=usable_cores())
+                  cores=usable_cores(), machine_cores=os.cpu_count())
     if evaluate:
         record["evaluate_command"] = shown(evaluate)
     write_json(record_path, record)

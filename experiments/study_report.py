@@ -36,19 +36,18 @@ def _mean(values):
     return statistics.fmean(values) if values else None
 
 
-def _timed(runs, full_cores):
-    """The runs whose seconds per epoch are comparable: those that had the machine's cores
-    (records older than the `cores` field had them), else all, marked as slower ones."""
+def _timed(runs):
+    """The runs whose seconds per epoch are comparable: those that had every core of their
+    machine (records older than the `cores` field had them), else all, marked as such."""
     runs = [r for r in runs if r["seconds_per_epoch"] is not None]
-    whole = [r for r in runs if r.get("cores", full_cores) == full_cores]
+    whole = [r for r in runs if r.get("cores", 0) >= r.get("machine_cores", 0)]
     return (whole, False) if whole or not runs else (runs, True)
 
 
 def row(variant, records):
     """One row's figures from its runs (and DSAN's, for the paired tests)."""
     snli = sorted(_runs(records, "snli", variant.key), key=lambda r: r["seed"])
-    full_cores = max([r["cores"] for r in records.values() if r.get("cores")], default=None)
-    timed, fewer_cores = _timed(snli, full_cores)
+    timed, fewer_cores = _timed(snli)
     dsan = sorted(_runs(records, "snli", "dsan"), key=lambda r: r["seed"])
     sick = _runs(records, "sick", variant.key)
     accuracies = [r["snli_dev_accuracy"] for r in snli]

@@ -234,15 +234,17 @@ def test_seconds_per_epoch_compare_only_runs_that_had_every_core():
 
     def record(variant, seed, seconds, cores):
         return {"task": "snli", "variant": variant, "seed": seed, "seconds_per_epoch": seconds,
-                "cores": cores, "snli_dev_accuracy": 0.5, "multinli_accuracy": 0.4,
+                "cores": cores, "machine_cores": 2, "snli_dev_accuracy": 0.5, "multinli_accuracy": 0.4,
                 "params": 1, "best_epoch": 1, "snli_dev_predictions": "0",
                 "snli_dev_labels": "0"}
 
     records = {"a0": record("dsan", 0, 30.0, 2), "a1": record("dsan", 1, 50.0, 1),
-               "b1": record("cbow", 1, 12.0, 1)}
-    dsan, cbow = [study_report.row(v, records) for v in results.VARIANTS
-                  if v.key in ("dsan", "cbow")]
+               "b1": record("cbow", 1, 12.0, 1), "c0": record("raw_fusion", 0, 20.0, 1)}
+    del records["c0"]["cores"], records["c0"]["machine_cores"]  # made before the fields
+    dsan, cbow, old = [study_report.row(v, records) for v in results.VARIANTS
+                       if v.key in ("dsan", "cbow", "raw_fusion")]
     assert dsan["seconds_per_epoch"] == 30.0 and not dsan["seconds_on_fewer_cores"]
+    assert old["seconds_per_epoch"] == 20.0 and not old["seconds_on_fewer_cores"]
     assert cbow["seconds_per_epoch"] == 12.0 and cbow["seconds_on_fewer_cores"]
     lines = study_report.table_lines([dsan, cbow])
     assert "| 30 |" in lines[2] and "| 12† |" in lines[3]
