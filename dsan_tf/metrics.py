@@ -131,27 +131,35 @@ def mcnemar_p(correct_a, correct_b):
     return min(1.0, 2.0 * tail)
 
 
-def paired_bootstrap_p(correct_a, correct_b, resamples=10_000, seed=0, chunk=500):
-    """Two-sided paired bootstrap test of the accuracy difference of two systems, each run
-    with one or more seeds, on the same examples (examples are resampled; seeds averaged).
+def paired_bootstrap(correct_a, correct_b, resamples=10_000, seed=0, chunk=500, level=0.95):
+    """Paired bootstrap of the accuracy difference of two systems, each run with one or
+    more seeds, on the same examples (examples are resampled; seeds averaged per example).
 
     Args:
         correct_a, correct_b: bool [S_a, N] and [S_b, N] (or [N]): per seed and example.
         resamples: bootstrap samples of the N examples.
         seed: of the resampling.
+        level: of the percentile interval.
 
     Returns:
-        (difference of mean accuracies a - b, p-value): twice the share of resampled
-        differences on the far side of zero, at most 1.
+        (difference of mean accuracies a - b, two-sided p-value: twice the share of
+        resampled differences on the far side of zero, at most 1, (low, high): the central
+        `level` percentile interval of the resampled differences).
     """
     score_a = np.atleast_2d(np.asarray(correct_a, np.float32)).mean(axis=0)
     score_b = np.atleast_2d(np.asarray(correct_b, np.float32)).mean(axis=0)
     difference = score_a - score_b
     rng = np.random.default_rng(seed)
-    below = above = 0
-    for start in range(0, resamples, chunk):
-        count = min(chunk, resamples - start)
-        means = difference[rng.integers(0, difference.size, (count, difference.size))].mean(1)
-        below += int(np.sum(means <= 0))
-        above += int(np.sum(means >= 0))
-    return float(difference.mean()), min(1.0, 2.0 * min(below, above) / resamples)
+    means = np.concatenate([
+        difference[rng.integers(0, difference.size, (min(chunk, resamples - start),
+                                                      difference.size))].mean(1)
+        for start in range(0, resamples, chunk)])
+    p = min(1.0, 2.0 * min(np.sum(means <= 0), np.sum(means >= 0)) / resamples)
+    tail = 100 * (1 - level) / 2
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return float(difference.mean()), float(p), (float(low), float(high))
+
+
+def paired_bootstrap_p(correct_a, correct_b, resamples=10_000, seed=0, chunk=500):
+    """`paired_bootstrap`'s (difference, p-value)."""
+    return paired_bootstrap(correct_a, correct_b, resamples, seed, chunk)[:2]

@@ -62,12 +62,14 @@ def row(variant, records):
         "seconds_per_epoch": _mean([r["seconds_per_epoch"] for r in timed]),
         "seconds_on_fewer_cores": fewer_cores,
         "best_epochs": [r["best_epoch"] for r in snli],
-        "difference_vs_dsan": None, "p_value_vs_dsan": None, "p_value_mcnemar_seed0": None,
+        "difference_vs_dsan": None, "difference_ci_vs_dsan": None, "p_value_vs_dsan": None,
+        "p_value_mcnemar_seed0": None,
     }
     if snli and dsan and variant.key != "dsan":
         ours, theirs = [_correct(r) for r in snli], [_correct(r) for r in dsan]
-        result["difference_vs_dsan"], result["p_value_vs_dsan"] = metrics.paired_bootstrap_p(
-            np.stack(ours), np.stack(theirs))
+        (result["difference_vs_dsan"], result["p_value_vs_dsan"],
+         result["difference_ci_vs_dsan"]) = metrics.paired_bootstrap(np.stack(ours),
+                                                                     np.stack(theirs))
         if snli[0]["seed"] == dsan[0]["seed"]:
             result["p_value_mcnemar_seed0"] = metrics.mcnemar_p(ours[0], theirs[0])
     return result
@@ -97,14 +99,15 @@ def _p(value):
 
 def table_lines(rows):
     lines = ["| variant | seeds | params | SNLI dev | MultiNLI m. | SICK test | s/epoch | "
-             "Δ vs DSAN | p (bootstrap) | p (McNemar, seed 0) |",
+             "Δ vs DSAN [95%] | p (bootstrap) | p (McNemar, seed 0) |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         params = "–" if r["params"] is None else f"{r['params']:,}"
         seconds = ("–" if r["seconds_per_epoch"] is None else f"{r['seconds_per_epoch']:.0f}"
                    + ("†" if r["seconds_on_fewer_cores"] else ""))
         delta = ("–" if r["difference_vs_dsan"] is None
-                 else f"{100 * r['difference_vs_dsan']:+.1f}")
+                 else f"{100 * r['difference_vs_dsan']:+.1f} "
+                      "[{:+.1f}, {:+.1f}]".format(*[100 * x for x in r["difference_ci_vs_dsan"]]))
         lines.append(
             f"| {r['description'].replace('|', chr(92) + '|')} (`{r['variant']}`) | "
             f"{len(r['seeds'])} | {params} | "
@@ -143,10 +146,11 @@ def markdown(rows, points, records, settings, sizes, elapsed):
         "- **SNLI dev**: mean ± sd over the seeds (0, 1, 2 where 3; else seed 0).",
         "- **MultiNLI m.**: the SNLI models on MultiNLI dev-matched (cross-domain).",
         "- **SICK test**: the row trained on SICK train (4,500), selected on SICK trial, seed 0.",
-        "- **Δ vs DSAN** and **p (bootstrap)**: the difference of mean SNLI dev accuracy to the "
-        "DSAN row, and a two-sided paired bootstrap over the 9,842 dev pairs (10,000 "
-        "resamples, each row's seeds averaged per pair); **McNemar**: exact test, seed 0 "
-        "against DSAN's seed 0.",
+        "- **Δ vs DSAN** [95% interval] and **p (bootstrap)**: the difference of mean SNLI dev "
+        "accuracy to the DSAN row, its percentile interval and a two-sided p-value from a "
+        "paired bootstrap over the 9,842 dev pairs (10,000 resamples, each row's seeds "
+        "averaged per pair: the interval covers the choice of dev pairs, not of seeds); "
+        "**McNemar**: exact test, seed 0 against DSAN's seed 0.",
         "- **s/epoch**: wall-clock seconds of a training epoch with its dev pass, 2-core CPU, "
         "over the row's runs that had every core; † where none had (runs trained two at a "
         "time, `--jobs=2`, one core each): slower, not comparable with the others.",

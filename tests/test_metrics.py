@@ -63,3 +63,21 @@ def test_paired_bootstrap_separates_real_differences_from_none():
     noise = rng.random(2000) < 0.72
     _, p = metrics.paired_bootstrap_p(noise, rng.random(2000) < 0.72, resamples=2000)
     assert p > 0.01
+
+
+def test_paired_bootstrap_interval_brackets_the_difference_and_excludes_zero_only_when_real():
+    rng = np.random.default_rng(2)
+    a = rng.random((3, 2000)) < 0.72
+    assert metrics.paired_bootstrap(a, a)[2] == (0.0, 0.0)
+    better = a | (rng.random((3, 2000)) < 0.1)
+    difference, p, (low, high) = metrics.paired_bootstrap(better, a, resamples=2000)
+    assert 0 < low < difference < high and (difference, p) == metrics.paired_bootstrap_p(
+        better, a, resamples=2000)
+    noise = rng.random(2000) < 0.72
+    difference, _, (low, high) = metrics.paired_bootstrap(noise, rng.random(2000) < 0.72)
+    assert low < 0 < high and low < difference < high
+    # The 99% interval holds the 95% one: the same resamples, wider percentiles.
+    other = rng.random(2000) < 0.72
+    low95, high95 = metrics.paired_bootstrap(noise, other)[2]
+    low99, high99 = metrics.paired_bootstrap(noise, other, level=0.99)[2]
+    assert low99 < low95 < high95 < high99
