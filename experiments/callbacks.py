@@ -25,6 +25,22 @@ class EpochSeconds(keras.callbacks.Callback):
             logs["seconds"] = time.perf_counter() - self._started
 
 
+class TensorBoard(keras.callbacks.TensorBoard):
+    """Keras' TensorBoard callback whose epoch summaries (`epoch_loss`, `epoch_accuracy`,
+    `epoch_learning_rate` under train/, and `epoch_loss`, `epoch_accuracy` under
+    validation/) are written at every epoch end.
+
+    With an integer `update_freq`, Keras leaves the batch summaries' `record_if(step %
+    update_freq == 0)` open at epoch end, so its epoch summaries are recorded only when the
+    last step's number is a multiple of `update_freq` (tensorflow/tensorboard#4975): for
+    most runs never.
+    """
+
+    def _log_epoch_metrics(self, epoch, logs):
+        with self.summary.record_if(True):
+            super()._log_epoch_metrics(epoch, logs)
+
+
 class StopOnNaN(keras.callbacks.Callback):
     """Stops at the first non-finite training loss and keeps a message for the user."""
 

@@ -26,8 +26,9 @@ BATCH = 256
 
 
 def define_flags():
-    project_flags.define_workdir_flag()
+    project_flags.define_finished_workdir_flag()
     flags.DEFINE_string("input", None, "A .txt file (a sentence per line) or .jsonl file.")
+    project_flags.require_existing("input")
     flags.DEFINE_string("field", "sentence1", "The field of each .jsonl line to embed.")
     flags.DEFINE_string("output", None, "The .npy file to write ([N, E] float32).")
     flags.DEFINE_string("projector_dir", None, "Also write a TensorBoard projector view here.")

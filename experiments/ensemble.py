@@ -27,7 +27,9 @@ def define_flags():
     project_flags.define_output_flag()
     flags.DEFINE_multi_string("workdir", None, "A finished experiments.train run; repeat it "
                               "for every member (at least two).")
+    project_flags.require_existing("workdir", directory=True)
     flags.DEFINE_multi_string("data", None, "Data source spec(s) to evaluate on.")
+    project_flags.require_existing("data", prefixes=project_flags.DATA_PREFIXES)
     flags.DEFINE_string("export_dir", None, "Also write the ensemble as one SavedModel in "
                         "EXPORT_DIR/<next version>/ (TF Serving's layout).")
     flags.DEFINE_boolean("save_predictions", False, "Also write the ensemble's and each "

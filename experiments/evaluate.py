@@ -23,10 +23,11 @@ FLAGS = project_flags.FLAGS
 
 
 def define_flags():
-    project_flags.define_workdir_flag()
+    project_flags.define_finished_workdir_flag()
     project_flags.define_reading_flags()
     project_flags.define_output_flag()
     flags.DEFINE_multi_string("data", None, "Data source spec(s) to evaluate on.")
+    project_flags.require_existing("data", prefixes=project_flags.DATA_PREFIXES)
     flags.DEFINE_multi_string("group_by", None, "Also report the accuracy per value of this "
                               "field of the source (e.g. heuristic, subcase, category, genre).")
     flags.DEFINE_boolean("save_predictions", False, "Also write each source's predicted and "

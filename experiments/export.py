@@ -26,7 +26,7 @@ FLAGS = project_flags.FLAGS
 
 
 def define_flags():
-    project_flags.define_workdir_flag()
+    project_flags.define_finished_workdir_flag()
     flags.DEFINE_string("export_dir", None, "TF Serving's model directory: the SavedModel "
                         "goes to EXPORT_DIR/<version>/.")
     flags.DEFINE_integer("version", None, "The export's version (default: one more than the "

@@ -6,6 +6,7 @@ flags and Python API cannot drift. This module imports no TensorFlow: `--help` i
 """
 
 import dataclasses
+import os
 
 from absl import flags
 
@@ -30,6 +31,27 @@ def _once(define):
 
 
 _DEFINED = set()
+# Source specs that name no local file (dsan_tf.data.sources).
+DATA_PREFIXES = ("tfds:", "synthetic:")
+
+
+def require_existing(name, directory=False, prefixes=(), values=()):
+    """Checks, when flags are parsed (before TensorFlow loads), that each value of --name
+    is an existing file (or directory), unless it starts with one of `prefixes` or is one
+    of `values`; a missing one stops the program with one sentence naming flag and path."""
+    exists = os.path.isdir if directory else os.path.isfile
+    what = "directory" if directory else "file"
+
+    def check(value):
+        for item in value if isinstance(value, list) else [value]:
+            if item is None or item in values or item.startswith(tuple(prefixes)):
+                continue
+            if not exists(item):
+                there = (f"a file, not a {what}" if os.path.exists(item)
+                         else f"no such {what}")
+                raise flags.ValidationError(there)
+        return True
+    flags.register_validator(name, check)
 
 
 @_once
@@ -41,10 +63,10 @@ def define_model_flags():
                       "take its paper's values: --num_heads=4 "
                       "--distance_prior=gaussian_variant).")
     flags.DEFINE_integer("embedding_dim", _MODEL.embedding_dim,
-                         "d_e: word-vector and block width.")
-    flags.DEFINE_integer("num_heads", _MODEL.num_heads, "h: attention heads (d_k = d_e / h).")
+                         "d_e: word-vector and block width.", lower_bound=1)
+    flags.DEFINE_integer("num_heads", _MODEL.num_heads, "h: attention heads (d_k = d_e / h).", lower_bound=1)
     flags.DEFINE_integer("ffn_dim", _MODEL.ffn_dim,
-                         "d_ff: hidden width of the position-wise FFN.")
+                         "d_ff: hidden width of the position-wise FFN.", lower_bound=1)
     flags.DEFINE_enum("distance_prior", _MODEL.distance_prior, PRIORS,
                       "Bias favouring nearby words: linear = alpha * M_dis (paper), none "
                       "(Table 1 ablation), gaussian, gaussian_variant, zipf, learned "
@@ -62,12 +84,12 @@ def define_model_flags():
                       "max only.")
     flags.DEFINE_float("dropout", _MODEL.dropout,
                        "Dropout on the attention output, in the fusion gate and on the "
-                       "classifier's ReLU layer.")
+                       "classifier's ReLU layer.", lower_bound=0.0, upper_bound=0.99)
     flags.DEFINE_enum("qkv_norm", _MODEL.qkv_norm, QKV_NORMS,
                       "LayerNorm of the Q, K, V projections: per head (d_k wide) or over the "
                       "full d_e-wide projection before splitting into heads.")
     flags.DEFINE_integer("classifier_units", _MODEL.classifier_units,
-                         "Width of the classifier's ReLU layer.")
+                         "Width of the classifier's ReLU layer.", lower_bound=1)
     flags.DEFINE_boolean("trainable_embeddings", _MODEL.trainable_embeddings,
                          "Fine-tune the word vectors (the paper keeps GloVe frozen; "
                          "--embeddings=random makes them trainable unless this is given).")
@@ -94,7 +116,7 @@ def define_model_flags():
 def define_reading_flags():
     """What every program that reads data needs: TFDS's directory and the batch size."""
     flags.DEFINE_string("tfds_data_dir", None, "TFDS data directory (default: TFDS's own).")
-    flags.DEFINE_integer("batch_size", _DATA.batch_size, "Global batch size.")
+    flags.DEFINE_integer("batch_size", _DATA.batch_size, "Global batch size.", lower_bound=1)
 
 
 @_once
@@ -108,13 +130,13 @@ def define_data_flags():
                         "Test data source spec (evaluated once at the end).")
     flags.DEFINE_integer("train_subset", _DATA.train_subset, "Train on a random subset of "
                          "this many --train_data pairs, the same whatever --seed and --model "
-                         "(learning curves); 0: all.")
+                         "(learning curves); 0: all.", lower_bound=0)
     flags.DEFINE_boolean("lowercase", _DATA.lowercase, "Lower-case text before tokenizing "
                          "(GloVe 840B is cased: keep false).")
     flags.DEFINE_integer("min_count", _DATA.min_count,
-                         "Keep training words seen at least this often.")
+                         "Keep training words seen at least this often.", lower_bound=1)
     flags.DEFINE_integer("max_length", _DATA.max_length, "Truncate sentences to this many "
-                         "tokens (counted and reported); 0: never.")
+                         "tokens (counted and reported); 0: never.", lower_bound=0)
     flags.DEFINE_boolean("shuffle", _DATA.shuffle, "Shuffle the training pairs every epoch "
                          "(false: file order; tf.distribute reorders a seeded shuffle, so "
                          "compare strategies without it).")
@@ -138,7 +160,10 @@ def define_data_flags():
                          "otherwise all be the one unknown word).")
     flags.DEFINE_integer("vocab_from_vectors", _DATA.vocab_from_vectors, "Also give ids to "
                          "the first N words of the --embeddings file (GloVe is ordered by "
-                         "frequency), so an exported model covers unseen text.")
+                         "frequency), so an exported model covers unseen text.", lower_bound=0)
+    for name in ("train_data", "dev_data", "test_data"):
+        require_existing(name, prefixes=DATA_PREFIXES)
+    require_existing("embeddings", prefixes=("glove:",), values=("random",))
     flags.DEFINE_enum("oov_init", _DATA.oov_init, OOV_INITS, "Vectors of words missing from "
                       "the vector file: U(-oov_scale, oov_scale) or zeros.")
     flags.DEFINE_float("oov_scale", _DATA.oov_scale, "--oov_init=random draws vectors from "
@@ -149,7 +174,7 @@ def define_data_flags():
 def define_training_flags():
     """Optimisation and precision (`TrainingConfig`)."""
     flags.DEFINE_float("learning_rate", _TRAINING.learning_rate, "Learning rate (with "
-                       "--restart_epochs, the top of each cosine cycle).")
+                       "--restart_epochs, the top of each cosine cycle).", lower_bound=0.0)
     flags.DEFINE_enum("optimizer", _TRAINING.optimizer, OPTIMIZERS,
                       "Adam (DSAN) or AdamW, Adam with decoupled weight decay (with "
                       "--restart_epochs: AdamWR, the Gaussian Transformer's).")
@@ -163,12 +188,12 @@ def define_training_flags():
     flags.DEFINE_boolean("halve_on_dev_drop", _TRAINING.halve_on_dev_drop, "Halve the "
                          "learning rate after an epoch whose dev accuracy fell (AF-DMN).")
     flags.DEFINE_integer("epochs", _TRAINING.epochs,
-                         "Training epochs (at most, with --patience).")
+                         "Training epochs (at most, with --patience).", lower_bound=1)
     flags.DEFINE_integer("patience", _TRAINING.patience, "Stop when dev accuracy has not "
                          "improved for this many epochs (0: train all --epochs); the best "
-                         "epoch's model is kept.")
+                         "epoch's model is kept.", lower_bound=0)
     flags.DEFINE_integer("steps_per_epoch", _TRAINING.steps_per_epoch, "Train on at most "
-                         "this many batches per epoch (0: all of them).")
+                         "this many batches per epoch (0: all of them).", lower_bound=0)
     flags.DEFINE_boolean("jit_compile", _TRAINING.jit_compile,
                          "Compile the training step with XLA.")
     flags.DEFINE_enum("mixed_precision", _TRAINING.mixed_precision, PRECISIONS,
@@ -182,6 +207,14 @@ def define_training_flags():
 def define_workdir_flag():
     flags.DEFINE_string("workdir", None, "Run directory of experiments.train: configuration, "
                         "vocabulary, checkpoints, TensorBoard logs, best model.")
+
+
+@_once
+def define_finished_workdir_flag():
+    """--workdir of the programs that read a finished run (or an export): it must exist."""
+    flags.DEFINE_string("workdir", None, "A finished experiments.train run directory, or an "
+                        "export of experiments.export.")
+    require_existing("workdir", directory=True)
 
 
 @_once
@@ -227,9 +260,9 @@ def experiment_config(values=FLAGS, **model_overrides):
         raise flags.ValidationError(str(error)) from None
 
 
-def flagfile_lines(values=FLAGS, **resolved):
-    """The program's own flags (not absl's), with `resolved` values replacing the given
-    ones, as --flagfile lines that repeat the run."""
+def flagfile_lines(values=FLAGS, exclude=(), **resolved):
+    """The program's own flags (not absl's, not those in `exclude`), with `resolved` values
+    replacing the given ones, as --flagfile lines that repeat the run."""
     resolved = dict(resolved)
     if "model" in values:  # the model's paper values that unset flags stood for
         for name, value in MODEL_DEFAULTS.get(values["model"].value, {}).items():
@@ -242,7 +275,7 @@ def flagfile_lines(values=FLAGS, **resolved):
     lines = []
     for flag in sorted({flag.name: flag for flag in ours}.values(), key=lambda f: f.name):
         value = resolved.get(flag.name, flag.value)
-        if value is None:
+        if value is None or flag.name in exclude:
             continue
         if isinstance(value, bool):
             lines.append(f"--{'' if value else 'no'}{flag.name}")

@@ -27,11 +27,12 @@ BATCH = 256
 
 
 def define_flags():
-    project_flags.define_workdir_flag()
+    project_flags.define_finished_workdir_flag()
     flags.DEFINE_string("premise", None, "A premise.")
     flags.DEFINE_string("hypothesis", None, "A hypothesis.")
     flags.DEFINE_string("input", None, "A .jsonl file of sentence1/sentence2 objects "
                         "(pairID kept when present).")
+    project_flags.require_existing("input")
     flags.DEFINE_string("output", None, "Write the predictions here (default: stdout).")
     flags.DEFINE_enum("format", "jsonl", ["jsonl", "csv"], "jsonl: one JSON object per pair; "
                       "csv: pairID,gold_label (MultiNLI leaderboard, HANS).")

@@ -1,12 +1,17 @@
-"""What every program does the same way: start, check its flags, and stop with one
-sentence (no traceback) on a user's mistake.
+"""What every program does the same way: start, check its flags, load TensorFlow quietly,
+and stop with one sentence (no traceback) on a user's mistake.
 
 Library code raises (`UsageError` here, `dsan_tf.data.DataError`, ValueError for bad
-model settings); only `main` turns that into an exit.
+model settings); only `main` turns that into an exit. Flag values are checked while flags
+are parsed (`lower_bound`, `require_file`, ...), before TensorFlow loads.
 """
 
+import contextlib
 import functools
+import os
 import sys
+import tempfile
+import warnings
 
 from absl import app, flags, logging
 
@@ -33,14 +38,66 @@ def check_start(argv, **required):
             raise UsageError(f"give --{name}, {what}.")
 
 
-def main(function):
-    """Decorates a program's `main(argv)`: absl logging at WARNING (TF's INFO lines would
-    bury the program's own output), and a user's mistake ends the program with its one
-    sentence."""
+def verbose():
+    """Whether the user asked for more than warnings (`--verbosity=0` or higher)."""
+    return FLAGS["verbosity"].present and FLAGS.verbosity >= 0
+
+
+@contextlib.contextmanager
+def _stderr_swallowed():
+    """Sends file descriptor 2 to a temporary file while the block runs (C++ libraries
+    write there directly, past Python's `sys.stderr`); replays it if the block raises."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        except BaseException:
+            os.dup2(saved, 2)
+            sink.seek(0)
+            sys.stderr.write(sink.read().decode("utf-8", "replace"))
+            raise
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+def load_tensorflow():
+    """Imports TensorFlow and Keras without their start-up log lines (oneDNN, CUDA probing,
+    CPU features: about nine C++ lines, printed before TF's logger honours
+    TF_CPP_MIN_LOG_LEVEL) unless `--verbosity` asks for them. A TF_CPP_MIN_LOG_LEVEL the
+    user set is kept; otherwise TF's later C++ lines are shown from level 3 (fatal) on.
+    """
+    if "tensorflow" in sys.modules:
+        return
+    if verbose():
+        import keras  # noqa: F401
+        import tensorflow  # noqa: F401
+        return
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    with _stderr_swallowed():
+        import keras  # noqa: F401
+        import tensorflow  # noqa: F401
+
+
+def main(function=None, *, tensorflow=True):
+    """Decorates a program's `main(argv)`: absl logging at WARNING unless --verbosity is
+    given, TensorFlow loaded quietly (`tensorflow=False` for programs that do not need it),
+    and a user's mistake ends the program with its one sentence."""
+    if function is None:
+        return functools.partial(main, tensorflow=tensorflow)
+
     @functools.wraps(function)
     def wrapper(argv):
-        logging.set_verbosity(logging.WARNING)
+        if not FLAGS["verbosity"].present:
+            logging.set_verbosity(logging.WARNING)
+        # A one-word sentence makes a softmax over one key: correct, not a mistake.
+        warnings.filterwarnings("ignore", message="You are using a softmax over axis")
         try:
+            if tensorflow:
+                load_tensorflow()
             return function(argv)
         except (UsageError, flags.ValidationError) as error:
             fail(str(error))
@@ -52,6 +109,15 @@ def main(function):
     return wrapper
 
 
+def parse_flags(argv):
+    """absl's parsing, with a bad flag value reported as one sentence (`error: flag
+    --batch_size=0: 0 is not a positive integer`) instead of absl's usage banner."""
+    try:
+        return FLAGS(argv)
+    except flags.Error as error:
+        fail(f"{error}.".replace("..", "."))
+
+
 def run(main_function, define_flags):
     """Defines the program's flags and runs it (the console scripts' entry point)."""
     define_flags()
@@ -61,4 +127,4 @@ def run(main_function, define_flags):
         if module.startswith("experiments") or module.endswith(".py"):
             for flag in module_flags:
                 FLAGS.register_key_flag_for_module(sys.argv[0], flag)
-    app.run(main_function)
+    app.run(main_function, flags_parser=parse_flags)

@@ -13,6 +13,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 
 from experiments.program import UsageError
@@ -20,6 +21,29 @@ from experiments.program import UsageError
 CONFIG, VOCAB, BEST, BEST_INFO = "config.json", "vocab.json", "best.keras", "best.json"
 PREPROCESSOR, HISTORY, RESULTS, FLAGFILE = (
     "preprocessor.json", "history.csv", "results.json", "flags.txt")
+CARD, BACKUP, TENSORBOARD = "MODEL_CARD.md", "backup", "tensorboard"
+# Everything train writes into a run directory (--overwrite removes these, nothing else).
+RUN_FILES = (FLAGFILE, CONFIG, VOCAB, PREPROCESSOR, BEST, BEST_INFO, HISTORY, RESULTS, CARD,
+             BACKUP, TENSORBOARD)
+# Flags that say where outputs go, not what the run is: they may change between sittings.
+NOT_RUN_FLAGS = ("workdir", "export_dir")
+
+
+def read_flagfile(path):
+    """{flag name: value as written} of a flags.txt (`--name=value`, `--name`, `--noname`)."""
+    with open(path, encoding="utf-8") as stream:
+        return read_flagfile_lines(stream)
+
+
+def _normalized(values):
+    """`--noname` as name=false, so that a boolean compares with its other spelling."""
+    result = {}
+    for name, value in values.items():
+        if name.startswith("no") and value == "true" and name[2:] not in values:
+            result[name[2:]] = "false"
+        else:
+            result[name] = value
+    return {name: value for name, value in result.items() if name not in NOT_RUN_FLAGS}
 
 
 class RunDirectory:
@@ -49,6 +73,54 @@ class RunDirectory:
     def read_json(self, name):
         return read_json(self.path(name))
 
+    def claim(self, flag_lines, overwrite=False):
+        """Makes this directory the run `flag_lines` (a flags.txt's lines) describe, before
+        anything else is written: a new or emptied directory gets flags.txt; a directory
+        whose flags.txt names the same run is resumed (returns "finished" once its
+        results.json exists, else "resume"); any other flags are refused with one sentence
+        naming them, so that a directory never describes a model it does not hold.
+        `overwrite` first removes what an earlier run wrote (train's files, nothing else).
+
+        Returns: "new", "resume" or "finished".
+        """
+        if overwrite:
+            self.discard()
+        elif self.exists(FLAGFILE):
+            recorded = _normalized(read_flagfile(self.path(FLAGFILE)))
+            wanted = _normalized(read_flagfile_lines(flag_lines))
+            changed = sorted(set(recorded) | set(wanted),
+                             key=lambda n: (n not in recorded or n not in wanted, n))
+            changed = [n for n in changed if recorded.get(n) != wanted.get(n)]
+            if changed:
+                shown = "; ".join(f"--{n}: {recorded.get(n, 'unset')} there, "
+                                  f"{wanted.get(n, 'unset')} now" for n in changed[:5])
+                more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+                raise UsageError(
+                    f"--workdir={self.workdir} holds a run trained with other flags ({shown}"
+                    f"{more}); give a new --workdir for a new run, or add --overwrite to "
+                    "replace this one.")
+            return "finished" if self.exists(RESULTS) else "resume"
+        elif any(self.exists(name) for name in (CONFIG, BEST, HISTORY, BACKUP)):
+            raise UsageError(f"--workdir={self.workdir} holds files of a run but no "
+                             f"{FLAGFILE}, so it cannot be resumed safely; give a new "
+                             "--workdir, or add --overwrite to replace it.")
+        os.makedirs(self.workdir, exist_ok=True)
+        with open(self.path(FLAGFILE), "w", encoding="utf-8") as stream:
+            stream.write("\n".join(flag_lines) + "\n")
+        return "new"
+
+    def discard(self, remove_directory=False):
+        """Removes what train writes here (`RUN_FILES`), and the directory itself when
+        `remove_directory` and nothing else is left in it."""
+        for name in RUN_FILES:
+            path = self.path(name)
+            if os.path.isdir(path):
+                shutil.rmtree(path)
+            elif os.path.exists(path):
+                os.remove(path)
+        if remove_directory and os.path.isdir(self.workdir) and not os.listdir(self.workdir):
+            os.rmdir(self.workdir)
+
     def require_finished(self):
         for name in (CONFIG, VOCAB, PREPROCESSOR, BEST):
             if not self.exists(name):
@@ -68,6 +140,16 @@ class RunDirectory:
         # is not needed.
         model = keras.models.load_model(self.path(BEST), compile=False)
         return model, NLIPreprocessor.load(self.workdir), config
+
+
+def read_flagfile_lines(lines):
+    """As `read_flagfile`, from the lines themselves (comments and blank lines skipped)."""
+    values = {}
+    for line in lines:
+        if line.strip().startswith("--"):
+            name, has_value, value = line.strip()[2:].partition("=")
+            values[name] = value if has_value else "true"
+    return values
 
 
 def write_json(path, value):

@@ -131,7 +131,7 @@ def make_callbacks(run, task, prepared, log_every_steps, probe_sentence=None):
         nan_guard,
         callbacks.KeepBest(run.path(run_files.BEST), run.path(run_files.BEST_INFO)),
         keras.callbacks.CSVLogger(run.path(run_files.HISTORY), append=True),
-        keras.callbacks.TensorBoard(run.path("tensorboard"), update_freq=log_every_steps),
+        callbacks.TensorBoard(run.path("tensorboard"), update_freq=log_every_steps),
         callbacks.HParams(run.path("tensorboard"), hparams,
                           trial=os.path.basename(os.path.abspath(run.workdir))),
     ]

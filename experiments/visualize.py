@@ -26,7 +26,7 @@ FLAGS = project_flags.FLAGS
 
 
 def define_flags():
-    project_flags.define_workdir_flag()
+    project_flags.define_finished_workdir_flag()
     project_flags.define_reading_flags()
     flags.DEFINE_string("sentence", "A lady stands outside of a Mexican market.",
                         "Sentence for the single-model figures (7, 9, 10, 11).")
@@ -38,10 +38,12 @@ def define_flags():
                         "Pair models: the hypothesis read with --sentence as premise.")
     flags.DEFINE_string("compare_workdir", None,
                         "A second run for Figure 8 (e.g. no distance mask).")
+    project_flags.require_existing("compare_workdir", directory=True)
     flags.DEFINE_string("distance_data", None, "A data source whose premises and hypotheses "
                         "are read for the attention-by-distance figure.")
+    project_flags.require_existing("distance_data", prefixes=project_flags.DATA_PREFIXES)
     flags.DEFINE_integer("distance_sentences", 2000, "How many of --distance_data's first "
-                         "pairs (both sentences of each) that figure reads.")
+                         "pairs (both sentences of each) that figure reads.", lower_bound=1)
     flags.DEFINE_string("output_dir", None, "Where to write the PNG files.")
     flags.DEFINE_multi_string("evaluation", None,
                               "Figure 6: an experiments.evaluate JSON file, optionally "
