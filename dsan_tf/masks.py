@@ -7,6 +7,8 @@ The masks depend on the sequence length only, so they are built once per call fo
 [T, T] grid and broadcast over the batch and the heads by the attention layer.
 """
 
+import warnings
+
 from keras import ops
 
 DIRECTIONS = ("forward", "backward")
@@ -82,3 +84,12 @@ __all__ = ["directional_mask", "distance_mask", "distances", "off_diagonal_mask"
 # Added to the logits of masked keys before the softmax, which is computed in float32.
 # Finite (unlike -inf) so that a row with no visible key cannot produce NaN.
 LARGE_NEGATIVE = -1e9
+
+
+def softmax(logits, axis=-1):
+    """`keras.ops.softmax` without its warning about an axis of size 1: over the keys of a
+    one-word sentence (or its one token, when pooling) a softmax of one value is correct,
+    and the warning would reach every user who classifies a one-word sentence."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="You are using a softmax over axis")
+        return ops.softmax(logits, axis=axis)

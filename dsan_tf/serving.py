@@ -8,7 +8,11 @@ TensorFlow only.
 Shape legend: B sentences or pairs, C classes, E sentence-vector width.
 """
 
+import collections
+import warnings
+
 import keras
+import numpy as np
 import tensorflow as tf
 
 from dsan_tf.labels import LABELS
@@ -30,19 +34,27 @@ class Predictor:
         """Args: premise, hypothesis: string [B].
 
         Returns: dict with `probabilities` float32 [B, C], `label` string [B] (the most
-        probable class) and `label_names` string [C]."""
-        logits = self.model(self.preprocessor(premise, hypothesis), training=False)
+        probable class), `label_names` string [C], and `premise_truncated`,
+        `hypothesis_truncated` int32 [B]: how many tokens of each sentence the
+        preprocessor's `max_length` cut (0: read whole)."""
+        premise_ids, premise_cut = self.preprocessor.dense_ids_and_cut(premise)
+        hypothesis_ids, hypothesis_cut = self.preprocessor.dense_ids_and_cut(hypothesis)
+        logits = self.model({"premise": premise_ids, "hypothesis": hypothesis_ids},
+                            training=False)
         probabilities = tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1)
         names = tf.constant(LABELS)
         return {"probabilities": probabilities,
                 "label": tf.gather(names, tf.argmax(probabilities, axis=-1)),
-                "label_names": names}
+                "label_names": names,
+                "premise_truncated": premise_cut, "hypothesis_truncated": hypothesis_cut}
 
     def encode(self, sentences):
         """Args: sentences: string [B]. Returns: dict with `embedding` float32 [B, E], the
-        backbone's sentence vector (4·d_e for DSAN). Needs a sentence-encoder backbone."""
-        vectors = self.model.backbone(self.preprocessor.dense_ids(sentences), training=False)
-        return {"embedding": tf.cast(vectors, tf.float32)}
+        backbone's sentence vector (4·d_e for DSAN), and `truncated` int32 [B], the tokens
+        `max_length` cut. Needs a sentence-encoder backbone."""
+        ids, cut = self.preprocessor.dense_ids_and_cut(sentences)
+        vectors = self.model.backbone(ids, training=False)
+        return {"embedding": tf.cast(vectors, tf.float32), "truncated": cut}
 
     def export(self, export_dir):
         """Writes a SavedModel with signatures `serving_default` (premise, hypothesis ->
@@ -74,13 +86,16 @@ class EnsemblePredictor:
         self.predictors = list(predictors)
 
     def classify(self, premise, hypothesis):
-        """As `Predictor.classify`, with the members' mean probabilities."""
-        probabilities = tf.add_n([member.classify(premise, hypothesis)["probabilities"]
-                                  for member in self.predictors]) / len(self.predictors)
+        """As `Predictor.classify`, with the members' mean probabilities (and the most
+        tokens any member cut)."""
+        outputs = [member.classify(premise, hypothesis) for member in self.predictors]
+        probabilities = tf.add_n([out["probabilities"] for out in outputs]) / len(outputs)
         names = tf.constant(LABELS)
+        cut = {key: tf.reduce_max(tf.stack([out[key] for out in outputs]), axis=0)
+               for key in ("premise_truncated", "hypothesis_truncated")}
         return {"probabilities": probabilities,
                 "label": tf.gather(names, tf.argmax(probabilities, axis=-1)),
-                "label_names": names}
+                "label_names": names, **cut}
 
     def export(self, export_dir):
         """Writes one SavedModel whose `serving_default` (premise, hypothesis ->
@@ -117,50 +132,133 @@ def _newest_version(path):
     return os.path.join(path, str(max(versions))) if versions else path
 
 
+class TruncationWarning(UserWarning):
+    """Some input was longer than the model's `max_length` and was cut to it."""
+
+
+def _texts(value, what):
+    """(list of str, whether `value` was one string) of a string or a sequence of them."""
+    if isinstance(value, str):
+        return [value], True
+    if isinstance(value, bytes):
+        return [value.decode("utf-8")], True
+    try:
+        texts = list(value)
+    except TypeError:
+        raise ValueError(f"{what} must be a string or a list of strings, got "
+                         f"{type(value).__name__}.") from None
+    for index, text in enumerate(texts):
+        if isinstance(text, bytes):
+            texts[index] = text.decode("utf-8")
+        elif not isinstance(text, str):
+            raise ValueError(f"{what}[{index}] is {type(text).__name__}, not a string.")
+    return texts, False
+
+
+def _warn_truncated(cut, what, max_length, hint):
+    """One `TruncationWarning` saying how many of `what` were cut, if any were."""
+    cut = {side: np.asarray(values) for side, values in cut.items()}
+    count = int(np.sum(np.any(np.stack(list(cut.values())) > 0, axis=0)))
+    if count:
+        limit = f"{max_length} tokens" if max_length else "the model's maximum length"
+        sides = ", ".join(f"{side} {int(np.count_nonzero(values))}"
+                          for side, values in cut.items()) if len(cut) > 1 else ""
+        warnings.warn(f"{count} of {len(next(iter(cut.values())))} {what} were longer than "
+                      f"{limit} and were cut to it{f' ({sides})' if sides else ''}: the model "
+                      f"read only their first tokens ({hint}).", TruncationWarning,
+                      stacklevel=3)
+
+
 class LoadedModel:
     """A trained model ready for raw text, from `load`.
 
-    `predict(premises, hypotheses)` -> {"probabilities": float32 [B, C], "labels": [B]
-    label names, "label_names": [C]}; `encode(sentences)` -> float32 [B, E] for sentence
-    encoders (DSAN, DiSAN, CBOW). Both take lists of strings and run in batches of 256.
+    Args:
+        classify: premise, hypothesis string tensors [B] -> the outputs of
+            `Predictor.classify`.
+        encode: sentences [B] -> the outputs of `Predictor.encode`, or None (pair models).
+        source: where the model came from (for messages).
+        max_length: the preprocessor's truncation length, when known (for messages).
     """
 
     BATCH = 256
 
-    def __init__(self, classify, encode=None, source=""):
+    def __init__(self, classify, encode=None, source="", max_length=None):
         self._classify = classify
         self._encode = encode
         self.source = source
+        self.max_length = max_length
 
     def predict(self, premises, hypotheses):
-        import numpy as np
+        """Classifies sentence pairs, in batches of 256.
 
-        premises, hypotheses = list(premises), list(hypotheses)
+        Args:
+            premises, hypotheses: a string each (one pair), or two equally long lists (or
+                other sequences) of strings.
+
+        Returns:
+            dict: `probabilities` float32 [B, C]; `labels` list of B label names;
+            `label_names` the C class names; `premise_truncated`, `hypothesis_truncated`
+            int [B], the tokens of each sentence cut by the model's maximum length (0: read
+            whole; absent for a SavedModel exported without them). B is 1 for two strings.
+            Cutting any sentence also raises one `TruncationWarning`.
+
+        Raises:
+            ValueError: a string beside a list, lists of different lengths, or a value
+                that is not text.
+        """
+        premises, one_premise = _texts(premises, "premises")
+        hypotheses, one_hypothesis = _texts(hypotheses, "hypotheses")
+        if one_premise != one_hypothesis:
+            raise ValueError("give premises and hypotheses both as strings (one pair) or both "
+                             "as lists of strings, not a string beside a list.")
         if len(premises) != len(hypotheses):
-            raise ValueError(f"{len(premises)} premises but {len(hypotheses)} hypotheses.")
-        chunks, names = [], None
+            raise ValueError(f"{len(premises)} premises but {len(hypotheses)} hypotheses: "
+                             "give one hypothesis per premise.")
+        outputs = collections.defaultdict(list)
+        names = list(LABELS)
         for start in range(0, len(premises), self.BATCH):
-            out = self._classify(tf.constant(premises[start:start + self.BATCH]),
-                                 tf.constant(hypotheses[start:start + self.BATCH]))
-            chunks.append(np.asarray(out["probabilities"]))
+            out = self._classify(tf.constant(premises[start:start + self.BATCH], tf.string),
+                                 tf.constant(hypotheses[start:start + self.BATCH], tf.string))
+            for key in ("probabilities", "premise_truncated", "hypothesis_truncated"):
+                if key in out:
+                    outputs[key].append(np.asarray(out[key]))
             names = [name.decode() for name in np.asarray(out["label_names"])]
-        probabilities = (np.concatenate(chunks) if chunks
-                         else np.zeros((0, len(LABELS)), "float32"))
-        names = names or list(LABELS)
+        result = {key: np.concatenate(chunks) for key, chunks in outputs.items()}
+        probabilities = result.pop("probabilities", np.zeros((0, len(names)), "float32"))
+        if result:
+            _warn_truncated({side.split("_")[0]: values for side, values in result.items()},
+                            "pairs", self.max_length,
+                            "premise_truncated and hypothesis_truncated count the tokens cut")
         return {"probabilities": probabilities,
                 "labels": [names[i] for i in probabilities.argmax(axis=-1)],
-                "label_names": names}
+                "label_names": names, **result}
 
-    def encode(self, sentences):
-        import numpy as np
+    def encode(self, sentences, return_truncated=False):
+        """Sentence vectors, in batches of 256 (sentence encoders: DSAN, DiSAN, CBOW).
 
+        Args:
+            sentences: a string (one sentence) or a list (or other sequence) of strings.
+            return_truncated: also return int [B], the tokens of each sentence cut by the
+                model's maximum length.
+
+        Returns:
+            float32 [B, E] (B is 1 for a string), or (that, int [B]) with
+            `return_truncated`. Cutting any sentence also raises one `TruncationWarning`.
+        """
         if self._encode is None:
             raise ValueError(f"{self.source} is a pair model (it reads premise and hypothesis "
                              "together): it has no sentence embeddings.")
-        sentences = list(sentences)
-        chunks = [np.asarray(self._encode(tf.constant(sentences[i:i + self.BATCH]))["embedding"])
-                  for i in range(0, len(sentences), self.BATCH)]
-        return np.concatenate(chunks) if chunks else np.zeros((0, 0), "float32")
+        sentences, _ = _texts(sentences, "sentences")
+        vectors, cut = [], []
+        for start in range(0, len(sentences), self.BATCH):
+            out = self._encode(tf.constant(sentences[start:start + self.BATCH], tf.string))
+            vectors.append(np.asarray(out["embedding"]))
+            cut.append(np.asarray(out.get("truncated", np.zeros(len(vectors[-1]), "int32"))))
+        vectors = np.concatenate(vectors) if vectors else np.zeros((0, 0), "float32")
+        cut = np.concatenate(cut) if cut else np.zeros(0, "int32")
+        _warn_truncated({"sentences": cut}, "sentences", self.max_length,
+                        "return_truncated=True gives the tokens cut")
+        return (vectors, cut) if return_truncated else vectors
 
 
 def load(path):
@@ -181,7 +279,8 @@ def load(path):
             model = keras.models.load_model(os.path.join(path, name), compile=False)
             predictor = Predictor(model, NLIPreprocessor.load(path))
             encode = None if model.backbone.pair_input else predictor.encode
-            return LoadedModel(predictor.classify, encode, path)
+            return LoadedModel(predictor.classify, encode, path,
+                               predictor.preprocessor.max_length)
     if os.path.exists(os.path.join(path, "saved_model.pb")):
         saved = tf.saved_model.load(path)
         classify = saved.signatures["serving_default"]

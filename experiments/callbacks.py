@@ -11,6 +11,7 @@ import tensorflow as tf
 from tensorboard.plugins.hparams import api as hp
 
 from dsan_tf import analysis, plots
+from experiments import progress
 
 
 class EpochSeconds(keras.callbacks.Callback):
@@ -139,3 +140,72 @@ class HalveOnDevDrop(keras.callbacks.Callback):
             print(f"dev accuracy fell ({self.previous:.4f} -> {accuracy:.4f}): learning rate "
                   f"halved to {float(rate.numpy()):.3g}")
         self.previous = accuracy
+
+
+class TrainingProgress(keras.callbacks.Callback):
+    """The progress of `model.fit` (it replaces Keras' own `verbose` output): "Epoch N/M",
+    a `progress.Progress` over the epoch's training steps and one over its dev pass, and a
+    line of the epoch's metrics at its end.
+
+    Args:
+        epochs: epochs of the run.
+        train_steps: steps per epoch (None when unknown).
+        dev_steps: batches of one dev pass (None when unknown).
+    """
+
+    def __init__(self, epochs, train_steps, dev_steps):
+        super().__init__()
+        self.epochs, self.train_steps, self.dev_steps = epochs, train_steps, dev_steps
+        self.epoch, self.current = 0, None
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch + 1
+        print(f"Epoch {self.epoch}/{self.epochs}", flush=True)
+        self.current = progress.Progress(f"epoch {self.epoch}/{self.epochs}, training",
+                                         self.train_steps, "steps")
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.current is not None:
+            self.current.update(1, loss=float((logs or {}).get("loss", math.nan)))
+
+    def on_test_begin(self, logs=None):
+        if self.current is not None:  # the training steps are done
+            self.current.close()
+        self.current = progress.Progress(f"epoch {self.epoch}/{self.epochs}, dev",
+                                         self.dev_steps, "batches")
+
+    def on_test_batch_end(self, batch, logs=None):
+        if self.current is not None:
+            self.current.update(1)
+
+    def on_test_end(self, logs=None):
+        if self.current is not None:
+            self.current.close()
+            self.current = None
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.current is not None:
+            self.current.close()
+            self.current = None
+        shown = [f"{name} {value:.4f}" for name, value in (logs or {}).items()
+                 if name != "seconds" and isinstance(value, (int, float))]
+        seconds = (logs or {}).get("seconds")
+        took = f" ({seconds:.1f} s)" if seconds is not None else ""
+        print(f"epoch {self.epoch}/{self.epochs}: {', '.join(shown)}{took}", flush=True)
+
+
+class EvaluationProgress(keras.callbacks.Callback):
+    """The progress of `model.evaluate`, as a `progress.Progress` over its batches."""
+
+    def __init__(self, what, steps):
+        super().__init__()
+        self.what, self.steps, self.current = what, steps, None
+
+    def on_test_begin(self, logs=None):
+        self.current = progress.Progress(self.what, self.steps, "batches")
+
+    def on_test_batch_end(self, batch, logs=None):
+        self.current.update(1)
+
+    def on_test_end(self, logs=None):
+        self.current.close()

@@ -15,11 +15,12 @@ memory-mapped .npy), so memory stays bounded; a progress bar runs on stderr. Wit
 import json
 import sys
 import time
+import warnings
 
 from absl import flags
 
 from experiments import flags as project_flags
-from experiments import program
+from experiments import program, progress
 
 FLAGS = project_flags.FLAGS
 BATCH = 256
@@ -86,9 +87,9 @@ def main(argv):
     if not count:
         raise program.UsageError(f"{FLAGS.input} holds no sentences.")
     import numpy as np
-    from tqdm import tqdm
 
     import dsan_tf  # TensorFlow loads here, not for --help
+    from dsan_tf.serving import TruncationWarning
 
     try:
         model = dsan_tf.load(FLAGS.workdir)
@@ -97,24 +98,31 @@ def main(argv):
         raise program.UsageError(f"--workdir={FLAGS.workdir}: {error}") from None
     vectors = np.lib.format.open_memmap(FLAGS.output, mode="w+", dtype="float32",
                                         shape=(count, width))
-    sample, row, started = [], 0, time.perf_counter()
-    chunk = []
-    with tqdm(total=count, unit=" sentences", file=sys.stderr,
-              disable=not sys.stderr.isatty()) as progress:
+    sample, row, cut, started = [], 0, 0, time.perf_counter()
+
+    def write(chunk):
+        nonlocal row, cut
+        vectors[row:row + len(chunk)], truncated = model.encode(chunk, return_truncated=True)
+        row += len(chunk)
+        cut += int(np.count_nonzero(truncated))
+        shown.update(len(chunk))
+
+    with progress.Progress("embed", count, "sentences") as shown, warnings.catch_warnings():
+        warnings.simplefilter("ignore", TruncationWarning)  # summed up once, below
+        chunk = []
         for text in sentences(FLAGS.input, FLAGS.field):
             chunk.append(text)
             if len(sample) < FLAGS.projector_sample:
                 sample.append(text)
             if len(chunk) == BATCH:
-                vectors[row:row + len(chunk)] = model.encode(chunk)
-                row += len(chunk)
-                progress.update(len(chunk))
+                write(chunk)
                 chunk = []
         if chunk:
-            vectors[row:row + len(chunk)] = model.encode(chunk)
-            row += len(chunk)
-            progress.update(len(chunk))
+            write(chunk)
     vectors.flush()
+    if cut:
+        print(f"warning: the model read only the first {model.max_length} tokens of {cut:,} "
+              f"of the {row:,} sentences.", file=sys.stderr)
     seconds = time.perf_counter() - started
     print(f"{row:,} sentences -> {FLAGS.output} [{row}, {width}] in {seconds:.1f} s "
           f"({row / seconds:,.0f} sentences/s)")

@@ -17,7 +17,7 @@ import json
 from absl import flags
 
 from experiments import flags as project_flags
-from experiments import program
+from experiments import program, progress
 
 FLAGS = project_flags.FLAGS
 
@@ -49,17 +49,21 @@ def evaluate(task, model, preprocessor, spec, save_predictions=False, group_by=(
         if lacking is not None:
             known = sorted({name for e in examples[:1000] for name, _ in e.fields})
             raise program.UsageError(
-                f"--group_by={field}: example {lacking + 1} of {spec} has no field {field!r} "
-                f"(its fields: {', '.join(known) or 'none'}).")
+                f"--group_by={field}: example {lacking + 1} of {spec} has no field {field!r}; "
+                "the fields it can group by (besides the two sentences and the gold label, "
+                "whose per-class accuracy the report already shows) are: "
+                f"{', '.join(known) or 'none'}.")
     pairs = preprocessor.encode(examples)
     in_order = save_predictions or bool(group_by)
     labels, predictions, premise_lengths, hypothesis_lengths = [], [], [], []
-    for inputs, batch_labels in task.build_inputs(pairs, in_order=in_order):
-        logits = model.predict_on_batch(inputs)
-        predictions.append(np.argmax(logits, axis=-1))
-        labels.append(batch_labels.numpy())
-        premise_lengths.append(np.count_nonzero(inputs["premise"].numpy(), axis=1))
-        hypothesis_lengths.append(np.count_nonzero(inputs["hypothesis"].numpy(), axis=1))
+    with progress.Progress(f"evaluate {spec}", len(pairs.labels), "pairs") as shown:
+        for inputs, batch_labels in task.build_inputs(pairs, in_order=in_order):
+            logits = model.predict_on_batch(inputs)
+            predictions.append(np.argmax(logits, axis=-1))
+            labels.append(batch_labels.numpy())
+            premise_lengths.append(np.count_nonzero(inputs["premise"].numpy(), axis=1))
+            hypothesis_lengths.append(np.count_nonzero(inputs["hypothesis"].numpy(), axis=1))
+            shown.update(len(labels[-1]))
     labels, predictions = np.concatenate(labels), np.concatenate(predictions)
     lengths = [np.concatenate(x) for x in (premise_lengths, hypothesis_lengths)]
     predictions, result = metrics.score(labels, predictions, *lengths)

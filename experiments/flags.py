@@ -64,7 +64,8 @@ def define_model_flags():
                       "--distance_prior=gaussian_variant).")
     flags.DEFINE_integer("embedding_dim", _MODEL.embedding_dim,
                          "d_e: word-vector and block width.", lower_bound=1)
-    flags.DEFINE_integer("num_heads", _MODEL.num_heads, "h: attention heads (d_k = d_e / h).", lower_bound=1)
+    flags.DEFINE_integer("num_heads", _MODEL.num_heads, "h: attention heads (d_k = d_e / h).",
+                         lower_bound=1)
     flags.DEFINE_integer("ffn_dim", _MODEL.ffn_dim,
                          "d_ff: hidden width of the position-wise FFN.", lower_bound=1)
     flags.DEFINE_enum("distance_prior", _MODEL.distance_prior, PRIORS,

@@ -11,16 +11,20 @@ file is read and written in batches (memory stays bounded), with a progress bar 
 and the throughput at the end.
 """
 
+import contextlib
 import csv
 import gzip
 import json
+import os
 import sys
 import time
+import warnings
 
+import numpy as np
 from absl import flags
 
 from experiments import flags as project_flags
-from experiments import program
+from experiments import program, progress
 
 FLAGS = project_flags.FLAGS
 BATCH = 256
@@ -83,13 +87,56 @@ class Writer:
             self.csv = csv.writer(stream, lineterminator="\n")
             self.csv.writerow(["pairID", "gold_label"])
 
-    def write(self, pair_id, premise, hypothesis, label, probabilities):
+    def write(self, pair_id, premise, hypothesis, label, probabilities, truncated):
         if self.form == "csv":
             self.csv.writerow([pair_id, label])
         else:
             self.stream.write(json.dumps({"pairID": pair_id, "premise": premise,
                                           "hypothesis": hypothesis, "label": label,
-                                          "probabilities": probabilities}) + "\n")
+                                          "probabilities": probabilities,
+                                          "truncated": truncated}) + "\n")
+
+
+@contextlib.contextmanager
+def output_stream(path):
+    """stdout, or `path` written as `path.partial` and renamed when the block succeeds: a
+    failed run leaves no file that looks like a valid (empty) submission, and keeps an
+    older `path` as it was."""
+    if not path:
+        yield sys.stdout
+        return
+    partial = path + ".partial"
+    try:
+        with open(partial, "w", encoding="utf-8", newline="") as stream:
+            yield stream
+        os.replace(partial, path)
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
+
+
+def predict_all(model, pairs, writer, total):
+    """Classifies `pairs` in batches, writing each prediction; returns (pairs, {side:
+    pairs whose side was cut})."""
+    from dsan_tf.serving import TruncationWarning
+
+    count, cut = 0, {"premise": 0, "hypothesis": 0}
+    with progress.Progress("predict", total, "pairs", enabled=bool(FLAGS.input)) as shown, \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore", TruncationWarning)  # summed up once, at the end
+        for chunk in batches(pairs):
+            out = model.predict([p for _, p, _ in chunk], [h for _, _, h in chunk])
+            sides = {side: out.get(f"{side}_truncated", [0] * len(chunk)) for side in cut}
+            for index, (pair_id, premise, hypothesis) in enumerate(chunk):
+                truncated = {side: int(values[index]) for side, values in sides.items()}
+                writer.write(pair_id, premise, hypothesis, out["labels"][index],
+                             dict(zip(out["label_names"],
+                                      map(float, out["probabilities"][index]))), truncated)
+            for side, values in sides.items():
+                cut[side] += int(np.count_nonzero(values))
+            count += len(chunk)
+            shown.update(len(chunk))
+    return count, cut
 
 
 @program.main
@@ -99,33 +146,26 @@ def main(argv):
         raise program.UsageError("give either --premise and --hypothesis, or --input=FILE.jsonl.")
     if not FLAGS.input and not (FLAGS.premise and FLAGS.hypothesis):
         raise program.UsageError("give both --premise and --hypothesis.")
+    total = sum(1 for _ in read_pairs(FLAGS.input)) if FLAGS.input else 1
+    if not total:
+        raise program.UsageError(f"{FLAGS.input} holds no sentence pairs.")
     pairs = (read_pairs(FLAGS.input) if FLAGS.input
              else iter([("1", FLAGS.premise, FLAGS.hypothesis)]))
-    from tqdm import tqdm
+    import dsan_tf  # TensorFlow loads here, not for --help
 
-    from dsan_tf.serving import Predictor  # TensorFlow loads here, not for --help
-    from experiments.rundir import RunDirectory
-
-    predictor = Predictor(*RunDirectory(FLAGS.workdir).load()[:2])
-    stream = open(FLAGS.output, "w", encoding="utf-8", newline="") if FLAGS.output else sys.stdout
-    writer, count, started = Writer(stream, FLAGS.format), 0, time.perf_counter()
     try:
-        with tqdm(unit=" pairs", disable=not FLAGS.input or not sys.stderr.isatty(),
-                  file=sys.stderr) as progress:
-            for chunk in batches(pairs):
-                out = predictor.classify([p for _, p, _ in chunk], [h for _, _, h in chunk])
-                names = [n.decode() for n in out["label_names"].numpy()]
-                for (pair_id, premise, hypothesis), label, probabilities in zip(
-                        chunk, out["label"].numpy(), out["probabilities"].numpy()):
-                    writer.write(pair_id, premise, hypothesis, label.decode(),
-                                 dict(zip(names, map(float, probabilities))))
-                count += len(chunk)
-                progress.update(len(chunk))
-    finally:
-        if FLAGS.output:
-            stream.close()
-    if FLAGS.input and not count:
-        raise program.UsageError(f"{FLAGS.input} holds no sentence pairs.")
+        model = dsan_tf.load(FLAGS.workdir)
+    except ValueError as error:
+        raise program.UsageError(f"--workdir={FLAGS.workdir}: {error}") from None
+    started = time.perf_counter()
+    with output_stream(FLAGS.output) as stream:
+        count, cut = predict_all(model, pairs, Writer(stream, FLAGS.format), total)
+    if any(cut.values()):
+        limit = model.max_length or "the model's maximum number of"
+        where = "" if FLAGS.format == "csv" else "; each line's truncated says how many"
+        print(f"warning: the model read only the first {limit} tokens of {cut['premise']:,} "
+              f"premise(s) and {cut['hypothesis']:,} hypothesis(es) of the {count:,} pairs"
+              f"{where}.", file=sys.stderr)
     if FLAGS.input:
         seconds = time.perf_counter() - started
         print(f"{count:,} pairs in {seconds:.1f} s ({count / seconds:,.0f} pairs/s from raw "

@@ -109,8 +109,8 @@ def train(config, run):
           f"{padding:.1%} padding")
     model = training.build(task, strategy, prepared)
     training.write_config(run, task, prepared, model, strategy, padding, FLAGS.strategy)
-    shared, nan_guard = training.make_callbacks(run, task, prepared, FLAGS.log_every_steps,
-                                                FLAGS.probe_sentence)
+    shared, nan_guard = training.make_callbacks(run, task, prepared, inputs,
+                                                FLAGS.log_every_steps, FLAGS.probe_sentence)
     training.fit(model, strategy, FLAGS.strategy, inputs, shared, run, config.training.epochs)
     return training.finish(run, model, inputs, nan_guard, FLAGS.export_dir,
                            prepared.preprocessor)

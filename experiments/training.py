@@ -7,7 +7,6 @@ import dataclasses
 import hashlib
 import math
 import os
-import sys
 
 import keras
 import numpy as np
@@ -16,7 +15,7 @@ import tensorflow as tf
 from dsan_tf import data
 from dsan_tf.labels import LABELS, NON_ENTAILMENT_ID
 from dsan_tf.serving import Predictor
-from experiments import callbacks, distribute
+from experiments import callbacks, distribute, progress
 from experiments import rundir as run_files
 from experiments.program import UsageError
 
@@ -118,7 +117,7 @@ def write_config(run, task, prepared, model, strategy, padding, strategy_name):
                  if name != "test"}})
 
 
-def make_callbacks(run, task, prepared, log_every_steps, probe_sentence=None):
+def make_callbacks(run, task, prepared, inputs, log_every_steps, probe_sentence=None):
     """(callbacks shared by fit and the multi-worker loop, the NaN guard)."""
     config = task.config
     nan_guard = callbacks.StopOnNaN()
@@ -145,6 +144,10 @@ def make_callbacks(run, task, prepared, log_every_steps, probe_sentence=None):
     if config.training.patience:
         shared.append(keras.callbacks.EarlyStopping(
             "val_accuracy", patience=config.training.patience, mode="max"))
+    # Last: the epoch's line shows what the others added to the logs (seconds).
+    shared.append(callbacks.TrainingProgress(config.training.epochs,
+                                            progress.cardinality(inputs["train"]),
+                                            progress.cardinality(inputs["dev"])))
     return shared, nan_guard
 
 
@@ -156,7 +159,7 @@ def fit(model, strategy, strategy_name, inputs, shared, run, epochs):
                                     shared, backup)
         return
     model.fit(inputs["train"], validation_data=inputs["dev"], epochs=epochs, shuffle=False,
-              verbose=1 if sys.stdout.isatty() else 2,
+              verbose=0,  # progress.TrainingProgress shows it, in a terminal or a log file
               callbacks=[keras.callbacks.BackupAndRestore(backup, delete_checkpoint=False),
                          *shared])
 
@@ -183,8 +186,10 @@ def finish(run, model, inputs, nan_guard, export_dir=None, preprocessor=None):
                "best_weights_sha256": weights_digest(best)}
     for split in ("dev", "test"):
         if split in inputs:
+            shown = callbacks.EvaluationProgress(f"best model on {split}",
+                                                progress.cardinality(inputs[split]))
             results[f"{split}_accuracy"] = best.evaluate(
-                inputs[split], verbose=0, return_dict=True)["accuracy"]
+                inputs[split], verbose=0, return_dict=True, callbacks=[shown])["accuracy"]
     history = callbacks.read_history(run.path(run_files.HISTORY))
     seconds = [row["seconds"] for row in history if not math.isnan(row.get("seconds", math.nan))]
     results["seconds_per_epoch"] = sum(seconds) / len(seconds) if seconds else None

@@ -62,11 +62,18 @@ class NLIPreprocessor:
 
     def dense_ids(self, texts):
         """Truncated, padded token ids of `texts` (string [B]): int32 [B, T], T >= 1."""
+        return self.dense_ids_and_cut(texts)[0]
+
+    def dense_ids_and_cut(self, texts):
+        """(truncated, padded token ids int32 [B, T] with T >= 1, and int32 [B] how many
+        tokens of each text were cut by `max_length`: 0 when it was read whole)."""
         ids = self.token_ids(texts)
+        cut = tf.zeros_like(ids.row_lengths(), tf.int32)
         if self.max_length:
+            cut = tf.cast(tf.maximum(ids.row_lengths() - self.max_length, 0), tf.int32)
             ids = ids[:, :self.max_length]
         ids = ids.to_tensor(PAD_ID)
-        return tf.pad(ids, [[0, 0], [0, tf.maximum(1 - tf.shape(ids)[1], 0)]])
+        return tf.pad(ids, [[0, 0], [0, tf.maximum(1 - tf.shape(ids)[1], 0)]]), cut
 
     def encode(self, examples):
         """Token ids of `examples` (a list of `dsan_tf.data.Example`), truncated to

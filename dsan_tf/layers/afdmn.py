@@ -16,7 +16,7 @@ from dsan_tf.layers.utils import clone_initializer
 def masked_softmax(logits, visible, axis=-1):
     """Softmax over `axis` where `visible` is True; float32, rows without a visible key 0."""
     logits = ops.where(visible, ops.cast(logits, "float32"), masks.LARGE_NEGATIVE)
-    weights = ops.softmax(logits, axis=axis)
+    weights = masks.softmax(logits, axis=axis)
     return weights * ops.cast(visible, "float32")
 
 

@@ -154,7 +154,7 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
         # Logits and softmax in float32 so that masking stays finite in half precision.
         logits = ops.einsum("bqhk,bthk->bhqt", query, key)
         logits = ops.cast(logits, "float32") + bias
-        weights = ops.softmax(logits, axis=-1)
+        weights = masks.softmax(logits, axis=-1)
 
         heads = ops.einsum("bhqt,bthk->bqhk", ops.cast(weights, value.dtype), value)
         heads = ops.reshape(heads, ops.shape(inputs))

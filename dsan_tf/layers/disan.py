@@ -68,7 +68,7 @@ class MultiDimensionalTokenAttention(keras.layers.Layer):
         pre = self.key_dense(inputs)[:, None, :, :] + self.query_dense(inputs)[:, :, None, :]
         scores = ops.cast(self.scale * ops.tanh(pre / self.scale), "float32")
         scores = ops.where(visible[..., None], scores, masks.LARGE_NEGATIVE)
-        weights = ops.softmax(scores, axis=2)  # over keys j, per dimension
+        weights = masks.softmax(scores, axis=2)  # over keys j, per dimension
         context = ops.einsum("bijd,bjd->bid", ops.cast(weights, inputs.dtype), inputs)
         has_key = ops.any(visible, axis=-1)[..., None]
         return context * ops.cast(has_key, context.dtype)

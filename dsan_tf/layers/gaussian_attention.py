@@ -109,7 +109,7 @@ class GaussianAttentionSublayer(keras.layers.Layer):
         bias = ops.where(visible, prior, masks.LARGE_NEGATIVE)
         # Logits and softmax in float32, so that masking stays finite in half precision.
         logits = ops.cast(ops.einsum("bqhk,bthk->bhqt", query, key), "float32") + bias
-        weights = ops.softmax(logits, axis=-1)
+        weights = masks.softmax(logits, axis=-1)
         heads = ops.einsum("bhqt,bthk->bqhk", ops.cast(weights, value.dtype), value)
         heads = ops.reshape(heads, ops.shape(inputs))
         attended = self.output_dropout(self.output_dense(heads), training=training)

@@ -70,7 +70,7 @@ class Source2TokenAttention(keras.layers.Layer):
         scores = ops.cast(self.score_norm(self.score_dense(hidden)), "float32")
         token_mask = _token_mask(inputs, padding_mask)
         scores = ops.where(token_mask, scores, masks.LARGE_NEGATIVE)
-        weights = ops.softmax(scores, axis=1) * ops.cast(token_mask, "float32")
+        weights = masks.softmax(scores, axis=1) * ops.cast(token_mask, "float32")
         pooled = ops.sum(ops.cast(weights, inputs.dtype) * inputs, axis=1)
         if return_attention_scores:
             return pooled, weights
