@@ -122,16 +122,39 @@ def test_tfds_source_offline_with_mock_data():
 
 def test_tfds_failure_says_what_to_do(monkeypatch):
     tfds = pytest.importorskip("tensorflow_datasets")
+    from dsan_tf.data import sources
 
     def offline(*args, **kwargs):
         raise ConnectionError("Failed to resolve 'nlp.stanford.edu'")
 
     monkeypatch.setattr(tfds, "load", offline)
+    monkeypatch.setattr(sources, "_reachable", lambda url, timeout=10.0: None)
     with pytest.raises(DataError, match=r"could not load TFDS dataset snli/train .*"
-                                        r"pass their local path instead"):
+                                        r"pass their local path, e.g. --train_data="):
         read_examples("tfds:snli/train")
     with pytest.raises(DataError, match="must look like tfds:NAME/SPLIT"):
         read_examples("tfds:snli")
+
+
+def test_tfds_without_internet_says_so_at_once(monkeypatch, tmp_path):
+    """Offline, a dataset TFDS has not prepared is refused in one sentence that names the
+    download and the local-file alternative, before TFDS's minutes of retries, and leaves
+    no TFDS directory behind."""
+    tfds = pytest.importorskip("tensorflow_datasets")
+    from dsan_tf.data import sources
+
+    asked = []
+    monkeypatch.setattr(sources, "_reachable",
+                        lambda url, timeout=10.0: asked.append(url) or "Connection refused")
+    monkeypatch.setattr(tfds, "load", lambda *a, download=True, **k: (_ for _ in ()).throw(
+        AssertionError("no data") if not download else RuntimeError("must not download")))
+    with pytest.raises(DataError) as refused:
+        read_examples("tfds:snli/train", tfds_data_dir=str(tmp_path / "tfds"))
+    message = str(refused.value)
+    assert "needs internet" in message and "Connection refused" in message
+    assert "--train_data=" in message and asked == [
+        "https://nlp.stanford.edu/projects/snli/snli_1.0.zip"]
+    assert not (tmp_path / "tfds").exists()
 
 
 def test_generated_word_order_task_needs_no_download():

@@ -18,7 +18,9 @@ import collections
 import dataclasses
 import gzip
 import json
+import logging
 import os
+import shutil
 import zlib
 
 from dsan_tf.data import synthetic
@@ -186,6 +188,55 @@ def _synthetic_records(name_and_split):
                example.label, {})
 
 
+def _reachable(url, timeout=10.0):
+    """None if `url`'s server answers within `timeout` seconds (through any proxy the
+    environment names), else why not."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout)
+    except urllib.error.HTTPError:
+        return None  # the server answered
+    except (OSError, ValueError) as error:
+        return str(getattr(error, "reason", error))
+    return None
+
+
+def _tfds_download(tfds, name, split, data_dir):
+    """Downloads and prepares a TFDS dataset that is not in `data_dir`, after checking in
+    seconds that its files can be reached (TFDS itself retries for minutes offline); a
+    failure leaves no TFDS directory that was not there before."""
+    spec = f"tfds:{name}/{split}"
+    try:
+        builder = tfds.builder(name, data_dir=data_dir)
+    except Exception as error:  # noqa: BLE001  (unknown name, bad config)
+        raise DataError(f"unknown TFDS dataset in {spec} ({type(error).__name__}: "
+                        f"{_first_line(error)}).") from None
+    local = ("instead, download the official files and pass their local path, e.g. "
+             "--train_data=snli_1.0/snli_1.0_train.jsonl")
+    for url in list(builder.url_infos or {})[:1]:
+        reason = _reachable(url)
+        if reason:
+            raise DataError(f"{spec} is not in TFDS's data directory "
+                            f"({builder.data_dir}) and needs internet to download it from "
+                            f"{url}, which could not be reached ({reason}); {local}.")
+    root = data_dir or os.environ.get("TFDS_DATA_DIR") or os.path.expanduser(
+        "~/tensorflow_datasets")
+    existed = os.path.exists(root)
+    try:
+        return tfds.load(name, split=split, data_dir=data_dir, with_info=True)
+    except Exception as error:  # noqa: BLE001  (network, missing files, bad split: all one answer)
+        if not existed:
+            shutil.rmtree(root, ignore_errors=True)
+        raise DataError(f"could not load TFDS dataset {name}/{split} ({type(error).__name__}: "
+                        f"{_first_line(error)}); {local}.") from None
+
+
+def _first_line(error):
+    return str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+
+
 def _tfds_records(name_and_split, data_dir):
     name, _, split = name_and_split.rpartition("/")
     if not name or not split:
@@ -193,14 +244,16 @@ def _tfds_records(name_and_split, data_dir):
                         "e.g. tfds:snli/train.")
     import tensorflow_datasets as tfds  # slow to import; only TFDS users pay for it
 
-    try:
-        dataset, info = tfds.load(name, split=split, data_dir=data_dir, with_info=True)
-    except Exception as error:  # noqa: BLE001  (network, missing files, bad split: all one answer)
-        reason = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
-        raise DataError(
-            f"could not load TFDS dataset {name}/{split} ({type(error).__name__}: {reason}); "
-            "without internet, download the official files and pass their local path "
-            "instead (e.g. --train_data=/data/snli_1.0/snli_1.0_train.jsonl).") from None
+    absl_logger = logging.getLogger("absl")
+    level = absl_logger.level
+    absl_logger.setLevel(logging.ERROR)  # "Variant folder ... has no dataset_info.json"
+    try:  # prepared already (or mocked: tfds.testing.mock_data)
+        dataset, info = tfds.load(name, split=split, data_dir=data_dir, with_info=True,
+                                  download=False)
+    except Exception:  # noqa: BLE001  (not prepared here, unknown name, bad split)
+        dataset, info = _tfds_download(tfds, name, split, data_dir)
+    finally:
+        absl_logger.setLevel(level)
     names = info.features["label"].names
     to_ours = {index: LABEL_IDS[label] for index, label in enumerate(names)}
     for number, record in enumerate(tfds.as_numpy(dataset), start=1):
