@@ -16,65 +16,127 @@ def png_bytes(figure):
     return buffer.getvalue()
 
 
-def _heatmap(axis, tokens, weights, title, key_tokens=None):
+def _heatmap(axis, tokens, weights, title, key_tokens=None, row_labels=True,
+             column_labels=True):
+    """One attention map on the fixed scale 0-1 (so one colour bar serves a figure)."""
     key_tokens = tokens if key_tokens is None else key_tokens
-    axis.imshow(weights, cmap="Blues", vmin=0.0, vmax=max(float(weights.max()), 1e-6))
+    image = axis.imshow(weights, cmap="Blues", vmin=0.0, vmax=1.0)
     axis.set_xticks(range(len(key_tokens)), key_tokens, rotation=90, fontsize=7)
-    axis.set_yticks(range(len(tokens)), tokens, fontsize=7)
-    axis.set_xlabel("key")
-    axis.set_ylabel("query")
+    axis.set_yticks(range(len(tokens)), tokens if row_labels else [], fontsize=7)
+    if column_labels:
+        axis.set_xlabel("attended word (key)", fontsize=8)
+    if row_labels:
+        axis.set_ylabel("attending word (query)", fontsize=8)
     axis.set_title(title, fontsize=9)
+    return image
+
+
+def _colour_bar(figure, image, axes):
+    figure.colorbar(image, ax=axes, shrink=0.8, label="attention weight (0-1)")
 
 
 def attention_maps(tokens, forward, backward, title=""):
-    """Figures 7, 12, 13: per-head and head-averaged attention [H, T, T], both directions."""
+    """Figures 7, 12, 13: per-head and head-averaged attention [H, T, T], both directions;
+    each row of a map (one attending word) sums to 1 over the words it may see."""
     heads = forward.shape[0]
-    figure, axes = plt.subplots(2, heads + 1, figsize=(2.6 * (heads + 1), 5.6), squeeze=False)
+    figure, axes = plt.subplots(2, heads + 1, figsize=(2.7 * (heads + 1) + 1.2, 6.2),
+                                squeeze=False, layout="constrained")
     for row, (name, weights) in enumerate((("forward", forward), ("backward", backward))):
-        for head in range(heads):
-            _heatmap(axes[row, head], tokens, weights[head], f"{name} head {head + 1}")
-        _heatmap(axes[row, heads], tokens, weights.mean(axis=0), f"{name} average")
-    figure.suptitle(title)
-    figure.tight_layout()
+        for column in range(heads + 1):
+            values = weights[column] if column < heads else weights.mean(axis=0)
+            label = f"head {column + 1}" if column < heads else "mean of the heads"
+            image = _heatmap(axes[row, column], tokens, values, f"{name} block, {label}",
+                             row_labels=column == 0, column_labels=row == 1)
+    _colour_bar(figure, image, axes)
+    sentence = f' in "{title}"' if title else ""
+    figure.suptitle(f"Figure 7: where each word attends{sentence} (forward block: earlier "
+                    "words; backward block: later words)", fontsize=10)
     return figure
 
 
 def compare_attention(tokens, maps, titles):
     """Figure 8: head-averaged forward and backward maps of several models side by side.
     `maps` is a list of (forward [H, T, T], backward [H, T, T])."""
-    figure, axes = plt.subplots(2, len(maps), figsize=(4.2 * len(maps), 8.4), squeeze=False)
+    figure, axes = plt.subplots(2, len(maps), figsize=(4.4 * len(maps) + 1.2, 8.8),
+                                squeeze=False, layout="constrained")
     for column, ((forward, backward), title) in enumerate(zip(maps, titles)):
-        _heatmap(axes[0, column], tokens, forward.mean(axis=0), f"{title}: forward")
-        _heatmap(axes[1, column], tokens, backward.mean(axis=0), f"{title}: backward")
-    figure.tight_layout()
+        _heatmap(axes[0, column], tokens, forward.mean(axis=0),
+                 f"{title}: forward block, mean of the heads", row_labels=column == 0,
+                 column_labels=False)
+        image = _heatmap(axes[1, column], tokens, backward.mean(axis=0),
+                         f"{title}: backward block, mean of the heads",
+                         row_labels=column == 0)
+    _colour_bar(figure, image, axes)
+    figure.suptitle("Figure 8: attention of the models compared, on one sentence", fontsize=10)
     return figure
 
 
-def word_bars(tokens, series, title):
-    """Figures 9-11: one bar chart per named per-word series (dict name -> [T])."""
-    figure, axes = plt.subplots(len(series), 1, figsize=(max(4.0, 0.5 * len(tokens)),
-                                                          2.2 * len(series)), squeeze=False)
-    for axis, (name, values) in zip(axes[:, 0], series.items()):
+def word_bars(tokens, panels, title):
+    """Figures 9-11: one bar chart per panel, a bar per word. `panels` maps each panel's
+    title to (its y-axis label, values [T])."""
+    figure, axes = plt.subplots(len(panels), 1, figsize=(max(5.0, 0.55 * len(tokens)),
+                                                          2.5 * len(panels)),
+                                squeeze=False, layout="constrained")
+    for axis, (name, (label, values)) in zip(axes[:, 0], panels.items()):
         axis.bar(range(len(tokens)), values, color="tab:blue")
         axis.set_xticks(range(len(tokens)), tokens, rotation=60, fontsize=8)
-        axis.set_ylabel(name, fontsize=8)
-    axes[0, 0].set_title(title)
-    figure.tight_layout()
+        axis.set_ylabel(label, fontsize=8)
+        axis.set_title(name, fontsize=9)
+        axis.grid(axis="y", alpha=0.3)
+    figure.suptitle(title, fontsize=10)
     return figure
 
 
-def accuracy_by_length(runs):
-    """Figure 6: accuracy against the pair's average length; `runs` maps a name to a list
-    of `accuracy_by_length` buckets from `experiments.evaluate`."""
-    figure, axis = plt.subplots(figsize=(6, 3.5))
-    for name, buckets in runs.items():
+MIN_BUCKET_PAIRS = 50
+
+
+def merge_small_buckets(buckets, minimum=MIN_BUCKET_PAIRS):
+    """Length buckets with at least `minimum` pairs each: a smaller bucket is merged with
+    its neighbours (the tail into the last big enough one), its accuracy weighted by pairs.
+    A source with fewer than `minimum` pairs in all stays one bucket."""
+    merged = []
+    for bucket in buckets:
+        if merged and merged[-1]["examples"] < minimum:
+            merged[-1] = _joined(merged[-1], bucket)
+        else:
+            merged.append(dict(bucket))
+    if len(merged) > 1 and merged[-1]["examples"] < minimum:
+        merged[-2:] = [_joined(merged[-2], merged[-1])]
+    return merged
+
+
+def _joined(first, second):
+    examples = first["examples"] + second["examples"]
+    return {"min_length": first["min_length"], "max_length": second["max_length"],
+            "examples": examples,
+            "accuracy": (first["accuracy"] * first["examples"]
+                         + second["accuracy"] * second["examples"]) / max(examples, 1)}
+
+
+def accuracy_by_length(runs, minimum=MIN_BUCKET_PAIRS):
+    """Figure 6: accuracy against the pair's average length (top) and how many pairs each
+    point stands for (bottom); `runs` maps a name to a list of `accuracy_by_length`
+    buckets from `experiments.evaluate`. Buckets under `minimum` pairs are merged with
+    their neighbours, so that no point rests on a handful of pairs."""
+    figure, (axis, counts) = plt.subplots(
+        2, 1, figsize=(7, 5.2), sharex=True, height_ratios=(2.2, 1), layout="constrained")
+    width = 0.8 * 5 / max(len(runs), 1)
+    for index, (name, buckets) in enumerate(runs.items()):
+        buckets = merge_small_buckets(buckets, minimum)
         centres = [(b["min_length"] + b["max_length"]) / 2 for b in buckets]
-        axis.plot(centres, [b["accuracy"] for b in buckets], marker="o", label=name)
-    axis.set_xlabel("average length of premise and hypothesis (tokens)")
-    axis.set_ylabel("accuracy")
-    axis.legend(fontsize=8)
+        axis.plot(centres, [100 * b["accuracy"] for b in buckets], marker="o", label=name)
+        offset = (index - (len(runs) - 1) / 2) * width
+        counts.bar([c + offset for c in centres], [b["examples"] for b in buckets],
+                   width=width, label=name)
+    axis.set_ylabel("accuracy (%)")
     axis.grid(alpha=0.3)
-    figure.tight_layout()
+    axis.set_title(f"Figure 6: accuracy by sentence length (buckets of fewer than {minimum} "
+                   "pairs merged)", fontsize=10)
+    counts.set_ylabel("pairs per point")
+    counts.set_xlabel("average length of premise and hypothesis (tokens)")
+    counts.grid(alpha=0.3)
+    figure.legend(*axis.get_legend_handles_labels(), loc="outside lower center", fontsize=8,
+                  ncols=min(len(runs), 2))
     return figure
 
 
@@ -128,20 +190,28 @@ def sentence_figures(tokens, analysis, title=""):
     figures = {
         "fig07_attention": attention_maps(tokens, analysis["forward_attention"],
                                           analysis["backward_attention"], title),
-        "fig09_fusion_gate": word_bars(
-            tokens, {"mean gate (forward)": analysis["forward_gate"].mean(axis=-1)},
-            "Figure 9: fusion gate per word"),
+        "fig09_fusion_gate": word_bars(tokens, {
+            "forward block": ("mean gate: share kept\nfrom the word itself",
+                              analysis["forward_gate"].mean(axis=-1))},
+            "Figure 9: fusion gate per word (1: the word's own projection; 0: its context)"),
         "fig10_ffn": word_bars(tokens, {
-            "inactive ReLU (fw)": analysis["forward_inactive_relu"],
-            "inactive ReLU (bw)": analysis["backward_inactive_relu"],
-            "max output (fw)": analysis["forward_output_max"],
-            "max output (bw)": analysis["backward_output_max"]},
-            "Figure 10: FFN activity per word"),
+            "forward block: FFN units that are off": (
+                "share of ReLU units\nat zero", analysis["forward_inactive_relu"]),
+            "backward block: FFN units that are off": (
+                "share of ReLU units\nat zero", analysis["backward_inactive_relu"]),
+            "forward block: FFN output": (
+                "largest output\nvalue", analysis["forward_output_max"]),
+            "backward block: FFN output": (
+                "largest output\nvalue", analysis["backward_output_max"])},
+            "Figure 10: activity of the position-wise feed-forward network per word"),
     }
-    pooling = {"max-pool share": analysis["max_pool_share"]}
+    pooling = {"max pooling": ("share of the sentence\nvector's dimensions",
+                               analysis["max_pool_share"])}
     if "s2t_weights" in analysis:
-        pooling = {"source2token (mean)": analysis["s2t_weights"].mean(axis=-1), **pooling}
-    figures["fig11_pooling"] = word_bars(tokens, pooling, "Figure 11: pooling per word")
+        pooling = {"source2token attention": (
+            "weight, mean over\ndimensions", analysis["s2t_weights"].mean(axis=-1)), **pooling}
+    figures["fig11_pooling"] = word_bars(
+        tokens, pooling, "Figure 11: how much each word contributes to the sentence vector")
     return figures
 
 

@@ -39,6 +39,19 @@ def compile_for_training(model, learning_rate=1e-3, jit_compile=False, optimizer
     return model
 
 
+def vocabulary_summary(training_words, added, extend_vocabulary, vocab_from_vectors):
+    """The log line of a vocabulary extended from a vector file: what each way added, and
+    only the ways that were asked for."""
+    parts = [f"{training_words:,} training words"]
+    if extend_vocabulary:
+        parts.append(f"{added['from_data']:,} more dev/test words that have a vector")
+    if vocab_from_vectors:
+        parts.append(f"{added['from_vectors']:,} more of the vector file's first "
+                     f"{vocab_from_vectors:,} words")
+    return "vocabulary: " + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + \
+        parts[-1]
+
+
 class NLITask:
     """Builds every part of an NLI experiment from its configuration.
 
@@ -106,9 +119,8 @@ class NLITask:
         vocabulary, added = data.extend_vocabulary(
             vector_file, vocabulary, extra, settings.vocab_from_vectors,
             cache_dir=self.cache_dir, progress=sys.stderr.isatty())
-        self.log(f"vocabulary: {training_words:,} training words, {added['from_data']:,} more "
-                 f"dev/test words and {added['from_vectors']:,} more of the vector file's "
-                 f"first {settings.vocab_from_vectors:,} that have a vector")
+        self.log(vocabulary_summary(training_words, added, settings.extend_vocabulary,
+                                    settings.vocab_from_vectors))
         return vocabulary
 
     def word_vectors(self, preprocessor, vector_file):

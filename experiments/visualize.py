@@ -81,6 +81,17 @@ def pair_figures(model, preprocessor, premise, hypothesis):
     return plots.pair_attention_figures(*tokens, attention, f"{premise} / {hypothesis}")
 
 
+def short_source(spec):
+    """A data source as a legend shows it: its file name without the directory and the
+    .jsonl/.gz endings (tfds: and synthetic: specs as they are)."""
+    if ":" in spec.split("/")[0]:
+        return spec
+    name = os.path.basename(spec)
+    for ending in (".gz", ".jsonl", ".txt", ".tsv"):
+        name = name[:-len(ending)] if name.endswith(ending) else name
+    return name
+
+
 def load_evaluations(specs):
     runs = {}
     for spec in specs:
@@ -89,8 +100,9 @@ def load_evaluations(specs):
             raise program.UsageError(f"--evaluation file {path} does not exist.")
         with open(path, encoding="utf-8") as stream:
             results = json.load(stream)
+        run = name or os.path.basename(os.path.normpath(results.get("workdir", path)))
         for source, result in results.get("sources", {}).items():
-            runs[f"{name or results.get('workdir', path)}: {source}"] = result["accuracy_by_length"]
+            runs[f"{run} on {short_source(source)}"] = result["accuracy_by_length"]
     if not runs:
         raise program.UsageError("no experiments.evaluate results found in --evaluation.")
     return runs
