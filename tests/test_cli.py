@@ -206,14 +206,13 @@ def test_mixed_precision_trains_reloads_and_serves(tmp_path):
 def test_user_mistakes_get_one_sentence(tmp_path):
     missing = cli("train", *DEMO, f"--workdir={tmp_path}", "--train_data=/no/such/file.jsonl")
     assert missing.returncode != 0 and "Traceback" not in missing.stderr
-    assert "error: data file /no/such/file.jsonl does not exist." in missing.stderr
+    assert missing.stderr == "error: flag --train_data=/no/such/file.jsonl: no such file.\n"
     no_vectors = cli("train", *DEMO, f"--workdir={tmp_path}", "--embeddings=/no/vectors.txt")
-    assert "error: embeddings file /no/vectors.txt does not exist" in no_vectors.stderr
-    assert "Traceback" not in no_vectors.stderr
+    assert no_vectors.stderr == "error: flag --embeddings=/no/vectors.txt: no such file.\n"
     no_workdir = cli("train", *DEMO)
     assert "error: give --workdir" in no_workdir.stderr
     not_a_run = cli("predict", f"--workdir={tmp_path}", "--premise=a", "--hypothesis=b")
-    assert "a finished experiments.train run" in not_a_run.stderr
+    assert "holds neither a trained model" in not_a_run.stderr
     assert "Traceback" not in not_a_run.stderr
 
 
@@ -451,3 +450,222 @@ def test_evaluate_scores_two_way_sets_and_groups_by_any_field(demo, tmp_path):
     assert f"--group_by=genre: example 1 of {breaking} has no field 'genre'" in unknown.stderr
     refused = cli("train", *DEMO, f"--train_data={hans}", f"--workdir={tmp_path / 'run'}")
     assert "has two-way labels (non-entailment, as HANS)" in refused.stderr
+
+
+# What a user sees (issue 25): each test states the property a user relies on.
+
+def scalars(logdir):
+    """{tag: [(step, value)]} of the scalar summaries in one TensorBoard run folder."""
+    from tensorboard.backend.event_processing import event_accumulator
+
+    events = event_accumulator.EventAccumulator(str(logdir), size_guidance={"tensors": 0})
+    events.Reload()
+    import tensorflow as tf
+
+    return {tag: [(e.step, float(tf.make_ndarray(e.tensor_proto))) for e in events.Tensors(tag)]
+            for tag in events.Tags()["tensors"]}
+
+
+def test_tensorboard_holds_the_learning_curves(demo):
+    """The event files hold one loss, accuracy and learning rate per epoch for training and
+    one loss and accuracy per epoch for validation, equal to history.csv, although the
+    demo's 84 steps are no multiple of --log_every_steps=100."""
+    workdir, _ = demo
+    rows = history(workdir)
+    train, dev = scalars(workdir / "tensorboard/train"), scalars(workdir / "tensorboard/validation")
+    for tag, column in (("epoch_loss", "loss"), ("epoch_accuracy", "accuracy")):
+        assert [step for step, _ in train[tag]] == [0, 1, 2, 3]
+        assert [v for _, v in train[tag]] == pytest.approx([float(r[column]) for r in rows],
+                                                           rel=1e-5)
+        assert [v for _, v in dev[tag]] == pytest.approx(
+            [float(r[f"val_{column}"]) for r in rows], rel=1e-5)
+    assert [v for _, v in train["epoch_learning_rate"]] == pytest.approx([3e-3] * 4)
+
+
+def test_a_run_directory_never_describes_another_model(demo, tmp_path):
+    """Re-running a finished run with other flags is refused with one sentence naming them,
+    and changes no byte of it; the same flags report the finished result without training;
+    --overwrite trains afresh and its records say so."""
+    import shutil
+
+    workdir, output = demo
+    copy = tmp_path / "run"
+    shutil.copytree(workdir, copy)
+    names = ("flags.txt", "config.json", "MODEL_CARD.md", "best.keras", "results.json",
+             "history.csv")
+    before = {name: (copy / name).read_bytes() for name in names}
+    flags = [*DEMO, f"--workdir={copy}", "--epochs=4", "--probe_sentence=the dog saw the cat"]
+    refused = cli("train", *flags, "--dropout=0.3", "--batch_size=16")
+    assert refused.returncode != 0 and refused.stdout == ""
+    assert refused.stderr.count("\n") == 1 and refused.stderr.startswith(
+        f"error: --workdir={copy} holds a run trained with other flags (--batch_size: 32 "
+        "there, 16 now; --dropout: 0.0 there, 0.3 now)")
+    assert "--overwrite" in refused.stderr
+    assert {name: (copy / name).read_bytes() for name in names} == before
+    again = ok(cli("train", *flags))
+    assert "nothing trained" in again and "Epoch" not in again
+    assert again.strip().splitlines()[-1] == output.strip().splitlines()[-1].replace(
+        str(workdir), str(copy))
+    assert {name: (copy / name).read_bytes() for name in names} == before
+    ok(cli("train", *flags, "--dropout=0.3", "--epochs=1", "--steps_per_epoch=2",
+           "--overwrite"))
+    assert "--dropout=0.3" in (copy / "flags.txt").read_text()
+    assert json.loads((copy / "config.json").read_text())["model_config"]["dropout"] == 0.3
+    assert [int(r["epoch"]) for r in history(copy)] == [0]
+
+
+def test_a_failed_run_leaves_no_directory(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"sentence1": "a"\n')
+    failed = cli("train", *DEMO, f"--workdir={tmp_path / 'run'}", f"--train_data={bad}")
+    assert failed.returncode != 0 and f"{bad}:1: malformed JSON" in failed.stderr
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("program,flags", [
+    ("train", [*DEMO, "--workdir=/tmp/x", "--batch_size=0"]),
+    ("evaluate", ["--workdir=.", "--data=synthetic:word_order/dev", "--batch_size=0"]),
+    ("ensemble", ["--workdir=.", "--workdir=.", "--data=synthetic:word_order/dev",
+                  "--batch_size=0"]),
+    ("visualize", ["--workdir=.", "--output_dir=/tmp/x", "--batch_size=0"]),
+    ("predict", ["--workdir=/no/such/run", "--premise=a", "--hypothesis=b"]),
+    ("embed", ["--workdir=.", "--input=/no/such.txt", "--output=/tmp/x.npy"]),
+])
+def test_bad_flag_values_are_refused_before_tensorflow_loads(program, flags):
+    started = time.perf_counter()
+    refused = cli(program, *flags)
+    seconds = time.perf_counter() - started
+    assert refused.returncode != 0 and refused.stdout == ""
+    assert refused.stderr.startswith("error: flag --") and refused.stderr.count("\n") == 1
+    assert seconds < 4.0, seconds  # TensorFlow alone takes 5 s to import
+
+
+def test_without_internet_tfds_says_so_at_once_and_leaves_nothing(tmp_path):
+    """The README's TFDS command offline (simulated by a proxy on a closed loopback port):
+    one sentence within 30 s that names the local-file alternative; nothing in HOME."""
+    home = tmp_path / "home"
+    home.mkdir()
+    proxy = "http://127.0.0.1:9"
+    started = time.perf_counter()
+    refused = cli("train", *DEMO, f"--workdir={tmp_path / 'run'}",
+                  "--train_data=tfds:snli/train", timeout=120,
+                  env={"HOME": str(home), "HTTPS_PROXY": proxy, "HTTP_PROXY": proxy,
+                       "https_proxy": proxy, "http_proxy": proxy, "NO_PROXY": "",
+                       "no_proxy": "", "TFDS_DATA_DIR": ""})
+    assert time.perf_counter() - started < 30
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr
+    assert refused.stderr.splitlines() == [refused.stderr.strip()]
+    assert "needs internet" in refused.stderr and "--train_data=" in refused.stderr
+    assert not (home / "tensorflow_datasets").exists() and not (tmp_path / "run").exists()
+
+
+def test_programs_print_no_tensorflow_log_lines(demo):
+    """No C++ log line (oneDNN, CUDA probing, CPU features) unless --verbosity asks."""
+    import re
+
+    workdir, _ = demo
+    env = {k: v for k, v in ENV.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    result = subprocess.run(command("evaluate", f"--workdir={workdir}",
+                                    "--data=synthetic:word_order/dev"),
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    ok(result)
+    assert not re.search(r"^[IWEF]\d{4} |absl::InitializeLog|cuInit|oneDNN",
+                         result.stderr + result.stdout, re.M), result.stderr
+    assert "softmax over axis" not in result.stderr
+
+
+def test_long_steps_report_progress_in_a_log_file(demo, tmp_path):
+    """Output redirected (no terminal): training, the dev pass, evaluate and predict print
+    done/total lines with a rate (DSAN_PROGRESS_SECONDS=0: every batch)."""
+    workdir, _ = demo
+    fast = {"DSAN_PROGRESS_SECONDS": "0"}
+    trained = cli("train", *DEMO, f"--workdir={tmp_path / 'run'}", "--epochs=1", env=fast)
+    ok(trained)
+    assert "epoch 1/1, training: 21/21 steps (100%)" in trained.stderr
+    assert "epoch 1/1, training: 1/21 steps (5%)" in trained.stderr and "ETA" in trained.stderr
+    assert "epoch 1/1, dev: 6/6 batches (100%)" in trained.stderr
+    evaluated = cli("evaluate", f"--workdir={workdir}", "--data=synthetic:word_order/dev",
+                    env=fast)
+    assert "evaluate synthetic:word_order/dev: 168/168 pairs (100%)" in ok(evaluated) + \
+        evaluated.stderr
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(json.dumps({"sentence1": "the dog", "sentence2": "the cat"}) + "\n")
+    predicted = cli("predict", f"--workdir={workdir}", f"--input={pairs}", env=fast)
+    ok(predicted)
+    assert "predict: 1/1 pairs (100%)" in predicted.stderr
+
+
+def test_truncation_is_reported_per_pair_and_once_in_all(demo, tmp_path):
+    """A 5,000-word premise: predict's JSON line says how many tokens were cut and one
+    warning line sums it up; the exported SavedModel says so too."""
+    workdir, _ = demo
+    pairs = tmp_path / "pairs.jsonl"
+    long = " ".join(["the dog saw the cat"] * 1000)
+    pairs.write_text(json.dumps({"sentence1": long, "sentence2": "the cat saw the dog"}) + "\n"
+                     + json.dumps({"sentence1": "the dog", "sentence2": "the cat"}) + "\n")
+    result = cli("predict", f"--workdir={workdir}", f"--input={pairs}")
+    lines = [json.loads(line) for line in ok(result).splitlines() if line.startswith("{")]
+    assert [line["truncated"] for line in lines] == [{"premise": 5000 - 256, "hypothesis": 0},
+                                                     {"premise": 0, "hypothesis": 0}]
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == ["warning: the model read only the first 256 tokens of 1 premise(s) and "
+                        "0 hypothesis(es) of the 2 pairs; each line's truncated says how many."]
+    import tensorflow as tf
+
+    served = tf.saved_model.load(str(workdir / "export" / "1")).signatures["serving_default"]
+    out = served(premise=tf.constant([long]), hypothesis=tf.constant(["the cat"]))
+    assert out["premise_truncated"].numpy().tolist() == [4744]
+
+
+def test_a_failed_predict_leaves_no_submission_file(demo, tmp_path):
+    """Malformed, empty and non-UTF-8 input: no CSV that looks like an empty submission, and
+    an older output file is kept as it was."""
+    workdir, _ = demo
+    inputs = {"malformed.jsonl": b'{"sentence1": "a"}\n', "empty.jsonl": b"\n",
+              "latin1.jsonl": '{"sentence1": "caf\u00e9", "sentence2": "b"}\n'.encode("latin-1")}
+    kept = tmp_path / "kept.csv"
+    kept.write_text("pairID,gold_label\n1,entailment\n")
+    for name, data in inputs.items():
+        (tmp_path / name).write_bytes(data)
+        for output in (tmp_path / f"{name}.csv", kept):
+            refused = cli("predict", f"--workdir={workdir}", f"--input={tmp_path / name}",
+                          "--format=csv", f"--output={output}")
+            assert refused.returncode != 0 and "Traceback" not in refused.stderr, name
+            assert not (tmp_path / f"{name}.csv").exists(), name
+    assert kept.read_text() == "pairID,gold_label\n1,entailment\n"
+    assert list(tmp_path.glob("*.partial")) == []
+
+
+def test_predict_and_embed_read_an_export(demo, tmp_path):
+    workdir, _ = demo
+    export = workdir / "export"
+    predicted = ok(cli("predict", f"--workdir={export}", "--premise=the dog saw the cat",
+                       "--hypothesis=the cat saw the dog"))
+    assert json.loads(predicted.strip().splitlines()[-1])["label"] in (
+        "entailment", "neutral", "contradiction")
+    sentences = tmp_path / "s.txt"
+    sentences.write_text("the dog\n")
+    ok(cli("embed", f"--workdir={export}", f"--input={sentences}",
+           f"--output={tmp_path / 'v.npy'}"))
+    assert np.load(tmp_path / "v.npy").shape == (1, 4 * 32)
+
+
+def test_group_by_names_the_fields_a_source_has(demo, tmp_path):
+    workdir, _ = demo
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"sentence1": "the dog", "sentence2": "the cat",
+                                "gold_label": "neutral", "pairID": "7"}) + "\n")
+    refused = cli("evaluate", f"--workdir={workdir}", f"--data={data}", "--group_by=genre")
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr
+    assert "the two sentences and the gold label" in refused.stderr
+    assert refused.stderr.strip().endswith("are: pairID.")
+
+
+@pytest.mark.slow
+def test_the_readme_demo_ends_as_the_readme_says(tmp_path):
+    """The README's first command, whole: its last line is the one the README quotes."""
+    readme = (ROOT / "README.md").read_text()
+    quoted = readme.split("ends with `", 1)[1].split("`", 1)[0]
+    output = ok(cli("train", *DEMO, f"--workdir={tmp_path}",
+                    f"--export_dir={tmp_path / 'export'}"))
+    assert output.strip().splitlines()[-1] == quoted.replace("/tmp/dsan_demo/", f"{tmp_path}/")

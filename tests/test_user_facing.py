@@ -1,0 +1,142 @@
+"""What a user of the Python API sees: one string or a list, truncation reported, no
+spurious warnings, progress lines, readable figures, honest log lines (issue 25)."""
+
+import io
+import warnings
+
+import numpy as np
+import pytest
+
+from dsan_tf import DSANConfig, build_model, plots
+from dsan_tf.data import NLIPreprocessor, Vocabulary
+from dsan_tf.serving import LoadedModel, Predictor, TruncationWarning
+from experiments import progress
+
+WORDS = ["the", "dog", "cat", "saw", "a"]
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    """A small untrained DSAN behind `LoadedModel`, reading at most 6 tokens a sentence."""
+    vocabulary = Vocabulary(WORDS, lowercase=True)
+    preprocessor = NLIPreprocessor(vocabulary, max_length=6)
+    model = build_model("dsan", DSANConfig(vocab_size=vocabulary.size, embedding_dim=8,
+                                           num_heads=2, ffn_dim=16, classifier_units=8))
+    predictor = Predictor(model, preprocessor)
+    return LoadedModel(predictor.classify, predictor.encode, "test", max_length=6)
+
+
+def test_one_string_is_one_pair_not_a_list_of_characters(loaded):
+    one = loaded.predict("the dog saw a cat", "a cat saw the dog")
+    listed = loaded.predict(["the dog saw a cat"], ["a cat saw the dog"])
+    assert one["probabilities"].shape == (1, 3) and len(one["labels"]) == 1
+    np.testing.assert_allclose(one["probabilities"], listed["probabilities"], atol=1e-6)
+    assert loaded.encode("the dog").shape == (1, 4 * 8)
+    assert loaded.encode(("the dog", "a cat")).shape == (2, 4 * 8)
+
+
+@pytest.mark.parametrize("premises,hypotheses,message", [
+    ("the dog", ["a cat", "the cat"], r"both as strings \(one pair\) or both as lists"),
+    (["the dog", "a dog"], ["a cat"], "2 premises but 1 hypotheses"),
+    (["the dog", 3], ["a", "b"], r"premises\[1\] is int, not a string"),
+    (5, "a", "premises must be a string or a list of strings"),
+])
+def test_bad_combinations_get_one_sentence(loaded, premises, hypotheses, message):
+    with pytest.raises(ValueError, match=message) as raised:
+        loaded.predict(premises, hypotheses)
+    assert "\n" not in str(raised.value)
+
+
+def test_truncation_is_reported_and_cut_pairs_read_their_first_tokens(loaded):
+    long = "the dog saw a cat and the cat saw a dog"  # 11 tokens, 5 beyond max_length 6
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = loaded.predict([long, "the dog"], ["a cat", long])
+    assert out["premise_truncated"].tolist() == [5, 0]
+    assert out["hypothesis_truncated"].tolist() == [0, 5]
+    cut = [w for w in caught if issubclass(w.category, TruncationWarning)]
+    assert len(cut) == 1 and "2 of 2 pairs were longer than 6 tokens" in str(cut[0].message)
+    first = loaded.predict(["the dog saw a cat and", "the dog"], ["a cat", "the dog saw a cat and"])
+    np.testing.assert_allclose(out["probabilities"], first["probabilities"], atol=1e-6)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        vectors, truncated = loaded.encode([long, "a cat"], return_truncated=True)
+    assert truncated.tolist() == [5, 0] and vectors.shape == (2, 32)
+    assert [str(w.message).split(" were")[0] for w in caught] == ["1 of 2 sentences"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing cut: no warning
+        loaded.predict("the dog", "a cat")
+
+
+def test_one_word_sentences_raise_no_softmax_warning(loaded):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loaded.predict(["dog"], ["cat"])
+        loaded.encode(["dog"])
+    assert not [w for w in caught if "softmax" in str(w.message)]
+
+
+def test_progress_in_a_log_file_is_bounded_and_complete(monkeypatch):
+    stream = io.StringIO()  # not a terminal
+    monkeypatch.setenv("DSAN_PROGRESS_SECONDS", "3600")
+    with progress.Progress("evaluate dev", 300, "pairs", stream=stream) as shown:
+        for _ in range(3):
+            shown.update(100)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("evaluate dev: 300/300 pairs (100%), ")
+    assert "pairs/s, took 0:00:0" in lines[0]
+    monkeypatch.setenv("DSAN_PROGRESS_SECONDS", "0")
+    stream = io.StringIO()
+    with progress.Progress("predict", 200, "pairs", stream=stream) as shown:
+        shown.update(50, loss=0.5)
+        shown.update(150)
+    first, *_ = stream.getvalue().splitlines()
+    assert first.startswith("predict: 50/200 pairs (25%), ") and "ETA 0:" in first
+    assert first.endswith("loss 0.5000")
+
+
+def test_length_buckets_under_the_minimum_are_merged_with_their_neighbours():
+    buckets = [{"min_length": 5 * i, "max_length": 5 * i + 5, "examples": n, "accuracy": a}
+               for i, (n, a) in enumerate([(3, 1.0), (400, 0.8), (900, 0.7), (20, 0.5),
+                                           (2, 0.0), (1, 1.0)])]
+    merged = plots.merge_small_buckets(buckets, minimum=50)
+    assert all(b["examples"] >= 50 for b in merged)
+    assert sum(b["examples"] for b in merged) == sum(b["examples"] for b in buckets)
+    assert [(b["min_length"], b["max_length"]) for b in merged] == [(0, 10), (10, 30)]
+    assert merged[1]["accuracy"] == pytest.approx((900 * 0.7 + 20 * 0.5 + 1) / 923)
+
+
+def test_figures_have_titles_colour_bars_and_plain_labels():
+    rng = np.random.default_rng(0)
+    tokens = ["a", "dog", "runs"]
+    attention = rng.dirichlet(np.ones(3), size=(2, 3))  # [H, T, T], rows sum to 1
+    analysis = {"forward_attention": attention, "backward_attention": attention,
+                "forward_gate": rng.random((3, 4)), "forward_inactive_relu": rng.random(3),
+                "backward_inactive_relu": rng.random(3), "forward_output_max": rng.random(3),
+                "backward_output_max": rng.random(3), "max_pool_share": rng.random(3),
+                "s2t_weights": rng.random((3, 4))}
+    figures = plots.sentence_figures(tokens, analysis, "a dog runs")
+    maps = figures["fig07_attention"]
+    bars = [axis for axis in maps.axes if axis.get_label() == "<colorbar>"]
+    assert len(bars) == 1 and bars[0].get_ylabel() == "attention weight (0-1)"
+    for stem in ("fig09_fusion_gate", "fig10_ffn", "fig11_pooling"):
+        axes = figures[stem].axes
+        assert all(axis.get_title() for axis in axes), stem
+        assert not any("(fw)" in axis.get_ylabel() or "(bw)" in axis.get_ylabel()
+                       for axis in axes), stem
+        assert figures[stem].get_suptitle(), stem
+    figure = plots.accuracy_by_length({"demo on snli_1.0_dev": [
+        {"min_length": 0, "max_length": 5, "examples": 3, "accuracy": 1.0},
+        {"min_length": 5, "max_length": 10, "examples": 300, "accuracy": 0.5}]})
+    top, counts = figure.axes
+    assert counts.get_ylabel() == "pairs per point"
+    assert [round(y) for y in top.lines[0].get_ydata()] == [50]  # 3 pairs merged into 300
+    assert figure.legends[0].get_texts()[0].get_text() == "demo on snli_1.0_dev"
+
+
+def test_vocabulary_log_line_says_only_what_was_asked():
+    from dsan_tf.task import vocabulary_summary
+
+    line = vocabulary_summary(1000, {"from_data": 12, "from_vectors": 0}, True, 0)
+    assert line == "vocabulary: 1,000 training words and 12 more dev/test words that have a vector"
+    assert "first 0" not in line
