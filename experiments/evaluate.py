@@ -13,6 +13,7 @@ it) adds the accuracy per value of a string field of the source: HANS's `heurist
 """
 
 import json
+import sys
 
 from absl import flags
 
@@ -109,6 +110,8 @@ def main(argv):
         result = evaluate(task, model, preprocessor, spec, FLAGS.save_predictions,
                           FLAGS.group_by or ())
         results["sources"][spec] = result
+        if "truncated" in result["tokens"]:  # the model read only the first tokens
+            print(f"warning: {spec}: {result['tokens']}", file=sys.stderr)
         print(metrics.format_report(spec, result))
         if "groups" in result:
             print(format_groups(result))
