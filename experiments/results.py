@@ -96,6 +96,7 @@ def define_flags():
     flags.DEFINE_string("shared_data", "../shared/data",
                         "Directory of the shared datasets and vectors (see its README).")
     flags.DEFINE_string("config", CONFIG_FILE, "The flagfile every run starts from.")
+    project_flags.require_existing("config")
     flags.DEFINE_string("output", "docs/RESULTS.md", "The table (Markdown).")
     flags.DEFINE_string("json_output", "docs/results.json", "The table, machine-readable.")
     flags.DEFINE_string("curve_output", "docs/learning_curve.png", "The learning curve.")

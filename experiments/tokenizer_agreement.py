@@ -25,6 +25,7 @@ SHOWN = 10  # disagreements printed per file
 def define_flags():
     flags.DEFINE_multi_string("data", None, "A .jsonl[.gz] file of sentence pairs (SNLI's "
                               "with parses); repeat it for several files.")
+    project_flags.require_existing("data")
 
 _PTB_ESCAPES = {"``": '"', "''": '"', "-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]",
                 "-LCB-": "{", "-RCB-": "}"}

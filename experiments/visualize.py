@@ -48,6 +48,10 @@ def define_flags():
     flags.DEFINE_multi_string("evaluation", None,
                               "Figure 6: an experiments.evaluate JSON file, optionally "
                               "NAME=FILE.")
+    flags.register_validator("evaluation", lambda specs: all(
+        os.path.isfile(spec.rpartition("=")[2]) for spec in specs or []),
+        "each --evaluation must name an existing experiments.evaluate JSON file (NAME=FILE "
+        "or FILE)")
 
 
 def analysed(workdir, sentence, loaded=None):

@@ -169,7 +169,8 @@ def _cached(cache_path):
 
 def _save(cache_path, matrix, report):
     os.makedirs(os.path.dirname(cache_path), exist_ok=True)
-    temporary = cache_path + ".partial.npz"
+    # One temporary name per process: runs started together (--jobs) share the cache.
+    temporary = f"{cache_path}.{os.getpid()}.partial.npz"
     np.savez(temporary, matrix=matrix, report=json.dumps(dataclasses.asdict(report)))
     os.replace(temporary, cache_path)
 
@@ -264,9 +265,10 @@ def extend_vocabulary(path, vocabulary, extra_words=(), top_words=0, cache_dir=N
     added = {"from_data": len(from_data), "from_vectors": len(from_vectors)}
     if cache_path:
         os.makedirs(cache_dir, exist_ok=True)
-        with open(cache_path + ".partial", "w", encoding="utf-8") as stream:
+        temporary = f"{cache_path}.{os.getpid()}.partial"  # runs may share the cache
+        with open(temporary, "w", encoding="utf-8") as stream:
             json.dump({"words": from_data + from_vectors, "added": added}, stream)
-        os.replace(cache_path + ".partial", cache_path)
+        os.replace(temporary, cache_path)
     return vocabulary.extended(from_data + from_vectors), added
 
 
@@ -285,7 +287,7 @@ def download_glove(name="glove.840B.300d", directory=".", timeout=30):
     os.makedirs(directory, exist_ok=True)
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response, \
-                open(target + ".partial", "wb") as out:
+                open(f"{target}.{os.getpid()}.partial", "wb") as out:
             size = int(response.headers.get("Content-Length") or 0) or None
             with _progress(size, True) as bar:
                 while chunk := response.read(1 << 20):
@@ -295,5 +297,5 @@ def download_glove(name="glove.840B.300d", directory=".", timeout=30):
         raise DataError(f"could not download {url} ({getattr(error, 'reason', error)}); "
                         "without internet, fetch it on another machine and pass "
                         f"--embeddings=/path/{os.path.basename(url)}.") from None
-    os.replace(target + ".partial", target)
+    os.replace(f"{target}.{os.getpid()}.partial", target)
     return target
