@@ -121,7 +121,8 @@ def main(argv):
             write(chunk)
     vectors.flush()
     if cut:
-        print(f"warning: the model read only the first {model.max_length} tokens of {cut:,} "
+        limit = model.max_length or "the model's maximum number of"
+        print(f"warning: the model read only the first {limit} tokens of {cut:,} "
               f"of the {row:,} sentences.", file=sys.stderr)
     seconds = time.perf_counter() - started
     print(f"{row:,} sentences -> {FLAGS.output} [{row}, {width}] in {seconds:.1f} s "

@@ -115,13 +115,13 @@ def output_stream(path):
             os.remove(partial)
 
 
-def predict_all(model, pairs, writer, total):
+def predict_all(model, pairs, writer, total, show_progress=True):
     """Classifies `pairs` in batches, writing each prediction; returns (pairs, {side:
     pairs whose side was cut})."""
     from dsan_tf.serving import TruncationWarning
 
     count, cut = 0, {"premise": 0, "hypothesis": 0}
-    with progress.Progress("predict", total, "pairs", enabled=bool(FLAGS.input)) as shown, \
+    with progress.Progress("predict", total, "pairs", enabled=show_progress) as shown, \
             warnings.catch_warnings():
         warnings.simplefilter("ignore", TruncationWarning)  # summed up once, at the end
         for chunk in batches(pairs):
@@ -159,7 +159,8 @@ def main(argv):
         raise program.UsageError(f"--workdir={FLAGS.workdir}: {error}") from None
     started = time.perf_counter()
     with output_stream(FLAGS.output) as stream:
-        count, cut = predict_all(model, pairs, Writer(stream, FLAGS.format), total)
+        count, cut = predict_all(model, pairs, Writer(stream, FLAGS.format), total,
+                                 show_progress=bool(FLAGS.input))
     if any(cut.values()):
         limit = model.max_length or "the model's maximum number of"
         where = "" if FLAGS.format == "csv" else "; each line's truncated says how many"

@@ -3,7 +3,7 @@ and stop with one sentence (no traceback) on a user's mistake.
 
 Library code raises (`UsageError` here, `dsan_tf.data.DataError`, ValueError for bad
 model settings); only `main` turns that into an exit. Flag values are checked while flags
-are parsed (`lower_bound`, `require_file`, ...), before TensorFlow loads.
+are parsed (absl's `lower_bound`, `flags.require_existing`), before TensorFlow loads.
 """
 
 import contextlib
@@ -11,7 +11,6 @@ import functools
 import os
 import sys
 import tempfile
-import warnings
 
 from absl import app, flags, logging
 
@@ -82,22 +81,16 @@ def load_tensorflow():
         import tensorflow  # noqa: F401
 
 
-def main(function=None, *, tensorflow=True):
+def main(function):
     """Decorates a program's `main(argv)`: absl logging at WARNING unless --verbosity is
-    given, TensorFlow loaded quietly (`tensorflow=False` for programs that do not need it),
-    and a user's mistake ends the program with its one sentence."""
-    if function is None:
-        return functools.partial(main, tensorflow=tensorflow)
-
+    given, TensorFlow loaded quietly, and a user's mistake ends the program with its one
+    sentence."""
     @functools.wraps(function)
     def wrapper(argv):
         if not FLAGS["verbosity"].present:
             logging.set_verbosity(logging.WARNING)
-        # A one-word sentence makes a softmax over one key: correct, not a mistake.
-        warnings.filterwarnings("ignore", message="You are using a softmax over axis")
         try:
-            if tensorflow:
-                load_tensorflow()
+            load_tensorflow()
             return function(argv)
         except (UsageError, flags.ValidationError) as error:
             fail(str(error))

@@ -50,16 +50,13 @@ class RunDirectory:
     """Paths and files of one run directory.
 
     Args:
-        workdir: the directory.
-        create: make it (and its parents) if it does not exist (`experiments.train`).
+        workdir: the directory (`claim` makes it for experiments.train).
     """
 
-    def __init__(self, workdir, create=False):
+    def __init__(self, workdir):
         if not workdir:
             raise UsageError("give --workdir, the run directory of experiments.train.")
         self.workdir = workdir
-        if create:
-            os.makedirs(workdir, exist_ok=True)
 
     def path(self, name):
         return os.path.join(self.workdir, name)

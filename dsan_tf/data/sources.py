@@ -15,6 +15,7 @@ Malformed input raises `DataError` with one sentence naming the file and line.
 """
 
 import collections
+import contextlib
 import dataclasses
 import gzip
 import json
@@ -233,6 +234,19 @@ def _tfds_download(tfds, name, split, data_dir):
                         f"{_first_line(error)}); {local}.") from None
 
 
+@contextlib.contextmanager
+def _absl_errors_only():
+    """absl's Python logger shows errors only while the block runs (TFDS logs a warning
+    for each dataset it looks for and does not find)."""
+    logger = logging.getLogger("absl")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def _first_line(error):
     return str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
 
@@ -244,16 +258,12 @@ def _tfds_records(name_and_split, data_dir):
                         "e.g. tfds:snli/train.")
     import tensorflow_datasets as tfds  # slow to import; only TFDS users pay for it
 
-    absl_logger = logging.getLogger("absl")
-    level = absl_logger.level
-    absl_logger.setLevel(logging.ERROR)  # "Variant folder ... has no dataset_info.json"
     try:  # prepared already (or mocked: tfds.testing.mock_data)
-        dataset, info = tfds.load(name, split=split, data_dir=data_dir, with_info=True,
-                                  download=False)
+        with _absl_errors_only():  # not "Variant folder ... has no dataset_info.json"
+            dataset, info = tfds.load(name, split=split, data_dir=data_dir, with_info=True,
+                                      download=False)
     except Exception:  # noqa: BLE001  (not prepared here, unknown name, bad split)
         dataset, info = _tfds_download(tfds, name, split, data_dir)
-    finally:
-        absl_logger.setLevel(level)
     names = info.features["label"].names
     to_ours = {index: LABEL_IDS[label] for index, label in enumerate(names)}
     for number, record in enumerate(tfds.as_numpy(dataset), start=1):
