@@ -20,12 +20,12 @@ _EXPORTS = {
     "SentenceEncoderBackbone": "dsan_tf.models", "build_backbone": "dsan_tf.models",
     "build_model": "dsan_tf.models",
     "NLIPreprocessor": "dsan_tf.data",
-    "NLITask": "dsan_tf.task", "compile_for_training": "dsan_tf.task",
+    "NLITask": "dsan_tf.task", "compile_for_training": "dsan_tf.optimization",
     "load": "dsan_tf.serving", "LoadedModel": "dsan_tf.serving",
     "GaussianTransformerBackbone": "dsan_tf.models", "AFDMNBackbone": "dsan_tf.models",
 }
 _SUBMODULES = ("analysis", "config", "data", "labels", "layers", "masks", "metrics", "models",
-               "plots", "serving", "task")
+               "optimization", "plots", "serving", "task")
 
 __all__ = sorted(_EXPORTS) + list(_SUBMODULES)
 

@@ -92,7 +92,6 @@ def attention_by_distance(backbone, batches, max_distance=10):
           `queries`: how many queries were counted (per head).
     """
     from dsan_tf import masks
-    from dsan_tf.data.vocabulary import PAD_ID
 
     kinds = ("", "uniform_", "prior_")
     sums = {side: {**{f"{kind}{value}": 0.0 for value in ("mass", "mean_distance", "entropy")
@@ -102,7 +101,7 @@ def attention_by_distance(backbone, batches, max_distance=10):
         ids = np.asarray(ids, dtype="int32")
         info = backbone.sentence_intermediates(ids)
         length = ids.shape[1]
-        real = ids != PAD_ID                                                  # [B, T]
+        real = ids != masks.PAD_ID                                            # [B, T]
         distance = np.asarray(ops.convert_to_numpy(masks.distances(length)))  # [T, T]
         bins = np.minimum(distance, max_distance) - 1                         # -1: diagonal
         priors = backbone.prior_bias(length)

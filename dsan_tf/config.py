@@ -234,7 +234,8 @@ class TrainingConfig:
         epochs: at most this many epochs.
         patience: stop after this many epochs without a better dev accuracy (0: never).
         steps_per_epoch: at most this many batches per epoch (0: all).
-        jit_compile: compile the training step with XLA.
+        jit_compile: compile the training step (XLA; `torch.compile` on PyTorch); None:
+            what pays on the backend (`dsan_tf.optimization.default_jit_compile`).
         mixed_precision: one of `PRECISIONS`.
         optimizer: "adam" or "adamw" (decoupled weight decay).
         normalized_weight_decay: AdamW's λ_norm; the decay per step is
@@ -250,7 +251,7 @@ class TrainingConfig:
     epochs: int = 20
     patience: int = 0
     steps_per_epoch: int = 0
-    jit_compile: bool = False
+    jit_compile: bool | None = None
     mixed_precision: str = "none"
     optimizer: str = "adam"
     normalized_weight_decay: float = 0.0

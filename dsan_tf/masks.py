@@ -12,6 +12,15 @@ import warnings
 from keras import ops
 
 DIRECTIONS = ("forward", "backward")
+# The token id of padding, for every model and vocabulary (`dsan_tf.data.Vocabulary`
+# numbers its words from 2; 1 is the unknown word). Defined here, not in the data
+# package, so that the models need neither it nor TensorFlow.
+PAD_ID = 0
+
+
+def padding_mask(token_ids):
+    """Which tokens are real: bool [B, T] of int token ids [B, T] (padding is `PAD_ID`)."""
+    return ops.not_equal(token_ids, PAD_ID)
 
 
 def _grid(length):

@@ -15,8 +15,9 @@ import tensorflow as tf
 
 from dsan_tf.data.examples import DataError
 from dsan_tf.data.tokenizer import tokenize
+from dsan_tf.masks import PAD_ID
 
-PAD_ID, UNK_ID = 0, 1
+UNK_ID = 1
 PAD_TOKEN, UNK_TOKEN = "", "[UNK]"
 _FORMAT = "dsan_tf.vocabulary/1"
 

@@ -7,7 +7,7 @@ and MLP width (the paper: 300), k computational blocks.
 import keras
 from keras import ops
 
-from dsan_tf.data.vocabulary import PAD_ID
+from dsan_tf import masks
 from dsan_tf.layers.afdmn import ComputationalBlock, bilstm
 from dsan_tf.models.backbone import PairBackbone
 
@@ -65,25 +65,26 @@ class AFDMNBackbone(PairBackbone):
     def pair_intermediates(self, inputs, training=False):
         """{"features" [B, 8h], "attention": a list of {"block", "kind", "weights"
         [B, 1, Tq, Tk]} in depth order: cross attention both ways and self-attention}."""
-        masks = {side: ops.not_equal(inputs[side], PAD_ID) for side in SIDES}
+        real = {side: masks.padding_mask(inputs[side]) for side in SIDES}
         states = {}
         for side in SIDES:
             embedded = self.embedding_dropout(self.token_embedding(inputs[side]),
                                               training=training)
-            states[side] = self.encoder(embedded, mask=masks[side], training=training)
+            states[side] = self.encoder(embedded, mask=real[side], training=training)
         attention = []
         for block in self.blocks:
             states["premise"], states["hypothesis"], weights = block(
-                states["premise"], states["hypothesis"], masks["premise"],
-                masks["hypothesis"], training=training, return_attention_scores=True)
+                states["premise"], states["hypothesis"], real["premise"],
+                real["hypothesis"], training=training, return_attention_scores=True)
             # One "head": the same layout as the Gaussian Transformer's maps.
             attention += [{"block": block.name, "kind": kind, "weights": value[:, None]}
                           for kind, value in weights.items()]
         pooled = []
         for side in SIDES:
-            real = ops.cast(masks[side], states[side].dtype)[:, :, None]
-            mean = ops.sum(states[side] * real, axis=1) / ops.maximum(ops.sum(real, axis=1), 1.0)
-            largest = ops.max(ops.where(real > 0, states[side], -1e4), axis=1)
+            weight = ops.cast(real[side], states[side].dtype)[:, :, None]
+            mean = (ops.sum(states[side] * weight, axis=1)
+                    / ops.maximum(ops.sum(weight, axis=1), 1.0))
+            largest = ops.max(ops.where(weight > 0, states[side], -1e4), axis=1)
             pooled += [mean, largest]
         return {"features": ops.concatenate(pooled, axis=-1), "attention": attention}
 

@@ -8,7 +8,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from dsan_tf.data.vocabulary import PAD_ID
+from dsan_tf import masks
+
 
 
 class AnalysisUnavailable(ValueError):
@@ -56,7 +57,7 @@ class Backbone(keras.Model):
             raise ValueError(f"word vectors have shape {matrix.shape}, expected "
                              f"[{self.vocabulary_size}, {self.embedding_dim}] "
                              "(vocabulary_size, embedding_dim).")
-        matrix[PAD_ID] = 0.0
+        matrix[masks.PAD_ID] = 0.0
         if not self.token_embedding.built:
             self.token_embedding.build()
         self.token_embedding.embeddings.assign(matrix)
@@ -115,7 +116,7 @@ class SentenceEncoderBackbone(Backbone):
 
     def call(self, token_ids, training=None):
         vectors = self.token_embedding(token_ids)
-        return self.encoder(vectors, padding_mask=ops.not_equal(token_ids, PAD_ID),
+        return self.encoder(vectors, padding_mask=masks.padding_mask(token_ids),
                             training=training)
 
     def compute_output_shape(self, token_ids_shape):

@@ -8,7 +8,6 @@ import keras
 from keras import ops
 
 from dsan_tf import masks
-from dsan_tf.data.vocabulary import PAD_ID
 from dsan_tf.layers import DSANEncoder
 from dsan_tf.models.backbone import SentenceEncoderBackbone
 
@@ -86,7 +85,7 @@ class DSANBackbone(SentenceEncoderBackbone):
         """
         self.ensure_built()
         vectors = self.token_embedding(token_ids)
-        _, info = self.encoder(vectors, padding_mask=ops.not_equal(token_ids, PAD_ID),
+        _, info = self.encoder(vectors, padding_mask=masks.padding_mask(token_ids),
                                training=False, return_intermediates=True)
         return info
 

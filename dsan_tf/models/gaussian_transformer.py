@@ -7,7 +7,7 @@ Shape legend: B batch, T1 premise tokens, T2 hypothesis tokens, W frozen token f
 import keras
 from keras import ops
 
-from dsan_tf.data.vocabulary import PAD_ID
+from dsan_tf import masks
 from dsan_tf.layers.gaussian_transformer import (
     GaussianEncodingBlock, GaussianTransformerEmbedding, InteractionBlock, SiameseAggregation)
 from dsan_tf.models.backbone import PairBackbone
@@ -90,12 +90,12 @@ class GaussianTransformerBackbone(PairBackbone):
         "hypothesis_mask", "encoded"/"aligned": {side: [B, T, D]}, "attention": a list
         of {"block", "kind", "weights" [B, H, Tq, Tk]} in depth order}: the self-attention
         of each side in every block, and both inter-attention directions."""
-        masks = {side: ops.not_equal(inputs[side], PAD_ID) for side in SIDES}
+        real = {side: masks.padding_mask(inputs[side]) for side in SIDES}
         states, attention = {}, []
         for side in SIDES:
             x = self.embedding(self.token_embedding(inputs[side]), training=training)
             for block in self.encoding_blocks:
-                x, weights = block(x, masks[side], training=training,
+                x, weights = block(x, real[side], training=training,
                                    return_attention_scores=True)
                 attention.append({"block": block.name, "kind": f"{side}_self",
                                   "weights": weights})
@@ -103,15 +103,15 @@ class GaussianTransformerBackbone(PairBackbone):
         premise, hypothesis = states["premise"], states["hypothesis"]
         for block in self.interaction_blocks:
             premise, hypothesis, weights = block(
-                premise, hypothesis, masks["premise"], masks["hypothesis"], training=training,
+                premise, hypothesis, real["premise"], real["hypothesis"], training=training,
                 return_attention_scores=True)
             attention += [{"block": block.name, "kind": kind, "weights": value}
                           for kind, value in weights.items()]
         aligned = {"premise": premise, "hypothesis": hypothesis}
         features = ops.concatenate(
-            [self.aggregation(states[side], aligned[side], masks[side]) for side in SIDES], -1)
-        return {"features": features, "premise_mask": masks["premise"],
-                "hypothesis_mask": masks["hypothesis"], "encoded": states,
+            [self.aggregation(states[side], aligned[side], real[side]) for side in SIDES], -1)
+        return {"features": features, "premise_mask": real["premise"],
+                "hypothesis_mask": real["hypothesis"], "encoded": states,
                 "aligned": aligned, "attention": attention}
 
     def compute_output_shape(self, inputs_shape):

@@ -1,0 +1,76 @@
+"""How a model is trained, on any Keras backend: the loss, metric and optimizer of the
+papers, and whether the step is compiled (XLA on TensorFlow and JAX, `torch.compile` on
+PyTorch). Needs Keras only, not TensorFlow.
+"""
+
+import keras
+
+# Whether compiling the training step pays, per backend, measured on CPU (README,
+# "Backends"): TensorFlow runs its graph faster than XLA's code here; Keras runs a JAX
+# model eagerly, op by op, unless it is jitted (about 15 times slower on the demo);
+# `torch.compile` spends minutes compiling each new batch shape.
+JIT_COMPILE_BY_BACKEND = {"tensorflow": False, "jax": True, "torch": False}
+
+
+def default_jit_compile(backend=None):
+    """Whether to compile the training step on `backend` (the current Keras backend when
+    None), when the user did not say."""
+    return JIT_COMPILE_BY_BACKEND.get(backend or keras.backend.backend(), False)
+
+
+def compile_for_training(model, learning_rate=1e-3, jit_compile=None, optimizer=None):
+    """Compiles `model` as the paper trains it (Section 5.2: Adam, cross-entropy on the
+    logits; or `optimizer`) with an accuracy metric, and creates the optimizer's variables
+    now. `jit_compile=None` takes the backend's `default_jit_compile`.
+
+    Keras creates them inside the first training step otherwise, and a `tf.function`
+    that creates variables is traced twice: building them first halves the tracing that
+    the first epoch pays for (a DSAN train step takes seconds to trace).
+    """
+    if jit_compile is None:
+        jit_compile = default_jit_compile()
+    model.compile(optimizer=optimizer or keras.optimizers.Adam(learning_rate),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+                  jit_compile=jit_compile)
+    model.optimizer.build(model.trainable_variables)
+    return model
+
+
+def make_optimizer(training, batch_size, model, train_size=None):
+    """Adam, or AdamW(R): decoupled weight decay λ_norm·sqrt(b / (B·T)) (Loshchilov &
+    Hutter 2017, normalized weight decay) and, with `restart_epochs` = T, a cosine
+    learning rate from `learning_rate` down to `min_learning_rate` over T epochs,
+    restarted at the top every T epochs. The distance priors' w and b are not decayed:
+    decay would pull w towards its floor and flatten the prior.
+
+    Args:
+        training: `dsan_tf.config.TrainingConfig`.
+        batch_size: b, pairs per step.
+        model: the model whose weights it will train.
+        train_size: B, training pairs (restarts and normalized weight decay need it).
+    """
+    epoch_steps = training.steps_per_epoch or (-(-train_size // batch_size) if train_size
+                                               else None)
+    needs_size = training.restart_epochs or (training.optimizer == "adamw" and
+                                             training.normalized_weight_decay)
+    if needs_size and not (epoch_steps and train_size):
+        raise ValueError("learning-rate restarts and normalized weight decay need the "
+                         "number of training pairs (train_size).")
+    rate = training.learning_rate
+    if training.restart_epochs:
+        rate = keras.optimizers.schedules.CosineDecayRestarts(
+            training.learning_rate, first_decay_steps=training.restart_epochs * epoch_steps,
+            t_mul=1.0, m_mul=1.0, alpha=training.min_learning_rate / training.learning_rate)
+    if training.optimizer == "adam":
+        return keras.optimizers.Adam(rate)
+    cycle = training.restart_epochs or training.epochs
+    decay = (training.normalized_weight_decay * (batch_size / (train_size * cycle)) ** 0.5
+             if training.normalized_weight_decay else 0.0)
+    # Keras multiplies the decay by the current learning rate; AdamW's decay follows
+    # the schedule's multiplier only, so divide by the top rate.
+    optimizer = keras.optimizers.AdamW(rate, weight_decay=decay / training.learning_rate)
+    optimizer.exclude_from_weight_decay(var_list=[
+        weight for weight in model.trainable_weights
+        if "distance_prior" in weight.path])
+    return optimizer
