@@ -154,6 +154,7 @@ print(json.dumps({"probabilities": out["probabilities"].numpy().tolist(),
 """
 
 
+@pytest.mark.tensorflow
 @pytest.mark.slow
 def test_trains_exports_serves_raw_strings_and_draws_its_attention(tmp_path):
     """End to end through the project's programs: AdamWR training, a SavedModel that takes

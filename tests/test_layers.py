@@ -156,6 +156,7 @@ def test_scale_is_sqrt_of_head_width(rng):
     np.testing.assert_allclose(np.asarray(weights)[0, 0], expected, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.tensorflow
 def test_layer_norm_values_and_gradients_are_keras_layer_normalization(rng):
     """The memory-lean gradient is the exact gradient, for the input, γ and β."""
     import tensorflow as tf

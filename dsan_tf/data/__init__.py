@@ -4,23 +4,32 @@
 `extend_vocabulary(path, vocabulary, words)`; `load_vectors(path, vocabulary)`;
 `NLIPreprocessor(vocabulary, max_length).encode(examples)` -> `EncodedPairs`;
 `make_dataset(pairs, ...)`.
+
+Names load on first use: reading files (`sources`, `examples`, `synthetic`) and the
+character n-grams need no TensorFlow; the tokenizer, vocabulary lookup and `tf.data`
+batches do.
 """
 
-from dsan_tf.data.embeddings import (
-    EmbeddingReport, download_glove, extend_vocabulary, load_vectors)
-from dsan_tf.data.examples import DataError, Example
-from dsan_tf.data.pipeline import (
-    DEFAULT_BUCKETS, DEFAULT_MAX_LENGTH, SORT_CHUNK_BATCHES, EncodedPairs, EncodeReport,
-    make_dataset, padding_fraction)
-from dsan_tf.data.preprocessor import NLIPreprocessor
-from dsan_tf.data.sources import ReadReport, read_examples
-from dsan_tf.data.tokenizer import tokenize
-from dsan_tf.data.vocabulary import PAD_ID, UNK_ID, Vocabulary
+import importlib
 
-__all__ = [
-    "DEFAULT_BUCKETS", "DEFAULT_MAX_LENGTH", "SORT_CHUNK_BATCHES", "DataError",
-    "EmbeddingReport", "EncodeReport",
-    "EncodedPairs", "Example", "NLIPreprocessor", "PAD_ID", "ReadReport", "UNK_ID",
-    "Vocabulary", "download_glove", "extend_vocabulary", "load_vectors", "make_dataset",
-    "padding_fraction", "read_examples", "tokenize",
-]
+# name -> module of dsan_tf.data that defines it
+_EXPORTS = {
+    "EmbeddingReport": "embeddings", "download_glove": "embeddings",
+    "extend_vocabulary": "embeddings", "load_vectors": "embeddings",
+    "DataError": "examples", "Example": "examples",
+    "DEFAULT_BUCKETS": "pipeline", "DEFAULT_MAX_LENGTH": "pipeline",
+    "SORT_CHUNK_BATCHES": "pipeline", "EncodedPairs": "pipeline", "EncodeReport": "pipeline",
+    "make_dataset": "pipeline", "padding_fraction": "pipeline",
+    "NLIPreprocessor": "preprocessor",
+    "ReadReport": "sources", "read_examples": "sources",
+    "tokenize": "tokenizer",
+    "PAD_ID": "vocabulary", "UNK_ID": "vocabulary", "Vocabulary": "vocabulary",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"dsan_tf.data.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module 'dsan_tf.data' has no attribute {name!r}")

@@ -88,3 +88,14 @@ class NLIClassifier(keras.Model):
         config = dict(config)
         config["backbone"] = keras.layers.deserialize(config["backbone"])
         return cls(**config)
+
+    def get_compile_config(self):
+        """Keras' compile config, with the optimizer named by its public class: PyTorch's
+        Keras swaps Adam for `keras.src.backend.torch.optimizers.torch_adam.Adam`, and a
+        file that names it imports PyTorch wherever it loads (a TensorFlow process then
+        crashes), so that `.keras` files stay portable across backends."""
+        config = super().get_compile_config()
+        optimizer = (config or {}).get("optimizer")
+        if isinstance(optimizer, dict) and ".backend." in optimizer.get("module", ""):
+            optimizer["module"] = "keras.optimizers"
+        return config
