@@ -35,6 +35,41 @@ def vocabulary_summary(training_words, added, extend_vocabulary, vocab_from_vect
         parts[-1]
 
 
+@dataclasses.dataclass
+class Predictions:
+    """What `predict` returns, in the order of the batches: `probabilities` float32 [N, C],
+    `labels` int [N] (gold), `premise_lengths` and `hypothesis_lengths` int [N] (tokens
+    read)."""
+
+    probabilities: np.ndarray
+    labels: np.ndarray
+    premise_lengths: np.ndarray
+    hypothesis_lengths: np.ndarray
+
+
+def predict(model, batches, on_batch=None):
+    """The model's class probabilities on `batches` of ({"premise", "hypothesis"}, labels)
+    (`NLITask.build_inputs`), on any Keras backend (the `tf.data` tensors become NumPy
+    arrays first). `on_batch(size)` is called after each batch (progress).
+
+    Returns:
+        `Predictions`.
+    """
+    parts = {field.name: [] for field in dataclasses.fields(Predictions)}
+    for inputs, labels in batches:
+        inputs = {side: np.asarray(ids) for side, ids in inputs.items()}
+        logits = np.asarray(model.predict_on_batch(inputs), "float32")
+        logits = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        parts["probabilities"].append(logits / logits.sum(axis=-1, keepdims=True))
+        parts["labels"].append(np.asarray(labels))
+        for side in ("premise", "hypothesis"):
+            parts[f"{side}_lengths"].append(np.count_nonzero(inputs[side], axis=1))
+        if on_batch:
+            on_batch(len(parts["labels"][-1]))
+    return Predictions(**{name: np.concatenate(values) if values else np.zeros(0)
+                          for name, values in parts.items()})
+
+
 class NLITask:
     """Builds every part of an NLI experiment from its configuration.
 

@@ -12,8 +12,13 @@
 (PerReplica...) to a Tensor", keras-team/keras#20585), so `fit_multi_worker` trains with
 `strategy.run` inside a `tf.function` instead, with the same model, optimizer, datasets and
 Keras callbacks (history, best model, TensorBoard), and tf.train checkpoints for resuming.
+
+Under JAX, `mirrored` is Keras' own `keras.distribution.DataParallel` over every local
+device (GPUs, or the logical CPUs of --logical_cpus): the same global batch split the same
+way. `multi_worker` and `tpu` are tf.distribute's and need the TensorFlow backend.
 """
 
+import contextlib
 import json
 import os
 
@@ -25,8 +30,30 @@ from experiments.program import UsageError
 STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
 
 
+class KerasDistribution:
+    """What training needs of a strategy (`scope`, `num_replicas_in_sync`) for a Keras
+    distribution (JAX): the distribution is set globally, so the scope does nothing."""
+
+    def __init__(self, distribution=None):
+        self.distribution = distribution
+        if distribution is not None:
+            keras.distribution.set_distribution(distribution)
+        self.num_replicas_in_sync = (
+            1 if distribution is None else
+            int(distribution.device_mesh.devices.size))
+
+    def scope(self):
+        return contextlib.nullcontext()
+
+
 def split_cpu(count):
-    """Makes `count` logical CPU devices; must run before TensorFlow touches a device."""
+    """Makes `count` logical CPU devices; must run before TensorFlow (or JAX) touches a
+    device."""
+    if keras.backend.backend() == "jax":
+        # JAX reads it when it first lists its devices.
+        flag = f"--xla_force_host_platform_device_count={count}"
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flag}".strip()
+        return
     if count > 1:
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(
@@ -34,8 +61,11 @@ def split_cpu(count):
 
 
 def make_strategy(name, tpu=""):
-    """The tf.distribute strategy `name` (one of STRATEGIES); a setup error raises
-    `UsageError` with one sentence."""
+    """The tf.distribute strategy `name` (one of STRATEGIES), or under JAX its Keras
+    counterpart; a setup error raises `UsageError` with one sentence."""
+    backend = keras.backend.backend()
+    if backend != "tensorflow":
+        return _keras_distribution(name, backend)
     if name == "default":
         return tf.distribute.get_strategy()
     if name == "mirrored":
@@ -58,6 +88,21 @@ def make_strategy(name, tpu=""):
                              f"({str(error).splitlines()[0]}).") from None
         return tf.distribute.TPUStrategy(resolver)
     raise UsageError(f"--strategy must be one of {STRATEGIES}, got {name!r}.")
+
+
+def _keras_distribution(name, backend):
+    """`default` and, under JAX, `mirrored` (DataParallel over every local device)."""
+    if name == "default":
+        return KerasDistribution()
+    if name == "mirrored" and backend == "jax":
+        try:
+            devices = keras.distribution.list_devices("gpu")
+        except RuntimeError:  # JAX has no GPU backend here
+            devices = []
+        devices = devices or keras.distribution.list_devices("cpu")
+        return KerasDistribution(keras.distribution.DataParallel(devices=devices))
+    raise UsageError(f"--strategy={name} needs KERAS_BACKEND=tensorflow (now {backend}); "
+                     "under JAX, --strategy=mirrored trains on every local device.")
 
 
 def worker_dir(workdir):

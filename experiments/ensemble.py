@@ -59,17 +59,13 @@ def member_probabilities(task, model, preprocessor, examples):
     """float32 [N, C] probabilities of one member, in the order of `examples`, and the
     premise and hypothesis token counts."""
     import numpy as np
-    import tensorflow as tf
+
+    from dsan_tf.task import predict
 
     pairs = preprocessor.encode(examples)
-    probabilities, lengths = [], []
-    for inputs, _ in task.build_inputs(pairs, in_order=True):
-        logits = tf.cast(model.predict_on_batch(inputs), tf.float32)
-        probabilities.append(tf.nn.softmax(logits, axis=-1).numpy())
-        lengths.append([np.count_nonzero(inputs[side].numpy(), axis=1)
-                        for side in ("premise", "hypothesis")])
-    counts = [np.concatenate([batch[i] for batch in lengths]) for i in range(2)]
-    return np.concatenate(probabilities), counts, np.asarray(pairs.labels)
+    out = predict(model, task.build_inputs(pairs, in_order=True))
+    return (out.probabilities, [out.premise_lengths, out.hypothesis_lengths],
+            np.asarray(pairs.labels))
 
 
 def evaluate_source(task, members, spec, save_predictions=False):
@@ -127,6 +123,8 @@ def main(argv):
         raise program.UsageError("give at least two --workdir runs to ensemble.")
     if not FLAGS.data and not FLAGS.export_dir:
         raise program.UsageError("give --data to evaluate on, --export_dir, or both.")
+    if FLAGS.export_dir:
+        program.require_tensorflow_backend("--export_dir")
     from dsan_tf import metrics  # TensorFlow loads here, not for --help
     from dsan_tf.config import DataConfig, ExperimentConfig
     from dsan_tf.serving import EnsemblePredictor, Predictor

@@ -43,6 +43,7 @@ def evaluate(task, model, preprocessor, spec, save_predictions=False, group_by=(
     import numpy as np
 
     from dsan_tf import metrics
+    from dsan_tf.task import predict
 
     examples, report = task.read(spec, "data")
     for field in group_by:
@@ -56,17 +57,10 @@ def evaluate(task, model, preprocessor, spec, save_predictions=False, group_by=(
                 f"{', '.join(known) or 'none'}.")
     pairs = preprocessor.encode(examples)
     in_order = save_predictions or bool(group_by)
-    labels, predictions, premise_lengths, hypothesis_lengths = [], [], [], []
     with progress.Progress(f"evaluate {spec}", len(pairs.labels), "pairs") as shown:
-        for inputs, batch_labels in task.build_inputs(pairs, in_order=in_order):
-            logits = model.predict_on_batch(inputs)
-            predictions.append(np.argmax(logits, axis=-1))
-            labels.append(batch_labels.numpy())
-            premise_lengths.append(np.count_nonzero(inputs["premise"].numpy(), axis=1))
-            hypothesis_lengths.append(np.count_nonzero(inputs["hypothesis"].numpy(), axis=1))
-            shown.update(len(labels[-1]))
-    labels, predictions = np.concatenate(labels), np.concatenate(predictions)
-    lengths = [np.concatenate(x) for x in (premise_lengths, hypothesis_lengths)]
+        out = predict(model, task.build_inputs(pairs, in_order=in_order), shown.update)
+    labels, predictions = out.labels, np.argmax(out.probabilities, axis=-1)
+    lengths = (out.premise_lengths, out.hypothesis_lengths)
     predictions, result = metrics.score(labels, predictions, *lengths)
     correct = predictions == labels
     for field in group_by:

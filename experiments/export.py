@@ -36,6 +36,7 @@ def define_flags():
 @program.main
 def main(argv):
     program.check_start(argv, export_dir="where to write the SavedModel")
+    program.require_tensorflow_backend("experiments.export")
     from dsan_tf.serving import Predictor, version_dir  # TensorFlow loads here
     from experiments.rundir import BEST, RunDirectory
 

@@ -196,7 +196,8 @@ def define_training_flags():
     flags.DEFINE_integer("steps_per_epoch", _TRAINING.steps_per_epoch, "Train on at most "
                          "this many batches per epoch (0: all of them).", lower_bound=0)
     flags.DEFINE_boolean("jit_compile", _TRAINING.jit_compile,
-                         "Compile the training step with XLA.")
+                         "Compile the training step (XLA; torch.compile on PyTorch). Unset: "
+                         "off on TensorFlow and PyTorch, on under JAX (what pays there).")
     flags.DEFINE_enum("mixed_precision", _TRAINING.mixed_precision, PRECISIONS,
                       "Compute in half precision, keep float32 weights. For GPUs with fast "
                       "half precision (float16: Volta and later; bfloat16: Ampere and later, "
@@ -252,11 +253,17 @@ def _from_flags(config_class, values):
 
 
 def experiment_config(values=FLAGS, **model_overrides):
-    """The `ExperimentConfig` of the flags a program defined (others keep the defaults)."""
+    """The `ExperimentConfig` of the flags a program defined (others keep the defaults);
+    an unset --jit_compile becomes what pays on the Keras backend."""
+    from dsan_tf.optimization import default_jit_compile  # loads Keras
+
     try:
+        training = _from_flags(TrainingConfig, values)
+        if training.jit_compile is None:
+            training.jit_compile = default_jit_compile()
         return ExperimentConfig(
             model=values["model"].value, model_config=model_config(values, **model_overrides),
-            data=_from_flags(DataConfig, values), training=_from_flags(TrainingConfig, values))
+            data=_from_flags(DataConfig, values), training=training)
     except ValueError as error:
         raise flags.ValidationError(str(error)) from None
 

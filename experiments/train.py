@@ -67,10 +67,12 @@ def main(argv):
     from experiments import distribute
     from experiments.rundir import BEST, HISTORY, RESULTS, RunDirectory
 
+    if FLAGS.export_dir:
+        program.require_tensorflow_backend("--export_dir")
     config = project_flags.experiment_config()
     # Resolved, so that flags.txt repeats the run; --overwrite is a way of starting it.
     lines = project_flags.flagfile_lines(
-        exclude=("overwrite",),
+        exclude=("overwrite",), jit_compile=config.training.jit_compile,
         trainable_embeddings=config.model_config.trainable_embeddings)
     workdir = (distribute.worker_dir(FLAGS.workdir) if FLAGS.strategy == "multi_worker"
                else FLAGS.workdir)

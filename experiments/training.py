@@ -45,7 +45,7 @@ def set_up(config, strategy_name, tpu, logical_cpus):
     if config.training.mixed_precision != "none":
         keras.config.set_dtype_policy(config.training.mixed_precision)
     keras.utils.set_random_seed(config.data.seed)
-    if config.data.deterministic:
+    if config.data.deterministic and keras.backend.backend() == "tensorflow":
         tf.config.experimental.enable_op_determinism()
     return strategy
 
