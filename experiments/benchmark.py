@@ -1,43 +1,57 @@
-"""Speed, efficiency and memory of the model on this machine.
+"""Speed, efficiency and memory of the model on this machine, on any Keras backend.
 
     python -m experiments.benchmark [--output=FILE.json] [--mixed_precision=mixed_bfloat16]
         [--benchmark_lengths=16,32] [--sweep_lengths=8,16,...,512] [--model=disan] [model flags]
+    python -m experiments.benchmark --backends=tensorflow,jax,torch [--output=FILE.json]
 
 For the model the flags describe (DSAN at the paper's size by default: d_e 300, 5 heads,
-d_ff 1200; --model=disan or cbow for the baselines) at
---batch_size (64), with random token ids (no padding) in premise and hypothesis alike:
+d_ff 1200; --model=disan or cbow for the baselines) at --batch_size (64), with random token
+ids (no padding) in premise and hypothesis alike, on the backend KERAS_BACKEND names
+(TensorFlow, JAX or PyTorch; it needs no TensorFlow on JAX or PyTorch):
 
 1. The dense-matmul peak of this machine, measured on matrices of the model's shapes.
-2. Training and inference throughput (pairs/s) at --benchmark_lengths, with and without
-   XLA (`jit_compile`), and the roofline fraction: achieved GFLOP/s (from an analytic FLOP
-   count, `forward_flops`; training = 3x forward) over the matmul peak.
+2. Training and inference throughput (pairs/s) at --benchmark_lengths, in each compile
+   setting of the backend (`JIT_MODES`: XLA on and off on TensorFlow and JAX; PyTorch
+   eager; --jit_compile or --nojit_compile measures that one only), and the roofline
+   fraction: achieved GFLOP/s (from an analytic FLOP count, `forward_flops`; training =
+   3x forward) over the matmul peak.
 3. A sweep over --sweep_lengths: time per pair and peak memory of a training step, in the
-   faster XLA setting of 2. Memory comes from TF's allocator where the device keeps
-   statistics (GPUs, oneDNN CPUs), else from the process's peak resident memory; each figure
-   names its source (`peak_memory_source`, see `Memory`).
-4. The projected time of one SNLI epoch (549,367 pairs), from one timed epoch (after a
-   warm-up epoch) on the length buckets of --train_data (default: the shared 1% SNLI
-   sample, a random sample of SNLI train) when it exists.
+   faster setting of 2. Memory comes from the device allocator where it keeps statistics
+   (GPUs; TF's CPU allocator with oneDNN on), else from the process's peak resident
+   memory; each figure names its source (`peak_memory_source`, `backends.Memory`).
+4. The projected time of one SNLI epoch (549,367 pairs): the sweep's step times,
+   interpolated at each length bucket of SNLI's real length distribution
+   (--length_profile: the 25k-pair training file's, committed in docs/runs/).
+
+--backends runs 1-2 on each named backend in a fresh process (Keras picks its backend once
+per process) at --benchmark_lengths (16,32,64 unless given) and prints them side by side.
 """
 
 import json
+import math
 import os
-import platform
+import pathlib
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 
 import keras
 import numpy as np
-import tensorflow as tf
 from absl import flags
 
 from dsan_tf.task import NLITask
+from experiments import backends, program, rundir
 from experiments import flags as project_flags
-from experiments import program, rundir
 
 FLAGS = project_flags.FLAGS
 SNLI_TRAIN_PAIRS = 549_367
 VOCAB_SIZE = 20_000  # the cost of a (frozen) embedding lookup does not depend on it
+LENGTH_PROFILE = pathlib.Path(__file__).resolve().parents[1] / "docs/runs/snli25k_lengths.json"
+# The compile settings measured per backend, the default first: XLA off and on (TF, JAX);
+# PyTorch eager only, as torch.compile recompiles for minutes per shape on a CPU.
+JIT_MODES = {"tensorflow": (False, True), "jax": (True, False), "torch": (False,)}
 
 
 def define_flags():
@@ -45,15 +59,18 @@ def define_flags():
     project_flags.define_data_flags()
     project_flags.define_training_flags()
     project_flags.define_output_flag()
-    flags.DEFINE_string("shared_data", "../shared/data", "The shared data directory: its 1% "
-                        "SNLI sample is the default --train_data of the epoch projection.")
     flags.DEFINE_float("benchmark_seconds", 2.0, "Time each measurement for at least this long.")
-    flags.DEFINE_list("benchmark_lengths", ["16", "32"],
-                      "Sentence lengths of the XLA on/off comparison.")
+    flags.DEFINE_list("benchmark_lengths", ["16", "32"], "Sentence lengths of the compile "
+                      "(XLA) on/off comparison; 16,32,64 with --backends.")
     flags.DEFINE_list("sweep_lengths", ["8", "16", "32", "64", "128", "256", "512"],
                       "Sentence lengths of the time and memory sweep.")
+    flags.DEFINE_boolean("sweep", True, "Run the sweep and the SNLI epoch projection.")
     flags.DEFINE_integer("train_steps", 20, "Timed training steps per comparison (after a "
-                         "warm-up).")
+                         "warm-up).", lower_bound=1)
+    flags.DEFINE_string("length_profile", str(LENGTH_PROFILE), "SNLI's length buckets (JSON, "
+                        "`length_profile`) for the epoch projection; empty: none.")
+    flags.DEFINE_list("backends", [], "Measure these Keras backends side by side, each in "
+                      f"its own process ({', '.join(backends.BACKENDS)}).")
 
 
 def forward_flops(config, premise_length, hypothesis_length, model="dsan"):
@@ -92,7 +109,7 @@ def forward_flops(config, premise_length, hypothesis_length, model="dsan"):
 
 def timed(step, min_seconds, min_calls=3):
     """Median seconds per call of `step` over at least min_calls calls and min_seconds,
-    after two warm-up calls.
+    after two warm-up calls (the first compiles on JAX and with XLA).
 
     The median, not the mean: on a shared 2-core machine a few calls are slowed by other
     processes, and the first calls after tracing still fill oneDNN's primitive cache.
@@ -108,86 +125,19 @@ def timed(step, min_seconds, min_calls=3):
 
 
 def matmul_peak(config, lengths, batch_size, seconds):
-    """GFLOP/s of tf.matmul on the model's dense shapes; the best is the machine's peak."""
+    """GFLOP/s of a matrix product on the model's dense shapes; the best is the machine's
+    peak."""
     d, f = config.embedding_dim, config.ffn_dim
     results = []
     for rows in sorted({batch_size * t for t in lengths}):
         for inner, outer in ((d, d), (d, f), (f, d), (2 * d, 2 * d)):
-            a = tf.random.normal((rows, inner))
-            b = tf.random.normal((inner, outer))
-            seconds = timed(lambda: tf.linalg.matmul(a, b).numpy(),
+            a = keras.random.normal((rows, inner), seed=0)
+            b = keras.random.normal((inner, outer), seed=1)
+            seconds = timed(lambda: backends.synchronize(keras.ops.matmul(a, b)),
                             min_seconds=seconds / 4)
             results.append({"shape": [rows, inner, outer],
                             "gflops": 2 * rows * inner * outer / seconds / 1e9})
     return max(r["gflops"] for r in results), results
-
-
-def device_name():
-    """The device TF runs the model on: the first GPU when there is one, else the CPU."""
-    return "GPU:0" if tf.config.list_logical_devices("GPU") else "CPU:0"
-
-
-def _vmhwm():
-    """The process's peak resident set size in bytes (Linux VmHWM), or None."""
-    try:
-        with open("/proc/self/status") as stream:
-            for line in stream:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
-class Memory:
-    """Peak memory over a block, from the most exact source this machine offers.
-
-    TF's allocator statistics where the device keeps them (GPUs; CPUs where TF's oneDNN
-    path is on); elsewhere (e.g. an AMD CPU without AVX-512, where TF leaves oneDNN off
-    and its CPU allocator keeps no statistics) the process's peak resident set size, reset
-    before the block where Linux allows it. `source` names the one used: "tf_allocator:DEVICE",
-    "process_peak_rss" (reset before the block), "process_peak_rss_since_start" (could not be
-    reset: includes earlier work) or "unavailable" (then `peak_bytes` is None, never 0).
-    `peak_rss_bytes` is the process figure whatever the source.
-    """
-
-    def __init__(self, device=None):
-        self.device = device or device_name()
-
-    def __enter__(self):
-        try:
-            tf.config.experimental.reset_memory_stats(self.device)
-            self._allocator = True
-        except (ValueError, RuntimeError, tf.errors.OpError):
-            self._allocator = False  # this device's allocator keeps no statistics
-        try:  # "5" resets the peak resident set size (proc(5))
-            with open("/proc/self/clear_refs", "w") as stream:
-                stream.write("5")
-            self._rss_reset = True
-        except OSError:
-            self._rss_reset = False
-        return self
-
-    def __exit__(self, *exc):
-        allocator_peak = None
-        if self._allocator:
-            try:
-                allocator_peak = tf.config.experimental.get_memory_info(self.device)["peak"]
-            except (ValueError, RuntimeError, tf.errors.OpError):
-                pass
-        self.peak_rss_bytes = _vmhwm()
-        if allocator_peak:
-            self.peak_bytes, self.source = allocator_peak, f"tf_allocator:{self.device}"
-        elif self.peak_rss_bytes:
-            self.peak_bytes = self.peak_rss_bytes
-            self.source = ("process_peak_rss" if self._rss_reset
-                           else "process_peak_rss_since_start")
-        else:
-            self.peak_bytes, self.source = None, "unavailable"
-
-
-def gib(value):
-    return "unknown" if value is None else f"{value / 2**30:.2f} GiB"
 
 
 def build(task, jit_compile):
@@ -198,19 +148,19 @@ def build(task, jit_compile):
 
 def random_batch(length, batch_size, seed):
     rng = np.random.default_rng(seed)
-    ids = lambda: tf.constant(rng.integers(2, VOCAB_SIZE, (batch_size, length)), tf.int32)  # noqa: E731
-    return {"premise": ids(), "hypothesis": ids()}, tf.constant(rng.integers(0, 3, batch_size))
+    ids = lambda: rng.integers(2, VOCAB_SIZE, (batch_size, length)).astype("int32")  # noqa: E731
+    return {"premise": ids(), "hypothesis": ids()}, rng.integers(0, 3, batch_size)
 
 
 def measure(model, task, length, peak, seconds, steps=3):
-    """Throughput, roofline fraction and memory of training and inference at one length."""
+    """Throughput, roofline fraction and memory of training and inference at one length
+    (train_on_batch and predict_on_batch return NumPy values: each call waits for its
+    result)."""
     batch_size = task.config.data.batch_size
     inputs, labels = random_batch(length, batch_size, task.config.data.seed)
-    train_step = lambda: model.train_on_batch(inputs, labels)  # noqa: E731 (returns numpy)
-    infer_step = lambda: model.predict_on_batch(inputs)  # noqa: E731
-    with Memory() as memory:
-        train_seconds = timed(train_step, seconds, min_calls=steps)
-    infer_seconds = timed(infer_step, seconds, min_calls=steps)
+    with backends.Memory() as memory:
+        train_seconds = timed(lambda: model.train_on_batch(inputs, labels), seconds, steps)
+    infer_seconds = timed(lambda: model.predict_on_batch(inputs), seconds, steps)
     flops = forward_flops(task.config.model_config, length, length,
                           task.config.model) * batch_size
     result = {
@@ -228,50 +178,17 @@ def measure(model, task, length, peak, seconds, steps=3):
     return result
 
 
-def snli_epoch(task, spec, jit_compile):
-    """Training pairs/s over real SNLI batches (length buckets) -> seconds per SNLI epoch."""
-    if ":" not in spec and not os.path.exists(spec):  # a missing default file: skip
-        return {"skipped": f"{spec} does not exist"}
-    examples, _ = task.read(spec, "train_data")
-    preprocessor = task.build_preprocessor(examples)
-    dataset = task.build_inputs(preprocessor.encode(examples), training=True,
-                                static_shapes=True)
-    model = task.compile(task.build_model(preprocessor.vocabulary_size), jit_compile)
-    model.fit(dataset, epochs=1, verbose=0, shuffle=False)  # warm-up: traces every shape
-    started = time.perf_counter()
-    model.fit(dataset, epochs=1, verbose=0, shuffle=False)
-    rate = (int(dataset.cardinality()) * task.config.data.batch_size
-            / (time.perf_counter() - started))
-    return {"source": spec, "train_pairs_per_sec": rate, "jit_compile": jit_compile,
-            "projected_seconds": SNLI_TRAIN_PAIRS / rate, "paper_seconds_gtx_1080ti": 693}
+def gib(value):
+    return "unknown" if value is None else f"{value / 2**30:.2f} GiB"
 
 
-def machine():
-    """What the figures were measured on: CPU model and features, oneDNN setting, GPU."""
-    cpu = {"cpus": os.cpu_count(), "processor": platform.processor() or platform.machine()}
-    try:
-        with open("/proc/cpuinfo") as stream:
-            info = stream.read()
-        cpu["cpu_model"] = next((line.split(":", 1)[1].strip() for line in info.splitlines()
-                                 if line.startswith("model name")), None)
-        cpu["avx512"] = " avx512f" in info
-    except OSError:
-        pass
-    cpu["tf_enable_onednn_opts"] = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "(TF's default)")
-    cpu["device"] = device_name()
-    gpus = tf.config.list_physical_devices("GPU")
-    if gpus:
-        details = tf.config.experimental.get_device_details(gpus[0])
-        cpu["gpu"] = details.get("device_name", gpus[0].name)
-    return cpu
-
-
-def compare_xla(models, task, lengths, peak, seconds, steps):
-    """Training and inference at `lengths` with XLA off and on: ({length: {"false": ...,
-    "true": ...}}, whether XLA was faster at most lengths)."""
+def compare_jit(models, task, lengths, peak, seconds, steps):
+    """Training and inference at `lengths` in each compile setting of `models`:
+    ({length: {"false": ..., "true": ...}}, the setting faster at most lengths)."""
     # A fresh process's first training steps run slower (thread pools, allocator, oneDNN's
     # primitive cache; measured: 68% of peak at T 16 first, 75% later), so warm it up once.
-    measure(models[False], task, lengths[0], peak, seconds, steps=3)
+    first = next(iter(models))
+    measure(models[first], task, lengths[0], peak, seconds, steps=3)
     compared = {}
     for jit_compile, model in models.items():
         for length in lengths:
@@ -280,9 +197,9 @@ def compare_xla(models, task, lengths, peak, seconds, steps):
             print(f"T={length:<4} jit_compile={jit_compile!s:<5} train "
                   f"{r['train_pairs_per_sec']:8.1f} pairs/s ({r['roofline_fraction']:.0%} of "
                   f"peak)  inference {r['infer_pairs_per_sec']:8.1f} pairs/s")
-    faster = sum(c["true"]["train_pairs_per_sec"] > c["false"]["train_pairs_per_sec"]
-                 for c in compared.values()) * 2 > len(compared)
-    return compared, faster
+    votes = {mode: sum(max(c, key=lambda m: c[m]["train_pairs_per_sec"]) == str(mode).lower()
+                       for c in compared.values()) for mode in models}
+    return compared, max(models, key=lambda mode: votes[mode])
 
 
 def sweep(model, task, lengths, peak, seconds, jit_compile, compared):
@@ -293,7 +210,9 @@ def sweep(model, task, lengths, peak, seconds, jit_compile, compared):
         try:
             result = measure(model, task, length, peak, seconds,
                              steps=1 if length >= 256 else 3)
-        except tf.errors.ResourceExhaustedError:  # e.g. DiSAN's [B, T, T, D] on a GPU
+        except Exception as error:  # noqa: BLE001 (each backend names it differently)
+            if not backends.is_out_of_memory(error):
+                raise
             per_length[str(length)] = {"error": "out of memory"}
             print(f"T={length:<4} out of memory; longer lengths skipped")
             break
@@ -308,41 +227,151 @@ def sweep(model, task, lengths, peak, seconds, jit_compile, compared):
     return per_length
 
 
-@program.main
-def main(argv):
-    program.check_start(argv)
-    try:
-        lengths = project_flags.lengths("sweep_lengths")
-        compared_lengths = project_flags.lengths("benchmark_lengths")
-    except ValueError as error:
-        raise program.UsageError(str(error)) from None
-    task = _task()
-    lengths = sorted(set(lengths) | set(compared_lengths))
+def length_profile(examples, buckets, max_length):
+    """SNLI's lengths as the epoch projection needs them: how many pairs fall in each
+    (premise, hypothesis) length bucket (the bucket's upper bound; longer sentences are cut
+    to `max_length`). `examples` are (premise tokens, hypothesis tokens) counts."""
+    def bound(length):
+        length = min(length, max_length)
+        return next((b for b in buckets if length <= b), max_length)
+
+    cells = {}
+    for premise, hypothesis in examples:
+        key = (bound(premise), bound(hypothesis))
+        cells[key] = cells.get(key, 0) + 1
+    return {"pairs": len(examples), "buckets": list(buckets), "max_length": max_length,
+            "cells": [[p, h, n] for (p, h), n in sorted(cells.items())]}
+
+
+def project_epoch(profile, per_length, batch_size):
+    """Seconds of one SNLI epoch: per length bucket, its batches (the profile's pairs
+    scaled to SNLI's 549,367) times the sweep's step time interpolated at the bucket's mean
+    length (linear in T, as measured; extrapolated past the sweep)."""
+    measured = sorted((int(t), batch_size / r["train_pairs_per_sec"])
+                      for t, r in per_length.items() if "train_pairs_per_sec" in r)
+    if len(measured) < 2:
+        return {"skipped": "the sweep measured fewer than two lengths"}
+    lengths, steps = zip(*measured)
+
+    def step_seconds(length):
+        i = min(max(np.searchsorted(lengths, length), 1), len(lengths) - 1)
+        (t0, s0), (t1, s1) = measured[i - 1], measured[i]
+        return s0 + (s1 - s0) * (length - t0) / (t1 - t0)
+
+    scale = SNLI_TRAIN_PAIRS / profile["pairs"]
+    seconds = sum(math.ceil(n * scale / batch_size) * step_seconds((p + h) / 2)
+                  for p, h, n in profile["cells"])
+    return {"projected_seconds": seconds, "train_pairs_per_sec": SNLI_TRAIN_PAIRS / seconds,
+            "method": "sweep step times interpolated at each length bucket's mean length",
+            "paper_seconds_gtx_1080ti": 693}
+
+
+def snli_epoch(path, per_length, batch_size):
+    if not path:
+        return {"skipped": "no --length_profile"}
+    if not os.path.exists(path):
+        return {"skipped": f"{path} does not exist"}
+    with open(path, encoding="utf-8") as stream:
+        profile = json.load(stream)
+    return dict(project_epoch(profile, per_length, batch_size), source=str(path))
+
+
+def benchmark(task, compared_lengths, sweep_lengths):
+    """Steps 1-4 of the module docstring on the running backend: the results dict."""
+    backend = keras.backend.backend()
+    lengths = sorted(set(sweep_lengths) | set(compared_lengths))
     config, seconds = task.config.model_config, FLAGS.benchmark_seconds
     peak, shapes = matmul_peak(config, lengths, task.config.data.batch_size, seconds)
-    print(f"dense matmul peak on the model's shapes: {peak:.1f} GFLOP/s")
-    # One model per XLA setting, reused by the sweep: building and tracing a model costs
-    # more than the measurements of a small one.
-    models = {jit_compile: build(task, jit_compile) for jit_compile in (False, True)}
-    compared, faster = compare_xla(models, task, compared_lengths, peak, seconds,
+    print(f"{backend}: dense matmul peak on the model's shapes: {peak:.1f} GFLOP/s")
+    modes = ((FLAGS.jit_compile,) if FLAGS["jit_compile"].present else JIT_MODES[backend])
+    # One model per compile setting, reused by the sweep: building and tracing a model
+    # costs more than the measurements of a small one.
+    models = {jit_compile: build(task, jit_compile) for jit_compile in modes}
+    compared, faster = compare_jit(models, task, compared_lengths, peak, seconds,
                                    FLAGS.train_steps)
-    print(f"sweep with jit_compile={faster}")
-    per_length = sweep(models[faster], task, lengths, peak, seconds, faster, compared)
-    spec = FLAGS.train_data or os.path.join(FLAGS.shared_data,
-                                            "snli/snli_1.0_train_0.01.jsonl.gz")
-    epoch = snli_epoch(task, spec, faster)
-    if "projected_seconds" in epoch:
-        print(f"SNLI epoch ({SNLI_TRAIN_PAIRS:,} pairs) projected at "
-              f"{epoch['projected_seconds'] / 3600:.2f} h on this machine "
-              f"({epoch['train_pairs_per_sec']:.0f} pairs/s; paper: 693 s on a GTX 1080Ti)")
     results = {
-        "machine": machine(), "provenance": rundir.provenance(),
+        "machine": backends.info(), "provenance": rundir.provenance(),
         "model": task.config.model, "config": config.to_dict(),
         "batch_size": task.config.data.batch_size,
         "mixed_precision": task.config.training.mixed_precision,
         "matmul_peak_gflops": peak, "matmul_shapes": shapes,
-        "lengths": per_length, "snli_epoch": epoch,
+        "by_length": {str(t): c for t, c in compared.items()}, "faster_jit_compile": faster,
     }
+    if FLAGS.sweep:
+        print(f"sweep with jit_compile={faster}")
+        results["lengths"] = sweep(models[faster], task, lengths, peak, seconds, faster,
+                                   compared)
+        epoch = results["snli_epoch"] = snli_epoch(FLAGS.length_profile, results["lengths"],
+                                                   task.config.data.batch_size)
+        if "projected_seconds" in epoch:
+            print(f"SNLI epoch ({SNLI_TRAIN_PAIRS:,} pairs) projected at "
+                  f"{epoch['projected_seconds']:,.0f} s on {results['machine']['device']} "
+                  f"({epoch['train_pairs_per_sec']:.0f} pairs/s; paper: 693 s on a GTX 1080Ti)")
+    return results
+
+
+def side_by_side(names, lengths):
+    """Runs `benchmark` (without the sweep) on each backend of `names` in its own process;
+    prints one table. Returns {backend: results}."""
+    missing = [name for name in names if name not in backends.installed()]
+    if missing:
+        raise program.UsageError(f"--backends: {', '.join(missing)} not installed here "
+                                 f"(installed: {', '.join(backends.installed())}).")
+    own = project_flags.flagfile_lines(exclude=(
+        "backends", "output", "benchmark_lengths", "sweep", "length_profile"))
+    results = {}
+    with tempfile.TemporaryDirectory() as directory:
+        flagfile = os.path.join(directory, "flags.txt")
+        with open(flagfile, "w", encoding="utf-8") as stream:
+            stream.write("\n".join(own) + "\n")
+        for name in names:
+            output = os.path.join(directory, f"{name}.json")
+            print(f"--- {name}", flush=True)
+            subprocess.run([sys.executable, "-m", "experiments.benchmark", f"--flagfile={flagfile}",
+                            "--nosweep", f"--benchmark_lengths={','.join(map(str, lengths))}",
+                            f"--output={output}"], check=True,
+                           env=dict(os.environ, KERAS_BACKEND=name))
+            with open(output, encoding="utf-8") as stream:
+                results[name] = json.load(stream)
+    print(format_side_by_side(results))
+    return results
+
+
+def format_side_by_side(results):
+    """The table of `side_by_side`, and which backend trains fastest (geometric mean of
+    its best setting over the lengths)."""
+    lines = ["backend (version)            T  jit    train pairs/s  roofline  "
+             "inference pairs/s"]
+    speed = {}
+    for name, result in results.items():
+        label = f"{name} ({result['machine']['backend_version']})"
+        best = []
+        for length, modes in result["by_length"].items():
+            for mode, r in modes.items():
+                lines.append(f"{label:<26} {length:>4}  {mode:<5}  {r['train_pairs_per_sec']:13.1f}"
+                             f"  {r['roofline_fraction']:8.0%}  {r['infer_pairs_per_sec']:17.1f}")
+            best.append(max(r["train_pairs_per_sec"] for r in modes.values()))
+        speed[name] = math.exp(sum(map(math.log, best)) / len(best))
+    fastest = max(speed, key=speed.get)
+    lines.append(f"fastest to train here: {fastest} ("
+                 + ", ".join(f"{name} {value:.0f}" for name, value in speed.items())
+                 + " pairs/s, geometric mean over the lengths)")
+    return "\n".join(lines)
+
+
+@program.main(tensorflow=False)
+def main(argv):
+    program.check_start(argv)
+    try:
+        sweep_lengths = project_flags.lengths("sweep_lengths")
+        compared = project_flags.lengths("benchmark_lengths")
+    except ValueError as error:
+        raise program.UsageError(str(error)) from None
+    if FLAGS.backends:
+        lengths = compared if FLAGS["benchmark_lengths"].present else [16, 32, 64]
+        results = {"side_by_side": side_by_side(FLAGS.backends, lengths)}
+    else:
+        results = benchmark(_task(), compared, sweep_lengths)
     if FLAGS.output:
         with open(FLAGS.output, "w", encoding="utf-8") as stream:
             json.dump(results, stream, indent=2)

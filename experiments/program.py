@@ -77,39 +77,42 @@ def _stderr_swallowed():
             os.close(saved)
 
 
-def load_tensorflow():
-    """Imports TensorFlow and Keras without their start-up log lines (oneDNN, CUDA probing,
-    CPU features: about nine C++ lines, printed before TF's logger honours
+def load_tensorflow(tensorflow=True):
+    """Imports Keras (and TensorFlow, unless `tensorflow=False`: Keras still loads it when
+    it is the backend) without their start-up log lines (oneDNN, CUDA probing, CPU
+    features: about nine C++ lines, printed before TF's logger honours
     TF_CPP_MIN_LOG_LEVEL) unless `--verbosity` asks for them. A TF_CPP_MIN_LOG_LEVEL the
     user set is kept; otherwise TF's later C++ lines are shown from level 3 (fatal) on.
     """
-    if "tensorflow" in sys.modules:
+    if "tensorflow" in sys.modules or (not tensorflow and "keras" in sys.modules):
         return
-    if verbose():
+    if not verbose():
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    with contextlib.nullcontext() if verbose() else _stderr_swallowed():
         import keras  # noqa: F401
-        import tensorflow  # noqa: F401
-        return
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    with _stderr_swallowed():
-        import keras  # noqa: F401
-        import tensorflow  # noqa: F401
+        if tensorflow:
+            import tensorflow  # noqa: F401
 
 
-def main(function):
+def main(function=None, *, tensorflow=True):
     """Decorates a program's `main(argv)`: absl logging at WARNING unless --verbosity is
-    given, TensorFlow loaded quietly, and a user's mistake ends the program with its one
-    sentence."""
+    given, TensorFlow loaded quietly (with `tensorflow=False`, only where Keras runs on
+    it: such a program runs on JAX or PyTorch without TensorFlow installed), and a user's
+    mistake ends the program with its one sentence."""
+    if function is None:
+        return functools.partial(main, tensorflow=tensorflow)
+
     @functools.wraps(function)
     def wrapper(argv):
         if not FLAGS["verbosity"].present:
             logging.set_verbosity(logging.WARNING)
         try:
-            load_tensorflow()
+            load_tensorflow(tensorflow)
             return function(argv)
         except (UsageError, flags.ValidationError) as error:
             fail(str(error))
         except ValueError as error:
-            from dsan_tf.data import DataError  # TensorFlow is loaded by now
+            from dsan_tf.data.examples import DataError
             if isinstance(error, DataError):
                 fail(str(error))
             raise

@@ -163,12 +163,18 @@ def read_json(path):
 
 
 def provenance():
-    """What produced a result: package versions and, in a git checkout, the commit (with
+    """What produced a result: package versions (Keras, its backend and that backend's
+    framework; TensorFlow's where it is loaded) and, in a git checkout, the commit (with
     "-dirty" when files differ from it)."""
+    import sys
+
     import keras
-    import tensorflow as tf
 
     import dsan_tf
+
+    backend = keras.backend.backend()
+    framework = sys.modules.get(backend)
+    tf = sys.modules.get("tensorflow")
 
     here = os.path.dirname(os.path.abspath(__file__))
     try:
@@ -178,4 +184,6 @@ def provenance():
     except (OSError, subprocess.SubprocessError):
         commit = None  # not a checkout (an installed package) or no git
     return {"dsan_tf": dsan_tf.__version__, "git_commit": commit,
-            "tensorflow": tf.__version__, "keras": keras.__version__}
+            "tensorflow": tf.__version__ if tf else None, "keras": keras.__version__,
+            "keras_backend": backend,
+            "backend_version": getattr(framework, "__version__", None)}

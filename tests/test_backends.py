@@ -5,10 +5,10 @@ same logits under each other one.
 Each backend runs in its own fresh process (Keras picks its backend once per process);
 under JAX and PyTorch, TensorFlow is made unimportable there. The layer battery, padding
 invariance, masks and parameter counts run on another backend with
-`KERAS_BACKEND=jax python -m pytest` (tests/conftest.py), which CI does.
+`KERAS_BACKEND=jax python -m pytest` (tests/conftest.py), which CI does; the programs
+on JAX are tested in tests/test_jax.py.
 """
 
-import csv
 import importlib.util
 import json
 import subprocess
@@ -17,7 +17,7 @@ import sys
 import numpy as np
 import pytest
 
-from helpers import ENV, ROOT, cli, ok
+from helpers import ENV, ROOT
 
 BACKENDS = [name for name, module in (("tensorflow", "tensorflow"), ("jax", "jax"),
                                       ("torch", "torch"))
@@ -113,63 +113,3 @@ def test_keras_files_are_portable_between_tensorflow_and_jax(tmp_path):
 def test_keras_files_are_portable_to_and_from_pytorch(tmp_path):
     check_portability(tmp_path, BACKENDS)
 
-
-JAX = {"KERAS_BACKEND": "jax"}
-needs_jax = pytest.mark.skipif("jax" not in BACKENDS, reason="JAX is not installed")
-DEMO = "--flagfile=experiments/configs/demo.cfg"
-
-
-def history(workdir):
-    with open(workdir / "history.csv") as stream:
-        return list(csv.DictReader(stream))
-
-
-@needs_jax
-def test_jax_trains_evaluates_predicts_and_tensorflow_exports(tmp_path):
-    """The README's demo on JAX (tf.data feeding the jitted JAX model) reaches the demo's
-    dev accuracy; evaluate and predict run on JAX; exporting is TensorFlow's: refused on
-    JAX in one sentence, done from the JAX run's directory on TensorFlow, where the
-    SavedModel gives JAX's probabilities."""
-    run = tmp_path / "run"
-    stdout = ok(cli("train", DEMO, f"--workdir={run}", env=JAX))
-    assert stdout.strip().splitlines()[-1].startswith("dev accuracy 1.0000")
-    assert "--jit_compile" in (run / "flags.txt").read_text().splitlines()  # JAX's default
-    assert float(history(run)[-1]["val_accuracy"]) == 1.0
-
-    ok(cli("evaluate", f"--workdir={run}", "--data=synthetic:word_order/dev",
-           f"--output={tmp_path / 'eval.json'}", env=JAX))
-    report = json.loads((tmp_path / "eval.json").read_text())
-    assert report["sources"]["synthetic:word_order/dev"]["accuracy"] == 1.0
-
-    pair = ("--premise=the dog chased the cat", "--hypothesis=the cat chased the dog")
-    on_jax = json.loads(ok(cli("predict", f"--workdir={run}", *pair, env=JAX)))
-
-    refused = cli("export", f"--workdir={run}", f"--export_dir={tmp_path / 'export'}", env=JAX)
-    assert refused.returncode == 1 and "Traceback" not in refused.stderr
-    assert refused.stderr.strip().splitlines()[-1].startswith(
-        "error: experiments.export writes a TensorFlow SavedModel, which needs "
-        "KERAS_BACKEND=tensorflow (now jax)")
-    assert not (tmp_path / "export").exists()
-
-    ok(cli("export", f"--workdir={run}", f"--export_dir={tmp_path / 'export'}"))
-    served = json.loads(ok(cli("predict", f"--workdir={tmp_path / 'export'}", *pair)))
-    assert served["label"] == on_jax["label"]
-    for name, value in on_jax["probabilities"].items():
-        assert served["probabilities"][name] == pytest.approx(value, abs=1e-5)
-
-
-@needs_jax
-def test_jax_data_parallel_on_two_cpus_matches_one_device(tmp_path):
-    """--strategy=mirrored under JAX is keras.distribution.DataParallel: each of two CPU
-    devices gets half the global batch, and the losses are those of one device."""
-    short = (DEMO, "--epochs=2", "--steps_per_epoch=4", "--dropout=0", "--noshuffle")
-    ok(cli("train", *short, f"--workdir={tmp_path / 'one'}", env=JAX))
-    two = dict(JAX, XLA_FLAGS="--xla_force_host_platform_device_count=2")
-    stdout = ok(cli("train", *short, f"--workdir={tmp_path / 'two'}", "--strategy=mirrored",
-                    env=two))
-    assert "strategy: mirrored, 2 replica(s), 16 pairs each per step" in stdout
-    one, both = history(tmp_path / "one"), history(tmp_path / "two")
-    assert len(one) == len(both) == 2
-    for a, b in zip(one, both):
-        for key in ("loss", "accuracy", "val_loss", "val_accuracy"):
-            assert float(b[key]) == pytest.approx(float(a[key]), rel=1e-4), key

@@ -1,13 +1,16 @@
 """`experiments.benchmark` writes the figures users compare machines with (not a timed test)."""
 
+import importlib.util
 import json
+import subprocess
+import sys
 
 import pytest
 
-from helpers import cli, ok
+from helpers import ENV, ROOT, cli, ok
 
 from dsan_tf import DSANConfig
-from experiments.benchmark import forward_flops
+from experiments.benchmark import format_side_by_side, forward_flops, project_epoch
 
 
 def test_flop_count_follows_the_formula():
@@ -33,13 +36,14 @@ def test_benchmark_writes_every_figure(tmp_path, onednn):
     output = tmp_path / "benchmark.json"
     ok(cli("benchmark", "--embedding_dim=16", "--num_heads=4", "--ffn_dim=32",
            "--batch_size=8", "--benchmark_lengths=8", "--sweep_lengths=4,8", "--train_steps=2",
-           "--benchmark_seconds=0.1",
-           "--train_data=synthetic:word_order/dev", f"--output={output}",
+           "--benchmark_seconds=0.1", f"--output={output}",
            env={"TF_ENABLE_ONEDNN_OPTS": onednn}))
     result = json.loads(output.read_text())
     assert result["matmul_peak_gflops"] > 0
     assert result["provenance"]["keras"] and result["machine"]["cpus"] > 0
     assert result["machine"]["tf_enable_onednn_opts"] == onednn
+    assert result["machine"]["backend"] == result["provenance"]["keras_backend"] == "tensorflow"
+    assert result["machine"]["device"].startswith("CPU: ")
     assert set(result["lengths"]) == {"4", "8"}
     for figures in result["lengths"].values():
         for key in ("train_pairs_per_sec", "infer_pairs_per_sec", "roofline_fraction",
@@ -51,9 +55,70 @@ def test_benchmark_writes_every_figure(tmp_path, onednn):
         if source.startswith("process"):
             assert figures["peak_memory_bytes"] == figures["peak_rss_bytes"]
     assert set(result["lengths"]["8"]["by_jit_compile"]) == {"false", "true"}
-    assert result["snli_epoch"]["projected_seconds"] > 0
+    epoch = result["snli_epoch"]
+    assert epoch["projected_seconds"] > 0 and epoch["source"].endswith("snli25k_lengths.json")
     bad = cli("benchmark", "--sweep_lengths=8,x")
     assert bad.returncode != 0 and "--sweep_lengths must be positive integers" in bad.stderr
+
+
+TINY = ("--embedding_dim=16", "--num_heads=4", "--ffn_dim=32", "--batch_size=8",
+        "--train_steps=2", "--benchmark_seconds=0.1")
+NO_TENSORFLOW = """
+import sys
+sys.modules["tensorflow"] = None  # `import tensorflow` fails
+sys.argv[0] = "benchmark"
+from experiments.benchmark import cli
+cli()
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="JAX is not installed")
+def test_benchmark_runs_on_jax_without_tensorflow(tmp_path):
+    output = tmp_path / "jax.json"
+    result = subprocess.run(
+        [sys.executable, "-c", NO_TENSORFLOW, *TINY, "--benchmark_lengths=8",
+         "--sweep_lengths=4,8", "--jit_compile", f"--output={output}"], cwd=ROOT,
+        env=dict(ENV, KERAS_BACKEND="jax"), capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    result = json.loads(output.read_text())
+    machine = result["machine"]
+    assert machine["backend"] == "jax" and machine["backend_version"]
+    assert result["provenance"]["tensorflow"] is None
+    assert set(result["lengths"]["8"]["by_jit_compile"]) == {"true"}  # as --jit_compile says
+    assert result["lengths"]["8"]["train_pairs_per_sec"] > 0
+    assert result["snli_epoch"]["projected_seconds"] > 0
+
+
+def test_side_by_side_epoch_projection_and_table():
+    """The projection weights each length bucket's batches by its step time; the table
+    names the fastest backend by the geometric mean of its best setting."""
+    profile = {"pairs": 549_367, "cells": [[8, 8, 64 * 10], [16, 8, 64 * 5]]}
+    per_length = {"8": {"train_pairs_per_sec": 64.0}, "16": {"train_pairs_per_sec": 32.0}}
+    # 10 batches at T 8 (1 s each) and 5 at T 12, halfway to T 16's 2 s: 1.5 s each.
+    assert project_epoch(profile, per_length, 64)["projected_seconds"] == pytest.approx(17.5)
+
+    def result(version, speeds):
+        return {"machine": {"backend_version": version}, "by_length": {
+            str(t): {"false": {"train_pairs_per_sec": v, "roofline_fraction": 0.5,
+                               "infer_pairs_per_sec": 3 * v}} for t, v in speeds.items()}}
+    table = format_side_by_side({"tensorflow": result("2.21", {16: 200, 32: 100}),
+                                 "jax": result("0.10", {16: 400, 32: 60})})
+    assert "fastest to train here: jax (tensorflow 141, jax 155 pairs/s" in table
+    assert len(table.splitlines()) == 1 + 4 + 1
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="JAX is not installed")
+def test_benchmark_side_by_side_on_two_backends(tmp_path):
+    output = tmp_path / "both.json"
+    stdout = ok(cli("benchmark", *TINY, "--backends=tensorflow,jax", "--benchmark_lengths=8",
+                    f"--output={output}"))
+    assert "fastest to train here: " in stdout
+    result = json.loads(output.read_text())["side_by_side"]
+    assert [r["machine"]["backend"] for r in result.values()] == ["tensorflow", "jax"]
+    assert set(result["tensorflow"]["by_length"]["8"]) == {"false", "true"}
+    refused = cli("benchmark", "--backends=tensorflow,mxnet")
+    assert refused.returncode == 1 and "--backends: mxnet not installed here" in refused.stderr
 
 
 @pytest.mark.slow

@@ -5,7 +5,6 @@ Shape legend: B batch, T tokens, D word width (d_e), E sentence-vector width (4Â
 """
 
 import keras
-from keras import ops
 
 from dsan_tf import masks
 from dsan_tf.layers import DSANEncoder
