@@ -7,6 +7,8 @@ Shape legend: T tokens, H heads, D word width (d_e), F FFN hidden width.
 import numpy as np
 from keras import ops
 
+from dsan_tf import masks
+
 
 def sentence_analysis(backbone, ids):
     """Intermediate values of the DSAN sentence encoder for one sentence.
@@ -91,8 +93,6 @@ def attention_by_distance(backbone, batches, max_distance=10):
               selective the attention is whatever the distance (uniform: log of the keys);
           `queries`: how many queries were counted (per head).
     """
-    from dsan_tf import masks
-
     kinds = ("", "uniform_", "prior_")
     sums = {side: {**{f"{kind}{value}": 0.0 for value in ("mass", "mean_distance", "entropy")
                       for kind in kinds}, "queries": 0}
@@ -106,32 +106,53 @@ def attention_by_distance(backbone, batches, max_distance=10):
         bins = np.minimum(distance, max_distance) - 1                         # -1: diagonal
         priors = backbone.prior_bias(length)
         for side, total in sums.items():
-            grid = (masks.directional_mask(length, side)
-                    if backbone.encoder_config["use_direction_mask"]
-                    else masks.off_diagonal_mask(length))
-            visible = (np.asarray(ops.convert_to_numpy(grid))[None]
-                       & real[:, None, :] & real[:, :, None])                 # [B, T, T]
-            counted = visible.any(axis=-1)                                    # [B, T]
+            visible = _visible_keys(backbone, side, length, real)             # [B, T, T]
             weights = np.asarray(ops.convert_to_numpy(info[side]["attention_weights"]),
                                  dtype=np.float64)                            # [B, H, T, T]
             uniform = visible / np.maximum(visible.sum(-1, keepdims=True), 1)
-            prior = np.where(visible, np.asarray(ops.convert_to_numpy(priors[side]),
-                                                 dtype=np.float64)[None], -np.inf)
-            top = np.max(prior, axis=-1, keepdims=True)
-            prior = np.exp(prior - np.where(np.isfinite(top), top, 0.0))      # rows of no key: 0
-            prior /= np.maximum(prior.sum(axis=-1, keepdims=True), 1e-300)
-            total["queries"] += int(counted.sum())
-            for name, mass in zip(kinds, (weights.mean(axis=1), uniform, prior)):
-                mass = np.where(counted[:, :, None], mass, 0.0)               # [B, T, T]
-                total[f"{name}mass"] = total[f"{name}mass"] + np.array(
-                    [mass[..., bins == b].sum() for b in range(max_distance)])
-                total[f"{name}mean_distance"] += float((mass * distance).sum())
-                # Per head for the model's weights: the mean of the heads' entropies.
-                per_head = weights if not name else mass[:, None]
-                per_head = np.where(counted[:, None, :, None], per_head, 0.0)
-                logs = np.log(np.where(per_head > 0, per_head, 1.0))
-                total[f"{name}entropy"] += float(-(per_head * logs).sum() / per_head.shape[1])
+            prior = _prior_alone(priors[side], visible)
+            _add_by_distance(total, zip(kinds, (weights, uniform, prior)), visible.any(-1),
+                             distance, bins, max_distance)
     return {side: {key: (value if key == "queries"
                          else (np.asarray(value) / max(total["queries"], 1)).tolist())
                    for key, value in total.items()}
             for side, total in sums.items()}
+
+
+def _visible_keys(backbone, side, length, real):
+    """bool [B, T, T]: the keys query i of the `side` block may see (direction or only the
+    diagonal masked, padding masked)."""
+    grid = (masks.directional_mask(length, side)
+            if backbone.encoder_config["use_direction_mask"]
+            else masks.off_diagonal_mask(length))
+    return (np.asarray(ops.convert_to_numpy(grid))[None]
+            & real[:, None, :] & real[:, :, None])
+
+
+def _prior_alone(bias, visible):
+    """float64 [B, T, T]: the attention the distance prior alone gives (softmax of its bias
+    [T, T] over the visible keys; rows without a key: 0)."""
+    prior = np.where(visible, np.asarray(ops.convert_to_numpy(bias), dtype=np.float64)[None],
+                     -np.inf)
+    top = np.max(prior, axis=-1, keepdims=True)
+    prior = np.exp(prior - np.where(np.isfinite(top), top, 0.0))
+    return prior / np.maximum(prior.sum(axis=-1, keepdims=True), 1e-300)
+
+
+def _add_by_distance(total, named_weights, counted, distance, bins, max_distance):
+    """Adds each (name, weights) to `total`: the mass per distance bin, the mean distance and
+    the entropy, over the `counted` queries [B, T]. The model's weights are [B, H, T, T]
+    (heads averaged for mass and distance, the heads' entropies averaged); the baselines'
+    [B, T, T]."""
+    total["queries"] += int(counted.sum())
+    for name, weights in named_weights:
+        per_head = weights if weights.ndim == 4 else weights[:, None]
+        mass = np.where(counted[:, :, None], per_head.mean(axis=1), 0.0)   # [B, T, T]
+        total[f"{name}mass"] = total[f"{name}mass"] + np.array(
+            [mass[..., bins == b].sum() for b in range(max_distance)])
+        total[f"{name}mean_distance"] += float((mass * distance).sum())
+        if name:
+            per_head = mass[:, None]
+        per_head = np.where(counted[:, None, :, None], per_head, 0.0)
+        logs = np.log(np.where(per_head > 0, per_head, 1.0))
+        total[f"{name}entropy"] += float(-(per_head * logs).sum() / per_head.shape[1])

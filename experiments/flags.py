@@ -68,6 +68,21 @@ def define_model_flags():
                          lower_bound=1)
     flags.DEFINE_integer("ffn_dim", _MODEL.ffn_dim,
                          "d_ff: hidden width of the position-wise FFN.", lower_bound=1)
+    flags.DEFINE_float("dropout", _MODEL.dropout,
+                       "Dropout on the attention output, in the fusion gate and on the "
+                       "classifier's ReLU layer.", lower_bound=0.0, upper_bound=0.99)
+    flags.DEFINE_integer("classifier_units", _MODEL.classifier_units,
+                         "Width of the classifier's ReLU layer.", lower_bound=1)
+    flags.DEFINE_boolean("trainable_embeddings", _MODEL.trainable_embeddings,
+                         "Fine-tune the word vectors (the paper keeps GloVe frozen; "
+                         "--embeddings=random makes them trainable unless this is given).")
+    flags.DEFINE_float("layer_norm_epsilon", _MODEL.layer_norm_epsilon, "LayerNorm epsilon.")
+    _define_dsan_flags()
+    _define_rival_flags()
+
+
+def _define_dsan_flags():
+    """DSAN's own choices: the distance prior, masks, fusion, pooling, Q/K/V norms."""
     flags.DEFINE_enum("distance_prior", _MODEL.distance_prior, PRIORS,
                       "Bias favouring nearby words: linear = alpha * M_dis (paper), none "
                       "(Table 1 ablation), gaussian, gaussian_variant, zipf, learned "
@@ -83,18 +98,13 @@ def define_model_flags():
     flags.DEFINE_enum("pooling", _MODEL.pooling, POOLINGS,
                       "Sentence pooling: source2token + max (paper), source2token only, "
                       "max only.")
-    flags.DEFINE_float("dropout", _MODEL.dropout,
-                       "Dropout on the attention output, in the fusion gate and on the "
-                       "classifier's ReLU layer.", lower_bound=0.0, upper_bound=0.99)
     flags.DEFINE_enum("qkv_norm", _MODEL.qkv_norm, QKV_NORMS,
                       "LayerNorm of the Q, K, V projections: per head (d_k wide) or over the "
                       "full d_e-wide projection before splitting into heads.")
-    flags.DEFINE_integer("classifier_units", _MODEL.classifier_units,
-                         "Width of the classifier's ReLU layer.", lower_bound=1)
-    flags.DEFINE_boolean("trainable_embeddings", _MODEL.trainable_embeddings,
-                         "Fine-tune the word vectors (the paper keeps GloVe frozen; "
-                         "--embeddings=random makes them trainable unless this is given).")
-    flags.DEFINE_float("layer_norm_epsilon", _MODEL.layer_norm_epsilon, "LayerNorm epsilon.")
+
+
+def _define_rival_flags():
+    """The Gaussian Transformer's and AF-DMN's sizes."""
     flags.DEFINE_integer("model_dim", _MODEL.model_dim,
                          "Gaussian Transformer: d_model, the width inside its blocks.")
     flags.DEFINE_integer("num_encoder_blocks", _MODEL.num_encoder_blocks,

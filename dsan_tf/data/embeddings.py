@@ -250,6 +250,20 @@ def extend_vocabulary(path, vocabulary, extra_words=(), top_words=0, cache_dir=N
         with open(cache_path, encoding="utf-8") as stream:
             cached = json.load(stream)
         return vocabulary.extended(cached["words"]), cached["added"]
+    from_data, from_vectors = _words_with_vectors(lines, vocabulary, known, extra, top_words)
+    added = {"from_data": len(from_data), "from_vectors": len(from_vectors)}
+    if cache_path:
+        os.makedirs(cache_dir, exist_ok=True)
+        temporary = f"{cache_path}.{os.getpid()}.partial"  # runs may share the cache
+        with open(temporary, "w", encoding="utf-8") as stream:
+            json.dump({"words": from_data + from_vectors, "added": added}, stream)
+        os.replace(temporary, cache_path)
+    return vocabulary.extended(from_data + from_vectors), added
+
+
+def _words_with_vectors(lines, vocabulary, known, extra, top_words):
+    """(the words of `extra` the file has, exactly or lower-cased for a cased vocabulary;
+    the file's first `top_words` words that are neither `known` nor among the former)."""
     wanted = set(extra)
     if not vocabulary.lowercase:
         wanted |= {word.lower() for word in extra}
@@ -261,15 +275,7 @@ def extend_vocabulary(path, vocabulary, extra_words=(), top_words=0, cache_dir=N
             first.setdefault(word)
     from_data = [w for w in extra if w in present or w.lower() in present]
     taken = known | set(from_data)
-    from_vectors = [w for w in first if w not in taken]
-    added = {"from_data": len(from_data), "from_vectors": len(from_vectors)}
-    if cache_path:
-        os.makedirs(cache_dir, exist_ok=True)
-        temporary = f"{cache_path}.{os.getpid()}.partial"  # runs may share the cache
-        with open(temporary, "w", encoding="utf-8") as stream:
-            json.dump({"words": from_data + from_vectors, "added": added}, stream)
-        os.replace(temporary, cache_path)
-    return vocabulary.extended(from_data + from_vectors), added
+    return from_data, [w for w in first if w not in taken]
 
 
 def download_glove(name="glove.840B.300d", directory=".", timeout=30):

@@ -107,11 +107,19 @@ def make_dataset(pairs, batch_size=64, shuffle=False, seed=None, buckets=DEFAULT
         return _finish(dataset.padded_batch(
             batch_size, ({"premise": [None], "hypothesis": [None]}, []), padding_values,
             drop_remainder=drop_remainder), deterministic)
-    cardinality = batch_count(pairs, batch_size, buckets, drop_remainder, bucket_hypothesis)
+    return _finish(_bucketed_batches(dataset, pairs, batch_size, buckets, bucket_hypothesis,
+                                     pad_to_bucket, drop_remainder, padding_values),
+                   deterministic)
 
+
+def _bucketed_batches(dataset, pairs, batch_size, buckets, bucket_hypothesis, pad_to_bucket,
+                      drop_remainder, padding_values):
+    """Batches of pairs that share a (premise, hypothesis) length bucket (`make_dataset`),
+    with their known number (progress bars with ETA, no "ran out of data" at epoch 1)."""
+    cardinality = batch_count(pairs, batch_size, buckets, drop_remainder, bucket_hypothesis)
     boundaries = tf.constant(list(buckets), tf.int64)
     # The last bucket has no upper boundary: it is padded to its batch's longest sentence.
-    limits = list(buckets) + [None]
+    limits = tf.constant(list(buckets) + [-1], tf.int64)
 
     def bucket(ids):
         index = tf.searchsorted(boundaries, tf.shape(ids, out_type=tf.int64),
@@ -123,22 +131,17 @@ def make_dataset(pairs, batch_size=64, shuffle=False, seed=None, buckets=DEFAULT
         return bucket(inputs["premise"]) * (len(buckets) + 1) + hypothesis
 
     def batch(key_value, window):
-        if not pad_to_bucket:
-            shapes = ({"premise": [None], "hypothesis": [None]}, [])
-        else:
-            premise_limit = tf.gather(tf.constant([b or -1 for b in limits], tf.int64),
-                                      key_value // (len(buckets) + 1))
-            hypothesis_limit = tf.gather(tf.constant([b or -1 for b in limits], tf.int64),
-                                         key_value % (len(buckets) + 1))
+        shapes = ({"premise": [None], "hypothesis": [None]}, [])
+        if pad_to_bucket:
+            premise_limit = tf.gather(limits, key_value // (len(buckets) + 1))
+            hypothesis_limit = tf.gather(limits, key_value % (len(buckets) + 1))
             shapes = ({"premise": tf.reshape(premise_limit, [1]),
                        "hypothesis": tf.reshape(hypothesis_limit, [1])}, [])
         return window.padded_batch(batch_size, shapes, padding_values,
                                    drop_remainder=drop_remainder)
 
     dataset = dataset.group_by_window(key, batch, window_size=batch_size)
-    # Known epoch length: progress bars with ETA, and no "ran out of data" at epoch 1.
-    dataset = dataset.apply(tf.data.experimental.assert_cardinality(cardinality))
-    return _finish(dataset, deterministic)
+    return dataset.apply(tf.data.experimental.assert_cardinality(cardinality))
 
 
 def _sorted_chunk_batches(dataset, size, batch_size, chunk_batches, shuffle, seed,
