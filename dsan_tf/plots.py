@@ -185,6 +185,32 @@ def learning_curve(curves, title=""):
     return figure
 
 
+def training_curves(histories, title=""):
+    """Train (solid) and dev (dashed) accuracy, and the learning rate, against training
+    steps; `histories` maps a row name to its per-epoch rows (history.csv: `steps`,
+    `accuracy`, `val_accuracy`, `learning_rate`). Under-fitting shows as train accuracy
+    still rising when a run stops; over-fitting as a widening train-dev gap."""
+    figure, (top, bottom) = plt.subplots(2, 1, figsize=(7, 5.5), sharex=True,
+                                         gridspec_kw={"height_ratios": [3, 1]})
+    for index, (name, rows) in enumerate(histories.items()):
+        colour = f"C{index % 10}"
+        steps = [row["steps"] for row in rows]
+        top.plot(steps, [100 * row["accuracy"] for row in rows], color=colour, label=name)
+        top.plot(steps, [100 * row["val_accuracy"] for row in rows], color=colour,
+                 linestyle="--")
+        bottom.plot(steps, [row["learning_rate"] for row in rows], color=colour)
+    top.set_ylabel("accuracy (%)")
+    top.set_title(title, fontsize=9)
+    top.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    top.grid(alpha=0.3)
+    bottom.set_yscale("log")
+    bottom.set_ylabel("learning rate")
+    bottom.set_xlabel("training steps")
+    bottom.grid(alpha=0.3)
+    figure.tight_layout()
+    return figure
+
+
 def sentence_figures(tokens, analysis, title=""):
     """The single-model figures of one sentence: {file stem: Figure}."""
     figures = {

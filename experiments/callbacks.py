@@ -1,6 +1,5 @@
 """Keras callbacks of the training command (what `model.fit` does not do by itself)."""
 
-import csv
 import json
 import math
 import os
@@ -14,16 +13,22 @@ from dsan_tf import analysis, plots
 from experiments import progress
 
 
-class EpochSeconds(keras.callbacks.Callback):
-    """Adds `seconds` (wall time of the epoch, validation included) to the epoch logs, so
-    that CSVLogger and TensorBoard record it."""
+class EpochLog(keras.callbacks.Callback):
+    """Adds to the epoch logs `seconds` (wall time of the epoch, validation included),
+    `learning_rate` (the optimizer's at the epoch's last step, before any change at its
+    end) and `steps` (training steps so far), so that history.csv holds them: the study
+    plots accuracy against steps, and a schedule can be read epoch by epoch."""
 
     def on_epoch_begin(self, epoch, logs=None):
         self._started = time.perf_counter()
 
     def on_epoch_end(self, epoch, logs=None):
-        if logs is not None:
-            logs["seconds"] = time.perf_counter() - self._started
+        if logs is None:
+            return
+        logs["seconds"] = time.perf_counter() - self._started
+        optimizer = self.model.optimizer
+        logs["learning_rate"] = float(keras.ops.convert_to_numpy(optimizer.learning_rate))
+        logs["steps"] = int(keras.ops.convert_to_numpy(optimizer.iterations))
 
 
 class TensorBoard(keras.callbacks.TensorBoard):
@@ -38,6 +43,9 @@ class TensorBoard(keras.callbacks.TensorBoard):
     """
 
     def _log_epoch_metrics(self, epoch, logs):
+        # Keras writes its own epoch_learning_rate; the step count is not a metric.
+        logs = {name: value for name, value in (logs or {}).items()
+                if name not in ("learning_rate", "steps")}
         with self.summary.record_if(True):
             super()._log_epoch_metrics(epoch, logs)
 
@@ -93,15 +101,6 @@ class HParams(keras.callbacks.Callback):
                   for k, v in self.hparams.items()}
         with tf.summary.create_file_writer(self.logdir).as_default():
             hp.hparams(values, trial_id=self.trial)
-
-
-def read_history(path):
-    """Rows of a CSVLogger file as dicts of floats (epoch as int)."""
-    if not os.path.exists(path):
-        return []
-    with open(path, newline="") as stream:
-        return [{k: (int(v) if k == "epoch" else float(v)) for k, v in row.items()}
-                for row in csv.DictReader(stream)]
 
 
 class ProbeFigures(keras.callbacks.Callback):
@@ -188,7 +187,8 @@ class TrainingProgress(keras.callbacks.Callback):
             self.current.close()
             self.current = None
         shown = [f"{name} {value:.4f}" for name, value in (logs or {}).items()
-                 if name != "seconds" and isinstance(value, (int, float))]
+                 if name not in ("seconds", "learning_rate", "steps")
+                 and isinstance(value, (int, float))]
         seconds = (logs or {}).get("seconds")
         took = f" ({seconds:.1f} s)" if seconds is not None else ""
         print(f"epoch {self.epoch}/{self.epochs}: {', '.join(shown)}{took}", flush=True)

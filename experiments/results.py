@@ -27,7 +27,7 @@ from absl import flags
 
 from experiments import flags as project_flags
 from experiments import program
-from experiments.rundir import read_json, write_json
+from experiments.rundir import read_history, read_json, write_json
 
 FLAGS = project_flags.FLAGS
 CONFIG_FILE = "experiments/configs/snli25k_glove50.cfg"
@@ -100,6 +100,9 @@ def define_flags():
     flags.DEFINE_string("output", "docs/RESULTS.md", "The table (Markdown).")
     flags.DEFINE_string("json_output", "docs/results.json", "The table, machine-readable.")
     flags.DEFINE_string("curve_output", "docs/learning_curve.png", "The learning curve.")
+    flags.DEFINE_string("history_output", "docs/training_curves.png", "Train and dev accuracy "
+                        "and the learning rate against training steps, seed 0 of each SNLI "
+                        "row whose record keeps its history.")
     flags.DEFINE_string("record_dir", "docs/study", "One record per finished run (reused).")
     flags.DEFINE_multi_string("variants", None, "Only these rows (default: all).")
     flags.DEFINE_integer("max_seeds", len(SEEDS), "At most this many seeds per row.")
@@ -126,6 +129,7 @@ class Settings:
     curve_output: str
     digest: str  # of `config`: run directories go under workdir/digest
     max_seeds: int = len(SEEDS)
+    history_output: str = ""  # train and dev accuracy against steps (empty: none)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -393,6 +397,9 @@ def summarize(run, workdir, shared):
               "dev_accuracy": trained["dev_accuracy"]}
     if "test_accuracy" in trained:
         record["test_accuracy"] = trained["test_accuracy"]
+    # Per epoch: train loss and accuracy, dev loss and accuracy, learning rate, steps so
+    # far, seconds; under- and over-fitting show here, not in the final numbers.
+    record["history"] = read_history(os.path.join(workdir, "history.csv"))
     if run.task == "snli":
         sources = read_json(os.path.join(workdir, "evaluation.json"))["sources"]
         dev = sources[os.path.join(shared, SNLI["dev_data"])]
@@ -433,7 +440,7 @@ def main(argv):
 
     settings = Settings(FLAGS.workdir, FLAGS.shared_data, FLAGS.config, FLAGS.output,
                         FLAGS.json_output, FLAGS.curve_output, config_digest(FLAGS.config),
-                        FLAGS.max_seeds)
+                        FLAGS.max_seeds, FLAGS.history_output)
     variants = [v for v in VARIANTS if v.key in chosen]
     runs = plan(variants, FLAGS.max_seeds, sizes, FLAGS.sick)
     # The table shows every recorded run from the start, not only those reached so far.

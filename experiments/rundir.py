@@ -11,6 +11,7 @@
     WORKDIR/results.json     final dev (and test) metrics of the best model
 """
 
+import csv
 import json
 import os
 import shutil
@@ -155,6 +156,16 @@ def write_json(path, value):
     with open(path + ".partial", "w", encoding="utf-8") as stream:
         json.dump(value, stream, indent=2, sort_keys=True)
     os.replace(path + ".partial", path)
+
+
+def read_history(path):
+    """Rows of a CSVLogger file (history.csv) as dicts of floats (epoch and steps as int);
+    [] when there is none."""
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as stream:
+        return [{k: (int(float(v)) if k in ("epoch", "steps") else float(v))
+                 for k, v in row.items()} for row in csv.DictReader(stream)]
 
 
 def read_json(path):

@@ -190,3 +190,9 @@ def write(records, variants, sizes, settings, elapsed):
         with open(settings.curve_output, "wb") as stream:
             stream.write(plots.png_bytes(plots.learning_curve(
                 points, "SNLI dev accuracy, GloVe 6B 50d, seed 0")))
+    histories = {v.key: records[f"snli/{v.key}/seed0"]["history"] for v in variants
+                 if (records.get(f"snli/{v.key}/seed0") or {}).get("history")}
+    if histories and settings.history_output:
+        with open(settings.history_output, "wb") as stream:
+            stream.write(plots.png_bytes(plots.training_curves(
+                histories, "SNLI 25k, GloVe 6B 50d, seed 0: train (solid) and dev (dashed)")))

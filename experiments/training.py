@@ -126,7 +126,7 @@ def make_callbacks(run, task, prepared, inputs, log_every_steps, probe_sentence=
                    batch_size=config.data.batch_size, embeddings=prepared.embeddings["source"],
                    seed=config.data.seed, mixed_precision=config.training.mixed_precision)
     shared = [
-        callbacks.EpochSeconds(),
+        callbacks.EpochLog(),
         nan_guard,
         callbacks.KeepBest(run.path(run_files.BEST), run.path(run_files.BEST_INFO)),
         keras.callbacks.CSVLogger(run.path(run_files.HISTORY), append=True),
@@ -190,7 +190,7 @@ def finish(run, model, inputs, nan_guard, export_dir=None, preprocessor=None):
                                                 progress.cardinality(inputs[split]))
             results[f"{split}_accuracy"] = best.evaluate(
                 inputs[split], verbose=0, return_dict=True, callbacks=[shown])["accuracy"]
-    history = callbacks.read_history(run.path(run_files.HISTORY))
+    history = run_files.read_history(run.path(run_files.HISTORY))
     seconds = [row["seconds"] for row in history if not math.isnan(row.get("seconds", math.nan))]
     results["seconds_per_epoch"] = sum(seconds) / len(seconds) if seconds else None
     results["epochs"] = len(history)

@@ -480,6 +480,11 @@ def test_tensorboard_holds_the_learning_curves(demo):
         assert [v for _, v in dev[tag]] == pytest.approx(
             [float(r[f"val_{column}"]) for r in rows], rel=1e-5)
     assert [v for _, v in train["epoch_learning_rate"]] == pytest.approx([3e-3] * 4)
+    # history.csv also holds the learning rate and the steps so far (the study plots
+    # against them); TensorBoard gets neither twice.
+    assert [float(r["learning_rate"]) for r in rows] == pytest.approx([3e-3] * 4)
+    assert [int(r["steps"]) for r in rows] == [21, 42, 63, 84]
+    assert "epoch_steps" not in train and len(train["epoch_learning_rate"]) == 4
 
 
 def test_a_run_directory_never_describes_another_model(demo, tmp_path):

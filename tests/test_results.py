@@ -108,7 +108,8 @@ def test_study_is_written_resumed_and_reproducible(tmp_path):
     config = tmp_path / "tiny.cfg"
     config.write_text(TINY_CONFIG)
     outputs = {"output": tmp_path / "RESULTS.md", "json_output": tmp_path / "results.json",
-               "curve_output": tmp_path / "curve.png"}
+               "curve_output": tmp_path / "curve.png",
+               "history_output": tmp_path / "training_curves.png"}
     flags = [f"--workdir={workdir}", f"--shared_data={shared}", f"--config={config}",
              f"--record_dir={records}", "--variants=dsan", "--variants=cbow",
              "--variants=dsan_ensemble", "--max_seeds=2",
@@ -134,6 +135,13 @@ def test_study_is_written_resumed_and_reproducible(tmp_path):
     assert "experiments.evaluate" in text and "--save_predictions" in text
     record = json.loads((records / "snli" / "cbow" / "seed1.json").read_text())
     assert len(record["snli_dev_predictions"]) == 48 and record["seed"] == 1
+    assert outputs["history_output"].read_bytes().startswith(b"\x89PNG")
+    # Every record keeps its per-epoch history, with the steps and learning rate.
+    history = record["history"]
+    assert len(history) == record["epochs"] and history[0]["epoch"] == 0
+    assert [row["steps"] for row in history] == sorted({row["steps"] for row in history})
+    for key in ("loss", "accuracy", "val_accuracy", "learning_rate", "seconds"):
+        assert all(key in row for row in history), key
 
     # Resumed elsewhere: the records alone rebuild the same table, without training again.
     (tmp_path / "runs").rename(tmp_path / "old_runs")
@@ -248,3 +256,23 @@ def test_seconds_per_epoch_compare_only_runs_that_had_every_core():
     assert cbow["seconds_per_epoch"] == 12.0 and cbow["seconds_on_fewer_cores"]
     lines = study_report.table_lines([dsan, cbow])
     assert "| 30 |" in lines[2] and "| 12† |" in lines[3]
+
+
+def test_training_curves_draw_train_and_dev_accuracy_and_the_rate_against_steps():
+    from dsan_tf import plots
+
+    histories = {
+        "dsan": [{"steps": 396 * (e + 1), "accuracy": 0.5 + 0.1 * e,
+                  "val_accuracy": 0.5 + 0.05 * e, "learning_rate": 1e-3} for e in range(3)],
+        "afdmn": [{"steps": 396 * (e + 1), "accuracy": 0.4, "val_accuracy": 0.41,
+                   "learning_rate": 2e-4 / 2 ** e} for e in range(2)]}
+    figure = plots.training_curves(histories, "title")
+    top, bottom = figure.axes
+    lines = top.get_lines()
+    assert len(lines) == 4 and len(bottom.get_lines()) == 2
+    assert list(lines[0].get_xdata()) == [396, 792, 1188]
+    assert list(lines[0].get_ydata()) == pytest.approx([50, 60, 70])      # train, solid
+    assert list(lines[1].get_ydata()) == pytest.approx([50, 55, 60])      # dev, dashed
+    assert lines[1].get_linestyle() == "--" and lines[0].get_color() == lines[1].get_color()
+    assert list(bottom.get_lines()[1].get_ydata()) == pytest.approx([2e-4, 1e-4])
+    assert [t.get_text() for t in top.get_legend().get_texts()] == ["dsan", "afdmn"]
