@@ -11,7 +11,7 @@ ids (no padding) in premise and hypothesis alike, on the backend KERAS_BACKEND n
 
 1. The dense-matmul peak of this machine, measured on matrices of the model's shapes.
 2. Training and inference throughput (pairs/s) at --benchmark_lengths, in each compile
-   setting of the backend (`JIT_MODES`: XLA on and off on TensorFlow and JAX; PyTorch
+   setting of the backend (`jit_modes`: XLA on and off on TensorFlow and JAX; PyTorch
    eager; --jit_compile or --nojit_compile measures that one only), and the roofline
    fraction: achieved GFLOP/s (from an analytic FLOP count, `forward_flops`; training =
    3x forward) over the matmul peak.
@@ -41,6 +41,7 @@ import keras
 import numpy as np
 from absl import flags
 
+from dsan_tf.optimization import default_jit_compile
 from dsan_tf.task import NLITask
 from experiments import backends, program, rundir
 from experiments import flags as project_flags
@@ -49,9 +50,9 @@ FLAGS = project_flags.FLAGS
 SNLI_TRAIN_PAIRS = 549_367
 VOCAB_SIZE = 20_000  # the cost of a (frozen) embedding lookup does not depend on it
 LENGTH_PROFILE = pathlib.Path(__file__).resolve().parents[1] / "docs/runs/snli25k_lengths.json"
-# The compile settings measured per backend, the default first: XLA off and on (TF, JAX);
-# PyTorch eager only, as torch.compile recompiles for minutes per shape on a CPU.
-JIT_MODES = {"tensorflow": (False, True), "jax": (True, False), "torch": (False,)}
+# Backends measured in their default compile setting only: torch.compile recompiles for
+# minutes per shape on a CPU.
+DEFAULT_JIT_ONLY = ("torch",)
 
 
 def define_flags():
@@ -276,6 +277,13 @@ def snli_epoch(path, per_length, batch_size):
     return dict(project_epoch(profile, per_length, batch_size), source=str(path))
 
 
+def jit_modes(backend):
+    """The compile settings measured on `backend`, its default first
+    (`dsan_tf.optimization.default_jit_compile`)."""
+    default = default_jit_compile(backend)
+    return (default,) if backend in DEFAULT_JIT_ONLY else (default, not default)
+
+
 def benchmark(task, compared_lengths, sweep_lengths):
     """Steps 1-4 of the module docstring on the running backend: the results dict."""
     backend = keras.backend.backend()
@@ -283,7 +291,7 @@ def benchmark(task, compared_lengths, sweep_lengths):
     config, seconds = task.config.model_config, FLAGS.benchmark_seconds
     peak, shapes = matmul_peak(config, lengths, task.config.data.batch_size, seconds)
     print(f"{backend}: dense matmul peak on the model's shapes: {peak:.1f} GFLOP/s")
-    modes = ((FLAGS.jit_compile,) if FLAGS["jit_compile"].present else JIT_MODES[backend])
+    modes = (FLAGS.jit_compile,) if FLAGS["jit_compile"].present else jit_modes(backend)
     # One model per compile setting, reused by the sweep: building and tracing a model
     # costs more than the measurements of a small one.
     models = {jit_compile: build(task, jit_compile) for jit_compile in modes}

@@ -13,6 +13,11 @@ from dsan_tf import analysis, plots
 from experiments import progress
 
 
+# What `EpochLog` adds to the logs besides `seconds` that is no metric: TensorBoard writes
+# its own learning rate, and the epoch's line shows neither.
+NOT_METRICS = ("learning_rate", "steps")
+
+
 class EpochLog(keras.callbacks.Callback):
     """Adds to the epoch logs `seconds` (wall time of the epoch, validation included),
     `learning_rate` (the optimizer's at the epoch's last step, before any change at its
@@ -45,7 +50,7 @@ class TensorBoard(keras.callbacks.TensorBoard):
     def _log_epoch_metrics(self, epoch, logs):
         # Keras writes its own epoch_learning_rate; the step count is not a metric.
         logs = {name: value for name, value in (logs or {}).items()
-                if name not in ("learning_rate", "steps")}
+                if name not in NOT_METRICS}
         with self.summary.record_if(True):
             super()._log_epoch_metrics(epoch, logs)
 
@@ -187,7 +192,7 @@ class TrainingProgress(keras.callbacks.Callback):
             self.current.close()
             self.current = None
         shown = [f"{name} {value:.4f}" for name, value in (logs or {}).items()
-                 if name not in ("seconds", "learning_rate", "steps")
+                 if name not in ("seconds", *NOT_METRICS)
                  and isinstance(value, (int, float))]
         seconds = (logs or {}).get("seconds")
         took = f" ({seconds:.1f} s)" if seconds is not None else ""

@@ -35,12 +35,10 @@ class KerasDistribution:
     distribution (JAX): the distribution is set globally, so the scope does nothing."""
 
     def __init__(self, distribution=None):
-        self.distribution = distribution
+        self.num_replicas_in_sync = 1
         if distribution is not None:
             keras.distribution.set_distribution(distribution)
-        self.num_replicas_in_sync = (
-            1 if distribution is None else
-            int(distribution.device_mesh.devices.size))
+            self.num_replicas_in_sync = int(distribution.device_mesh.devices.size)
 
     def scope(self):
         return contextlib.nullcontext()

@@ -11,7 +11,6 @@ from keras import ops
 from dsan_tf import masks
 
 
-
 class AnalysisUnavailable(ValueError):
     """The backbone has no intermediate values of the kind asked for (e.g. no attention)."""
 
