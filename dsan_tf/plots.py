@@ -198,7 +198,9 @@ def training_curves(histories, title=""):
         top.plot(steps, [100 * row["accuracy"] for row in rows], color=colour, label=name)
         top.plot(steps, [100 * row["val_accuracy"] for row in rows], color=colour,
                  linestyle="--")
-        bottom.plot(steps, [row["learning_rate"] for row in rows], color=colour)
+        # The rate an epoch ended with holds over its steps (a halving is a step).
+        bottom.plot(steps, [row["learning_rate"] for row in rows], color=colour,
+                    drawstyle="steps-pre")
     top.set_ylabel("accuracy (%)")
     top.set_title(title, fontsize=9)
     top.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
