@@ -7,6 +7,7 @@ import dataclasses
 import json
 
 MODELS = ("dsan", "disan", "cbow", "gaussian_transformer", "afdmn")
+INITIALIZATIONS = ("esim", "uniform", "glorot")  # AF-DMN's (dsan_tf.models.afdmn)
 PRIORS = ("linear", "gaussian", "gaussian_variant", "zipf", "learned", "none")
 FUSIONS = ("projected", "raw")
 POOLINGS = ("multi_dim_max", "multi_dim", "max")
@@ -56,8 +57,11 @@ class DSANConfig:
         char_dim: Gaussian Transformer: d_c, width of the character 5-gram vectors (30).
         lstm_units: AF-DMN: h, the width of its LSTMs (per direction) and MLPs (300).
         matching_blocks: AF-DMN: k, computational blocks (3 for SNLI, 2 for MultiNLI).
-        init_scale: AF-DMN: its encoder's and blocks' weights start U(−s, s) (Section 5.2:
-            0.01); 0 keeps Keras' defaults (Glorot, orthogonal recurrent kernels).
+        initialization: AF-DMN: how its encoder's and blocks' weights start, one of
+            `INITIALIZATIONS`: "esim" (ESIM's reference code, to which Section 5.2 points;
+            docs/FIDELITY.md row 63), "uniform" (U(−s, s), Section 5.2 read literally) or
+            "glorot" (Keras' Glorot uniform).
+        init_scale: AF-DMN: s, ESIM's N(0, s²) and the literal U(−s, s) (0.01).
 
     The Gaussian Transformer reads `embedding_dim` as d_w, `num_heads` as H,
     `distance_prior` for its self-attentions and `dropout` for every sub-layer; its FFN
@@ -87,6 +91,7 @@ class DSANConfig:
     char_dim: int = 30
     lstm_units: int = 300
     matching_blocks: int = 3
+    initialization: str = "esim"
     init_scale: float = 0.01
 
     def __post_init__(self):
@@ -115,9 +120,11 @@ class DSANConfig:
                              f"got {self.vocab_size}.")
         if min(self.model_dim, self.num_encoder_blocks, self.char_dim) < 1:
             raise ValueError("model_dim, num_encoder_blocks and char_dim must be positive.")
-        if self.lstm_units < 1 or self.matching_blocks < 0 or self.init_scale < 0:
-            raise ValueError("lstm_units must be positive, matching_blocks and init_scale "
-                             ">= 0.")
+        if self.lstm_units < 1 or self.matching_blocks < 0 or self.init_scale <= 0:
+            raise ValueError("lstm_units and init_scale must be positive, matching_blocks "
+                             ">= 0 (init_scale=0 no longer means Keras' initialisers: "
+                             "use initialization=glorot).")
+        _check_choice("initialization", self.initialization, INITIALIZATIONS)
         if self.num_interaction_blocks < 0:
             raise ValueError("num_interaction_blocks must be >= 0.")
 
@@ -232,8 +239,15 @@ class TrainingConfig:
     Attributes:
         learning_rate: the learning rate (with restarts, the top of each cosine cycle).
         epochs: at most this many epochs.
-        patience: stop after this many epochs without a better dev accuracy (0: never).
+        patience: stop after this many epochs without a better dev accuracy (0: never);
+            with `restart_epochs`, only at the end of a cosine cycle.
         steps_per_epoch: at most this many batches per epoch (0: all).
+        schedule_epoch_pairs: how many training pairs an epoch is, for everything counted
+            in epochs (dev evaluation, `patience`, `restart_epochs`, `halve_on_dev_drop`,
+            `epochs`, normalized weight decay): 0, one pass over the training data (a
+            schedule carried to another data size by epochs); N, N pairs (carried by
+            examples seen: 549,367 is SNLI's training set, an epoch of the papers), the
+            batches drawn from the shuffled data repeated. README, "Schedules".
         jit_compile: compile the training step (XLA; `torch.compile` on PyTorch); None:
             what pays on the backend (`dsan_tf.optimization.default_jit_compile`).
         mixed_precision: one of `PRECISIONS`.
@@ -251,6 +265,7 @@ class TrainingConfig:
     epochs: int = 20
     patience: int = 0
     steps_per_epoch: int = 0
+    schedule_epoch_pairs: int = 0
     jit_compile: bool | None = None
     mixed_precision: str = "none"
     optimizer: str = "adam"
@@ -269,6 +284,20 @@ class TrainingConfig:
             raise ValueError("normalized_weight_decay and restart_epochs must be >= 0.")
         if not 0 <= self.min_learning_rate <= self.learning_rate:
             raise ValueError("min_learning_rate must be in [0, learning_rate].")
+        if self.schedule_epoch_pairs < 0 or self.steps_per_epoch < 0:
+            raise ValueError("schedule_epoch_pairs and steps_per_epoch must be >= 0.")
+        if self.schedule_epoch_pairs and self.steps_per_epoch:
+            raise ValueError("give schedule_epoch_pairs (an epoch of N pairs) or "
+                             "steps_per_epoch (a cap on the batches of a pass), not both.")
+
+    def epoch_steps(self, batch_size, train_size=None):
+        """Training steps in one epoch: of `schedule_epoch_pairs` pairs, else of one pass
+        over `train_size` pairs cut to `steps_per_epoch` (None when neither is known)."""
+        if self.schedule_epoch_pairs:
+            return -(-self.schedule_epoch_pairs // batch_size)
+        passes = -(-train_size // batch_size) if train_size else None
+        return (min(self.steps_per_epoch, passes or self.steps_per_epoch)
+                if self.steps_per_epoch else passes)
 
 
 @dataclasses.dataclass

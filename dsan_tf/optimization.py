@@ -44,17 +44,20 @@ def make_optimizer(training, batch_size, model, train_size=None):
     restarted at the top every T epochs. The distance priors' w and b are not decayed:
     decay would pull w towards its floor and flatten the prior.
 
+    An epoch is `training.epoch_steps` steps: one pass over the data, or
+    `schedule_epoch_pairs` pairs, which B then counts (a schedule carried by examples).
+
     Args:
         training: `dsan_tf.config.TrainingConfig`.
         batch_size: b, pairs per step.
         model: the model whose weights it will train.
-        train_size: B, training pairs (restarts and normalized weight decay need it).
+        train_size: training pairs (restarts and normalized weight decay need it).
     """
-    epoch_steps = training.steps_per_epoch or (-(-train_size // batch_size) if train_size
-                                               else None)
+    epoch_steps = training.epoch_steps(batch_size, train_size)
+    epoch_pairs = training.schedule_epoch_pairs or train_size
     needs_size = training.restart_epochs or (training.optimizer == "adamw" and
                                              training.normalized_weight_decay)
-    if needs_size and not (epoch_steps and train_size):
+    if needs_size and not (epoch_steps and epoch_pairs):
         raise ValueError("learning-rate restarts and normalized weight decay need the "
                          "number of training pairs (train_size).")
     rate = training.learning_rate
@@ -65,7 +68,7 @@ def make_optimizer(training, batch_size, model, train_size=None):
     if training.optimizer == "adam":
         return keras.optimizers.Adam(rate)
     cycle = training.restart_epochs or training.epochs
-    decay = (training.normalized_weight_decay * (batch_size / (train_size * cycle)) ** 0.5
+    decay = (training.normalized_weight_decay * (batch_size / (epoch_pairs * cycle)) ** 0.5
              if training.normalized_weight_decay else 0.0)
     # Keras multiplies the decay by the current learning rate; AdamW's decay follows
     # the schedule's multiplier only, so divide by the top rate.

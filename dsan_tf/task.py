@@ -158,7 +158,7 @@ class NLITask:
 
     def build_inputs(self, pairs, training=False, static_shapes=False, in_order=False):
         """The `tf.data` batches of `EncodedPairs`: shuffled (seeded) and cut to
-        `steps_per_epoch` for training; `static_shapes` pads to bucket boundaries and drops
+        `steps_per_epoch` (or repeated into epochs of `schedule_epoch_pairs`) for training; `static_shapes` pads to bucket boundaries and drops
         partial batches (TPUs compile one program per shape); `in_order` (evaluation only)
         keeps the pairs' order, without length buckets."""
         settings = self.config.data
@@ -177,7 +177,12 @@ class NLITask:
             or static_shapes, sort_chunks=(data.SORT_CHUNK_BATCHES
                                            if settings.batching == "sorted_chunks" else 0),
             **common)
-        steps = self.config.training.steps_per_epoch
+        training = self.config.training
+        if training.schedule_epoch_pairs:
+            # An epoch of N pairs: batches of the data reshuffled pass after pass (each
+            # epoch, and each pass within one, draws a new order).
+            return dataset.repeat().take(training.epoch_steps(settings.batch_size))
+        steps = training.steps_per_epoch
         return dataset.take(steps) if steps else dataset
 
     def build_model(self, vocabulary_size, word_vectors=None, vocabulary=None):

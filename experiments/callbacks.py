@@ -125,6 +125,37 @@ class ProbeFigures(keras.callbacks.Callback):
                 tf.summary.image(name, image[None], step=epoch + 1)
 
 
+class EarlyStopping(keras.callbacks.Callback):
+    """Stops when dev accuracy has not improved for `patience` epochs, as Keras'
+    `EarlyStopping("val_accuracy", patience)`; with `cycle_epochs` (cosine restarts every T
+    epochs) it decides only at a cycle's end (epochs T, 2T, ...), so a run never stops
+    during a cycle, before its low learning rates. The best epoch so far is read from
+    KeepBest's `info_path` when the run resumes (Keras' own forgets it)."""
+
+    def __init__(self, patience, cycle_epochs=0, info_path=None):
+        super().__init__()
+        self.patience, self.cycle_epochs, self.info_path = patience, cycle_epochs, info_path
+        self.stopped_epoch = None
+
+    def on_train_begin(self, logs=None):
+        self.best, self.best_epoch = -math.inf, -1
+        if self.info_path and os.path.exists(self.info_path):
+            with open(self.info_path) as stream:
+                info = json.load(stream)
+            self.best, self.best_epoch = info["value"], info["epoch"] - 1
+
+    def on_epoch_end(self, epoch, logs=None):
+        value = (logs or {}).get("val_accuracy")
+        if value is not None and math.isfinite(value) and value > self.best:
+            self.best, self.best_epoch = float(value), epoch
+        at_cycle_end = not self.cycle_epochs or (epoch + 1) % self.cycle_epochs == 0
+        if epoch - self.best_epoch >= self.patience and at_cycle_end:
+            self.stopped_epoch = epoch + 1
+            self.model.stop_training = True
+            print(f"early stop after epoch {epoch + 1}: dev accuracy last improved at "
+                  f"epoch {self.best_epoch + 1} ({self.best:.4f})", flush=True)
+
+
 class HalveOnDevDrop(keras.callbacks.Callback):
     """Halves the learning rate after an epoch whose dev accuracy is below the previous
     epoch's (AF-DMN, Section 5.2: "halved when the accuracy on the development set drops").

@@ -11,7 +11,7 @@ import os
 from absl import flags
 
 from dsan_tf.config import (
-    BATCHINGS, FUSIONS, MODEL_DEFAULTS, MODELS, OOV_INITS, OPTIMIZERS, POOLINGS, PRECISIONS,
+    BATCHINGS, FUSIONS, INITIALIZATIONS, MODEL_DEFAULTS, MODELS, OOV_INITS, OPTIMIZERS, POOLINGS, PRECISIONS,
     PRIORS, QKV_NORMS, DataConfig, DSANConfig, ExperimentConfig, TrainingConfig, check_model)
 
 FLAGS = flags.FLAGS
@@ -118,9 +118,14 @@ def _define_rival_flags():
                          "AF-DMN: h, LSTM width per direction and MLP width.")
     flags.DEFINE_integer("matching_blocks", _MODEL.matching_blocks,
                          "AF-DMN: k, computational blocks of the matching layer.")
+    flags.DEFINE_enum("initialization", _MODEL.initialization, INITIALIZATIONS,
+                      "AF-DMN: how the encoder's and blocks' weights start: esim (ESIM's "
+                      "reference code, the paper's pointer: orthogonal square and recurrent "
+                      "blocks, N(0, s^2) the rest), uniform (Section 5.2 literally: U(-s, s); "
+                      "does not learn at 25k pairs) or glorot (Keras' Glorot uniform).")
     flags.DEFINE_float("init_scale", _MODEL.init_scale,
-                       "AF-DMN: its encoder's and blocks' weights start U(-s, s) (Section 5.2: "
-                       "0.01); 0 keeps Keras' defaults (Glorot, orthogonal recurrent).")
+                       "AF-DMN: s of --initialization: esim's N(0, s^2), uniform's U(-s, s) "
+                       "(Section 5.2: 0.01).", lower_bound=0.0)
 
 
 @_once
@@ -202,9 +207,16 @@ def define_training_flags():
                          "Training epochs (at most, with --patience).", lower_bound=1)
     flags.DEFINE_integer("patience", _TRAINING.patience, "Stop when dev accuracy has not "
                          "improved for this many epochs (0: train all --epochs); the best "
-                         "epoch's model is kept.", lower_bound=0)
+                         "epoch's model is kept. With --restart_epochs it stops only at the "
+                         "end of a cosine cycle.", lower_bound=0)
     flags.DEFINE_integer("steps_per_epoch", _TRAINING.steps_per_epoch, "Train on at most "
                          "this many batches per epoch (0: all of them).", lower_bound=0)
+    flags.DEFINE_integer("schedule_epoch_pairs", _TRAINING.schedule_epoch_pairs, "How many "
+                         "training pairs an epoch is, for all that counts epochs (dev checks, "
+                         "--patience, --restart_epochs, --halve_on_dev_drop, --epochs): 0, one "
+                         "pass over --train_data (schedules carried by epochs, the study's "
+                         "choice); N, N pairs (carried by examples seen: 549367 is an epoch of "
+                         "full SNLI, the papers' own).", lower_bound=0)
     flags.DEFINE_boolean("jit_compile", _TRAINING.jit_compile,
                          "Compile the training step (XLA; torch.compile on PyTorch). Unset: "
                          "off on TensorFlow and PyTorch, on under JAX (what pays there).")

@@ -63,7 +63,7 @@ def row(variant, records):
         "seconds_on_fewer_cores": fewer_cores,
         "best_epochs": [r["best_epoch"] for r in snli],
         "difference_vs_dsan": None, "difference_ci_vs_dsan": None, "p_value_vs_dsan": None,
-        "p_value_mcnemar_seed0": None,
+        "p_value_mcnemar_seed0": None, "kept": variant.kept or None,
     }
     if snli and dsan and variant.key != "dsan":
         ours, theirs = [_correct(r) for r in snli], [_correct(r) for r in dsan]
@@ -117,6 +117,15 @@ def table_lines(rows):
     return lines
 
 
+def kept_lines(rows):
+    """What differs today for the rows kept as measured (`Variant.kept`)."""
+    kept = [r for r in rows if r["kept"]]
+    if not kept:
+        return []
+    return (["Rows kept as measured (never trained again by this command):", ""]
+            + [f"- `{r['variant']}`: {r['kept']}" for r in kept] + [""])
+
+
 def curve_lines(points, sizes):
     columns = sorted(set(sizes) | {FULL_TRAIN_PAIRS})
     lines = ["| model | " + " | ".join(f"{c:,} pairs" for c in columns) + " |",
@@ -154,7 +163,7 @@ def markdown(rows, points, records, settings, sizes, elapsed):
         "- **s/epoch**: wall-clock seconds of a training epoch with its dev pass, 2-core CPU, "
         "over the row's runs that had every core; † where none had (runs trained two at a "
         "time, `--jobs=2`, one core each): slower, not comparable with the others.",
-        "", *table_lines(rows), "",
+        "", *table_lines(rows), "", *kept_lines(rows),
         "## Learning curve (seed 0, SNLI dev; `learning_curve.png`)", "",
         *curve_lines(points, sizes), "",
         f"Runs finished: {len(finished)}; their wall clock summed: {wall / 3600:.2f} h "

@@ -142,8 +142,9 @@ def make_callbacks(run, task, prepared, inputs, log_every_steps, probe_sentence=
     if config.training.halve_on_dev_drop:
         shared.append(callbacks.HalveOnDevDrop())
     if config.training.patience:
-        shared.append(keras.callbacks.EarlyStopping(
-            "val_accuracy", patience=config.training.patience, mode="max"))
+        shared.append(callbacks.EarlyStopping(config.training.patience,
+                                              config.training.restart_epochs,
+                                              run.path(run_files.BEST_INFO)))
     # Last: the epoch's line shows what the others added to the logs (seconds).
     shared.append(callbacks.TrainingProgress(config.training.epochs,
                                             progress.cardinality(inputs["train"]),

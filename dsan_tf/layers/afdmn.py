@@ -6,6 +6,8 @@ Shape legend: B batch, T1 premise (p) tokens, T2 hypothesis (q) tokens, D = 2h t
 every BiLSTM output, U the MLP width.
 """
 
+import random
+
 import keras
 from keras import ops
 
@@ -20,14 +22,63 @@ def masked_softmax(logits, visible, axis=-1):
     return weights * ops.cast(visible, "float32")
 
 
+@keras.saving.register_keras_serializable(package="dsan_tf")
+class ESIMInitializer(keras.initializers.Initializer):
+    """ESIM's reference initialisation (Chen et al. 2017, github.com/lukecq1231/nli,
+    `scripts/ESIM/main.py`: `norm_weight`, `param_init_lstm`, `param_init_fflayer`), to
+    which AF-DMN's Section 5.2 points: a matrix [n_in, n_out] is cut into `gates` column
+    blocks [n_in, n_out / gates]; a square block starts orthogonal, any other N(0, s²).
+    `gates=0` (ESIM's feed-forward layers, `ortho=False`): N(0, s²) throughout. An LSTM's
+    input and recurrent kernels use `gates=4`, one block per gate, so its h×h recurrent
+    blocks are always orthogonal. Vectors start N(0, s²).
+
+    Args:
+        scale: s, the standard deviation of the Gaussian blocks (ESIM: 0.01).
+        gates: column blocks, each orthogonal when square (0: none).
+        seed: int or None.
+    """
+
+    def __init__(self, scale=0.01, gates=0, seed=None):
+        self.scale, self.gates, self._seed = scale, gates, seed
+        # As Keras' own initializers: an unseeded one draws its seed once (from Python's
+        # generator, which `keras.utils.set_random_seed` seeds), so the same instance
+        # gives the same values; `clone_initializer` gives each weight a fresh one.
+        self.seed = seed if seed is not None else random.randint(1, int(1e9))
+
+    def __call__(self, shape, dtype=None):
+        shape = tuple(shape)
+        gaussian = lambda seed: keras.initializers.RandomNormal(  # noqa: E731
+            stddev=self.scale, seed=seed)
+        if len(shape) != 2 or not self.gates:
+            return gaussian(self.seed)(shape, dtype=dtype)
+        rows, columns = shape
+        width = columns // self.gates
+        if width * self.gates != columns:
+            raise ValueError(f"{columns} columns do not split into {self.gates} gate blocks.")
+        blocks = [(keras.initializers.Orthogonal(seed=self.seed + gate) if rows == width
+                   else gaussian(self.seed + gate))((rows, width), dtype=dtype)
+                  for gate in range(self.gates)]
+        return ops.concatenate(blocks, axis=1)
+
+    def get_config(self):
+        return {"scale": self.scale, "gates": self.gates, "seed": self._seed}
+
+
 def bilstm(units, name, dtype, initializer):
     """A BiLSTM returning every step, [B, T, 2·units] (eq. (2)-(3), (14), (19)); its input
-    and recurrent kernels start from `initializer`."""
+    and recurrent kernels start from `initializer`, per gate when it is ESIM's."""
+    def start(salt):
+        fresh = clone_initializer(initializer, f"{name}_{salt}")
+        if isinstance(fresh, ESIMInitializer):  # Keras' LSTM kernels are 4 gates wide
+            # The unseeded stay unseeded: Bidirectional builds the backward LSTM from the
+            # forward one's config, which must not fix the seed both then draw from.
+            fresh = ESIMInitializer(fresh.scale, gates=4, seed=fresh.get_config()["seed"])
+        return fresh
+
     return keras.layers.Bidirectional(
         keras.layers.LSTM(units, return_sequences=True, dtype=dtype,
-                          kernel_initializer=clone_initializer(initializer, f"{name}_kernel"),
-                          recurrent_initializer=clone_initializer(initializer,
-                                                                  f"{name}_recurrent")),
+                          kernel_initializer=start("kernel"),
+                          recurrent_initializer=start("recurrent")),
         name=name, dtype=dtype)
 
 

@@ -47,7 +47,8 @@ def build_backbone(name, config, vocabulary_size):
             layer_norm_epsilon=config.layer_norm_epsilon, **common)
     if name == "afdmn":
         return AFDMNBackbone(units=config.lstm_units, num_blocks=config.matching_blocks,
-                             dropout=config.dropout, init_scale=config.init_scale, **common)
+                             dropout=config.dropout, initialization=config.initialization,
+                             init_scale=config.init_scale, **common)
     raise ValueError(f"model must be one of {MODELS}, got {name!r}.")
 
 

@@ -8,10 +8,27 @@ import keras
 from keras import ops
 
 from dsan_tf import masks
-from dsan_tf.layers.afdmn import ComputationalBlock, bilstm
+from dsan_tf.config import INITIALIZATIONS
+from dsan_tf.layers.afdmn import ComputationalBlock, ESIMInitializer, bilstm
 from dsan_tf.models.backbone import PairBackbone
 
 SIDES = ("premise", "hypothesis")
+
+
+def initializer(initialization, scale):
+    """The starting weights of AF-DMN's encoder and blocks: "esim", as the reference code
+    the paper points to (`ESIMInitializer`: orthogonal square and recurrent blocks, N(0,
+    s²) the rest); "uniform", Section 5.2 read literally (U(−s, s) everything, recurrent
+    kernels included; at 25k pairs it does not learn); "glorot", Keras' Glorot uniform
+    for every kernel, recurrent ones included."""
+    if initialization == "esim":
+        return ESIMInitializer(scale)
+    if initialization == "uniform":
+        return keras.initializers.RandomUniform(-scale, scale)
+    if initialization == "glorot":
+        return keras.initializers.GlorotUniform()
+    raise ValueError(f"initialization must be one of {INITIALIZATIONS}, got "
+                     f"{initialization!r}.")
 
 
 @keras.saving.register_keras_serializable(package="dsan_tf")
@@ -29,8 +46,10 @@ class AFDMNBackbone(PairBackbone):
         units: h (300): LSTM width per direction and MLP width.
         num_blocks: k (3 for SNLI, 2 for MultiNLI).
         dropout: on the word embeddings and every MLP's input (0.2).
-        init_scale: every weight of the encoder and the blocks starts U(-s, s) (Section
-            5.2: 0.01); 0 keeps Keras' defaults (Glorot, orthogonal recurrent kernels).
+        initialization: how the encoder's and blocks' weights start, one of
+            `INITIALIZATIONS` (`initializer`): "esim" (ESIM's reference code, the paper's
+            pointer), "uniform" (Section 5.2 literally: U(-s, s)) or "glorot".
+        init_scale: s, ESIM's N(0, s²) and the literal U(-s, s) (Section 5.2: 0.01).
         trainable_embeddings: bool (the paper: True).
 
     Call arguments:
@@ -42,16 +61,15 @@ class AFDMNBackbone(PairBackbone):
     """
 
     def __init__(self, vocabulary_size, embedding_dim=300, units=300, num_blocks=3, dropout=0.2,
-                 init_scale=0.01, trainable_embeddings=True, **kwargs):
+                 initialization="esim", init_scale=0.01, trainable_embeddings=True, **kwargs):
         super().__init__(vocabulary_size, embedding_dim, trainable_embeddings, **kwargs)
         self.units, self.num_blocks, self.dropout = units, num_blocks, dropout
-        self.init_scale = init_scale
-        initializer = (keras.initializers.RandomUniform(-init_scale, init_scale) if init_scale
-                       else "glorot_uniform")
+        self.initialization, self.init_scale = initialization, init_scale
+        start = initializer(initialization, init_scale)
         self._make_token_embedding()
         self.embedding_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
-        self.encoder = bilstm(units, "encoder_bilstm", self.dtype_policy, initializer)
-        self.blocks = [ComputationalBlock(units, dropout, kernel_initializer=initializer,
+        self.encoder = bilstm(units, "encoder_bilstm", self.dtype_policy, start)
+        self.blocks = [ComputationalBlock(units, dropout, kernel_initializer=start,
                                           name=f"block_{i}", dtype=self.dtype_policy)
                        for i in range(num_blocks)]
 
@@ -97,4 +115,5 @@ class AFDMNBackbone(PairBackbone):
 
     def get_config(self):
         return dict(super().get_config(), units=self.units, num_blocks=self.num_blocks,
-                    dropout=self.dropout, init_scale=self.init_scale)
+                    dropout=self.dropout, initialization=self.initialization,
+                    init_scale=self.init_scale)

@@ -1,0 +1,82 @@
+"""Schedules defined per epoch, carried to another data size (README, "Schedules"): an epoch
+of `--schedule_epoch_pairs` pairs, the cosine cycles and weight decay that count it, and
+early stopping that never cuts a cycle short."""
+
+import csv
+import math
+
+import keras
+import numpy as np
+import pytest
+
+from helpers import cli, ok
+
+from dsan_tf.config import TrainingConfig
+from dsan_tf.optimization import make_optimizer
+
+pytestmark = pytest.mark.tensorflow  # the training program reads its data with tf.data
+
+# The Gaussian Transformer's AdamWR (experiments/configs/gaussian_transformer_snli.cfg).
+ADAMWR = dict(optimizer="adamw", learning_rate=3e-4, min_learning_rate=4e-5,
+              restart_epochs=10, normalized_weight_decay=1 / 600)
+STUDY_PAIRS, SNLI_PAIRS, BATCH = 25_299, 549_367, 64
+
+
+def rate_at(optimizer, step):
+    """The learning rate the optimizer uses at `step` (what history.csv records)."""
+    optimizer.iterations.assign(step)
+    return float(keras.ops.convert_to_numpy(optimizer.learning_rate))
+
+
+@pytest.mark.parametrize("epoch_pairs, cycle_steps, decay_pairs", [
+    (0, 10 * 396, STUDY_PAIRS),            # by epochs: a cycle is 10 passes over 25k pairs
+    (SNLI_PAIRS, 10 * 8584, SNLI_PAIRS)])  # by examples: 10 epochs of full SNLI
+def test_adamwr_cycle_and_decay_count_the_schedule_epoch(epoch_pairs, cycle_steps, decay_pairs):
+    """The learning rate falls from the top to the floor over T epochs of the schedule and
+    restarts at the top; the normalized weight decay λ·sqrt(b / (B·T)) counts B as the
+    schedule epoch's pairs (Loshchilov & Hutter 2017)."""
+    training = TrainingConfig(schedule_epoch_pairs=epoch_pairs, **ADAMWR)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    optimizer = make_optimizer(training, BATCH, model, train_size=STUDY_PAIRS)
+    assert rate_at(optimizer, 0) == pytest.approx(3e-4)
+    assert rate_at(optimizer, cycle_steps // 2) == pytest.approx((3e-4 + 4e-5) / 2, rel=1e-3)
+    assert rate_at(optimizer, cycle_steps - 1) == pytest.approx(4e-5, rel=1e-3)
+    assert rate_at(optimizer, cycle_steps) == pytest.approx(3e-4)  # the restart
+    decay = (1 / 600) * math.sqrt(BATCH / (decay_pairs * 10)) / 3e-4
+    assert optimizer.weight_decay == pytest.approx(decay)
+
+
+def test_schedule_epoch_pairs_and_steps_per_epoch_are_not_both_given():
+    with pytest.raises(ValueError, match="not both"):
+        TrainingConfig(schedule_epoch_pairs=1000, steps_per_epoch=5)
+    assert TrainingConfig(schedule_epoch_pairs=1000).epoch_steps(64, 25_299) == 16
+    assert TrainingConfig(steps_per_epoch=5).epoch_steps(64, 25_299) == 5
+    assert TrainingConfig().epoch_steps(64, 25_299) == 396
+
+
+def history(workdir):
+    with open(workdir / "history.csv", newline="") as stream:
+        return list(csv.DictReader(stream))
+
+
+def test_epochs_of_n_pairs_and_early_stopping_only_at_cycle_ends(tmp_path):
+    """The demo (672 training pairs) with epochs of 320 pairs (10 steps of 32) and cosine
+    cycles of 2 epochs: history.csv counts 10 steps an epoch, the learning rate is at the
+    cycle's middle after odd epochs and back at the top after even ones, and patience 1
+    stops the run only after an even epoch."""
+    workdir = tmp_path / "run"
+    output = ok(cli("train", "--flagfile=experiments/configs/demo.cfg", "--epochs=12",
+                    "--schedule_epoch_pairs=320", "--restart_epochs=2",
+                    "--min_learning_rate=1e-4", "--patience=1", f"--workdir={workdir}"))
+    rows = history(workdir)
+    assert [int(r["steps"]) for r in rows] == [10 * (i + 1) for i in range(len(rows))]
+    rates = np.array([float(r["learning_rate"]) for r in rows])
+    np.testing.assert_allclose(rates[0::2], (3e-3 + 1e-4) / 2, rtol=1e-4)
+    np.testing.assert_allclose(rates[1::2], 3e-3, rtol=1e-4)
+    accuracy = [float(r["val_accuracy"]) for r in rows]
+    best = int(np.argmax(accuracy))  # the first epoch of the best dev accuracy
+    assert len(rows) < 12, "the demo's dev accuracy stops improving well before 12 epochs"
+    assert len(rows) % 2 == 0 and len(rows) - 1 - best >= 1
+    # Keras' rule would have stopped at the first epoch without a gain: never before.
+    assert len(rows) - 1 - best <= 2
+    assert f"early stop after epoch {len(rows)}" in output
