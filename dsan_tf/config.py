@@ -58,7 +58,7 @@ class DSANConfig:
         lstm_units: AF-DMN: h, the width of its LSTMs (per direction) and MLPs (300).
         matching_blocks: AF-DMN: k, computational blocks (3 for SNLI, 2 for MultiNLI).
         initialization: AF-DMN: how its encoder's and blocks' weights start, one of
-            `INITIALIZATIONS`: "esim" (ESIM's reference code, to which Section 5.2 points;
+            `INITIALIZATIONS`: "esim" (ESIM's reference code, whose link Section 5.7 gives;
             docs/FIDELITY.md row 63), "uniform" (U(−s, s), Section 5.2 read literally) or
             "glorot" (Keras' Glorot uniform).
         init_scale: AF-DMN: s, ESIM's N(0, s²) and the literal U(−s, s) (0.01).
@@ -247,7 +247,7 @@ class TrainingConfig:
             `epochs`, normalized weight decay): 0, one pass over the training data (a
             schedule carried to another data size by epochs); N, N pairs (carried by
             examples seen: 549,367 is SNLI's training set, an epoch of the papers), the
-            batches drawn from the shuffled data repeated. README, "Schedules".
+            batches drawn from the shuffled data repeated. docs/TRAINING.md, "Schedules".
         jit_compile: compile the training step (XLA; `torch.compile` on PyTorch); None:
             what pays on the backend (`dsan_tf.optimization.default_jit_compile`).
         mixed_precision: one of `PRECISIONS`.

@@ -5,8 +5,8 @@ PyTorch). Needs Keras only, not TensorFlow.
 
 import keras
 
-# Whether compiling the training step pays, per backend, measured on CPU (README,
-# "Backends"): TensorFlow runs its graph faster than XLA's code here; Keras runs a JAX
+# Whether compiling the training step pays, per backend, measured on CPU (docs/BACKENDS.md):
+# TensorFlow runs its graph faster than XLA's code here; Keras runs a JAX
 # model eagerly, op by op, unless it is jitted (about 15 times slower on the demo);
 # `torch.compile` spends minutes compiling each new batch shape.
 JIT_COMPILE_BY_BACKEND = {"tensorflow": False, "jax": True, "torch": False}

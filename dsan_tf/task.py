@@ -157,10 +157,11 @@ class NLITask:
         return matrix, report
 
     def build_inputs(self, pairs, training=False, static_shapes=False, in_order=False):
-        """The `tf.data` batches of `EncodedPairs`: shuffled (seeded) and cut to
-        `steps_per_epoch` (or repeated into epochs of `schedule_epoch_pairs`) for training; `static_shapes` pads to bucket boundaries and drops
-        partial batches (TPUs compile one program per shape); `in_order` (evaluation only)
-        keeps the pairs' order, without length buckets."""
+        """The `tf.data` batches of `EncodedPairs`: for training shuffled (seeded) and cut
+        to `steps_per_epoch`, or repeated into epochs of `schedule_epoch_pairs`;
+        `static_shapes` pads to bucket boundaries and drops partial batches (TPUs compile
+        one program per shape); `in_order` (evaluation only) keeps the pairs' order,
+        without length buckets."""
         settings = self.config.data
         common = dict(batch_size=settings.batch_size, deterministic=settings.deterministic,
                       pad_to_bucket=settings.pad_to_bucket or static_shapes)

@@ -74,7 +74,7 @@ def make_strategy(name, tpu=""):
     if name == "multi_worker":
         if "TF_CONFIG" not in os.environ:
             raise UsageError("--strategy=multi_worker needs the TF_CONFIG environment "
-                             "variable (cluster and task of each worker; see the README).")
+                             "variable (cluster and task of each worker; see docs/TRAINING.md).")
         return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "tpu":
         try:

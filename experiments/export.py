@@ -10,7 +10,7 @@ the largest version already there), and needs TensorFlow only (not dsan_tf):
     Transformer): sentences (string [B]) -> embedding [B, E], the backbone's sentence vector.
 Load it with `dsan_tf.load(EXPORT_DIR)` (the newest version), `tf.saved_model.load(
 EXPORT_DIR/1)` or `keras.layers.TFSMLayer`, or serve it with TF Serving's model server
-(README). Beside the SavedModel files, `model.keras`, `vocab.json` and `preprocessor.json`
+(docs/SERVING.md). Beside the SavedModel files, `model.keras`, `vocab.json` and `preprocessor.json`
 hold the model and its `NLIPreprocessor` for Keras users.
 """
 

@@ -120,7 +120,7 @@ def _define_rival_flags():
                          "AF-DMN: k, computational blocks of the matching layer.")
     flags.DEFINE_enum("initialization", _MODEL.initialization, INITIALIZATIONS,
                       "AF-DMN: how the encoder's and blocks' weights start: esim (ESIM's "
-                      "reference code, the paper's pointer: orthogonal square and recurrent "
+                      "reference code, linked in Section 5.7: orthogonal square and recurrent "
                       "blocks, N(0, s^2) the rest), uniform (Section 5.2 literally: U(-s, s); "
                       "does not learn at 25k pairs) or glorot (Keras' Glorot uniform).")
     flags.DEFINE_float("init_scale", _MODEL.init_scale,

@@ -82,7 +82,7 @@ VARIANTS = (
             ("--qkv_norm=full",)),
     # The joint models cost most: the Gaussian Transformer about 107 s an epoch on 2 cores,
     # AF-DMN's BiLSTMs, run step by step, about 4 minutes (h = 100, k = 3). Each gets its
-    # paper's optimiser carried to this data size by epochs (README, "Schedules"), and
+    # paper's optimiser carried to this data size by epochs (docs/TRAINING.md, "Schedules"), and
     # DSAN's (Adam 1e-3, patience 3), the same treatment as every other row.
     Variant("gaussian_transformer", "Gaussian Transformer (Guo et al. 2019: M 3, N 2, H 4, "
             "d_model 120, d_c 30), its AdamWR by epochs: restarts every 10, stops only at a "
@@ -135,7 +135,7 @@ def define_flags():
                          "exist, training nothing.")
     flags.DEFINE_integer("jobs", 1, "Train this many runs at once, each pinned to its own "
                          "share of the CPU cores (Linux). Two on 2 cores finish about 1.5 "
-                         "times as many runs an hour as one (README); the table then marks "
+                         "times as many runs an hour as one (docs/STUDY.md); the table then marks "
                          "their seconds per epoch as measured on fewer cores.")
 
 

@@ -1,4 +1,4 @@
-"""Schedules defined per epoch, carried to another data size (README, "Schedules"): an epoch
+"""Schedules defined per epoch, carried to another data size (docs/TRAINING.md, "Schedules"): an epoch
 of `--schedule_epoch_pairs` pairs, the cosine cycles and weight decay that count it, and
 early stopping that never cuts a cycle short."""
 

@@ -25,9 +25,10 @@ def masked_softmax(logits, visible, axis=-1):
 @keras.saving.register_keras_serializable(package="dsan_tf")
 class ESIMInitializer(keras.initializers.Initializer):
     """ESIM's reference initialisation (Chen et al. 2017, github.com/lukecq1231/nli,
-    `scripts/ESIM/main.py`: `norm_weight`, `param_init_lstm`, `param_init_fflayer`), to
-    which AF-DMN's Section 5.2 points: a matrix [n_in, n_out] is cut into `gates` column
-    blocks [n_in, n_out / gates]; a square block starts orthogonal, any other N(0, s²).
+    `scripts/ESIM/main.py`: `norm_weight`, `param_init_lstm`, `param_init_fflayer`), the
+    code AF-DMN links (Section 5.7, footnote 2): a matrix [n_in, n_out] is cut into
+    `gates` column blocks [n_in, n_out / gates]; a square block starts orthogonal, any
+    other N(0, s²).
     `gates=0` (ESIM's feed-forward layers, `ortho=False`): N(0, s²) throughout. An LSTM's
     input and recurrent kernels use `gates=4`, one block per gate, so its h×h recurrent
     blocks are always orthogonal. Vectors start N(0, s²).

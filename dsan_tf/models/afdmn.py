@@ -17,8 +17,8 @@ SIDES = ("premise", "hypothesis")
 
 def initializer(initialization, scale):
     """The starting weights of AF-DMN's encoder and blocks: "esim", as the reference code
-    the paper points to (`ESIMInitializer`: orthogonal square and recurrent blocks, N(0,
-    s²) the rest); "uniform", Section 5.2 read literally (U(−s, s) everything, recurrent
+    the paper links (Section 5.7; `ESIMInitializer`: orthogonal square and recurrent
+    blocks, N(0, s²) the rest); "uniform", Section 5.2 read literally (U(−s, s) everything, recurrent
     kernels included; at 25k pairs it does not learn); "glorot", Keras' Glorot uniform
     for every kernel, recurrent ones included."""
     if initialization == "esim":
@@ -48,7 +48,7 @@ class AFDMNBackbone(PairBackbone):
         dropout: on the word embeddings and every MLP's input (0.2).
         initialization: how the encoder's and blocks' weights start, one of
             `INITIALIZATIONS` (`initializer`): "esim" (ESIM's reference code, the paper's
-            pointer), "uniform" (Section 5.2 literally: U(-s, s)) or "glorot".
+            link, Section 5.7), "uniform" (Section 5.2 literally: U(-s, s)) or "glorot".
         init_scale: s, ESIM's N(0, s²) and the literal U(-s, s) (Section 5.2: 0.01).
         trainable_embeddings: bool (the paper: True).
 
