@@ -10,19 +10,17 @@ __version__ = "0.2.0"
 
 # name -> module that defines it
 _EXPORTS = {
-    "DSANConfig": "dsan_tf.config", "DataConfig": "dsan_tf.config",
+    "DSANConfig": "dsan_tf.models.dsan.config", "DataConfig": "dsan_tf.config",
     "ExperimentConfig": "dsan_tf.config", "TrainingConfig": "dsan_tf.config",
-    "MODELS": "dsan_tf.config",
+    "MODELS": "dsan_tf.config", "ModelConfig": "dsan_tf.config",
+    "model_config": "dsan_tf.config",
     "LABELS": "dsan_tf.labels", "LABEL_IDS": "dsan_tf.labels",
-    "Backbone": "dsan_tf.models", "CBOWBackbone": "dsan_tf.models",
-    "DSANBackbone": "dsan_tf.models", "DiSANBackbone": "dsan_tf.models",
-    "NLIClassifier": "dsan_tf.models", "PairBackbone": "dsan_tf.models",
-    "SentenceEncoderBackbone": "dsan_tf.models", "build_backbone": "dsan_tf.models",
+    "Backbone": "dsan_tf.models", "NLIClassifier": "dsan_tf.models",
+    "PairBackbone": "dsan_tf.models", "SentenceEncoderBackbone": "dsan_tf.models", "build_backbone": "dsan_tf.models",
     "build_model": "dsan_tf.models",
     "NLIPreprocessor": "dsan_tf.data",
     "NLITask": "dsan_tf.task", "compile_for_training": "dsan_tf.optimization",
     "load": "dsan_tf.serving", "LoadedModel": "dsan_tf.serving",
-    "GaussianTransformerBackbone": "dsan_tf.models", "AFDMNBackbone": "dsan_tf.models",
 }
 _SUBMODULES = ("analysis", "config", "data", "labels", "layers", "masks", "metrics", "models",
                "optimization", "plots", "serving", "task")
@@ -35,4 +33,9 @@ def __getattr__(name):
         return getattr(importlib.import_module(_EXPORTS[name]), name)
     if name in _SUBMODULES:
         return importlib.import_module(f"dsan_tf.{name}")
+    if name.endswith(("Backbone", "Config")):  # a family's (dsan_tf.DSANBackbone, ...)
+        try:
+            return getattr(importlib.import_module("dsan_tf.models"), name)
+        except AttributeError:
+            pass
     raise AttributeError(f"module 'dsan_tf' has no attribute {name!r}")

@@ -1,167 +1,36 @@
-"""Configuration: the paper's hyperparameters, the ablation/comparison switches, and the
-data and training settings of an experiment. Plain Python (no TensorFlow), so that
-programs can define and check their flags without loading TensorFlow.
+"""Configuration of an experiment: which model family with which hyperparameters (each
+family's own configuration class, `model_config`), the data and the training settings.
+Plain Python (no TensorFlow, no Keras), so that programs can define and check their flags
+without loading either.
 """
 
 import dataclasses
-import json
 
-MODELS = ("dsan", "disan", "cbow", "gaussian_transformer", "afdmn")
-INITIALIZATIONS = ("esim", "uniform", "glorot")  # AF-DMN's (dsan_tf.models.afdmn)
-PRIORS = ("linear", "gaussian", "gaussian_variant", "zipf", "learned", "none")
-FUSIONS = ("projected", "raw")
-POOLINGS = ("multi_dim_max", "multi_dim", "max")
-QKV_NORMS = ("per_head", "full")
+from dsan_tf.models import registry
+from dsan_tf.models.config import ModelConfig, check_choice
+
+MODELS = registry.names()  # the model families (dsan_tf.models.registry.PACKAGES)
 OOV_INITS = ("random", "zeros")
 BATCHINGS = ("plain", "sorted_chunks", "premise_buckets", "length_buckets")
 PRECISIONS = ("none", "mixed_float16", "mixed_bfloat16")
 OPTIMIZERS = ("adam", "adamw")
-# Where a model's paper differs from DSAN's defaults (DSANConfig fields): the Gaussian
-# Transformer's implementation paragraph (H = 4) and Table 1 (vii) (the prior of eq. (4)).
-# AF-DMN's Section 5.2: dropout 0.2, GloVe updated during training.
-MODEL_DEFAULTS = {"gaussian_transformer": {"num_heads": 4,
-                                           "distance_prior": "gaussian_variant"},
-                  "afdmn": {"dropout": 0.2, "trainable_embeddings": True}}
 
 
-@dataclasses.dataclass
-class DSANConfig:
-    """Hyperparameters of the models (`dsan_tf.build_model`); defaults are the paper's (Im & Cho, 2017: Section 4.1
-    for the classifier, 4.2.4 for d_ff = 4·d_e, 5.2 for d_e, h, α, dropout and LayerNorm).
-
-    Attributes:
-        vocab_size: int or None; None takes it from the embedding matrix.
-        embedding_dim: d_e, width of the word vectors and of each block (300).
-        num_heads: h (5); d_k = embedding_dim / num_heads.
-        ffn_dim: d_ff (4·d_e = 1200).
-        distance_prior: how attention favours nearby words, one of
-            `PRIORS`: "linear" is the paper's α·M_dis, "none" its Table 1
-            ablation; "gaussian", "gaussian_variant", "zipf", "learned" are the
-            alternatives of the Gaussian Transformer paper (see `DistancePrior`).
-        distance_alpha: α (1.5) of the linear prior, fixed, not trained.
-        prior_max_distance: distances above this share one bias of the learned prior.
-        use_direction_mask: apply M_dir; False masks only the diagonal.
-        fusion: "projected" (the paper: gate the projected S^F, H^F) or "raw" (DiSAN).
-        pooling: "multi_dim_max" (the paper), "multi_dim" or "max".
-        dropout: rate on the attention output, inside the fusion gate (Section 5.2) and
-            on the classifier's ReLU layer (Section 4.1) (0.1).
-        qkv_norm: LayerNorm of the Q, K, V projections: "per_head" (each head's d_k-wide
-            projection, eq. 8's W_i) or "full" (the d_e-wide projection of all heads).
-        classifier_units: width of the ReLU layer of the classifier (300).
-        num_classes: 3 (entailment, neutral, contradiction).
-        trainable_embeddings: False (the paper freezes GloVe).
-        layer_norm_epsilon: epsilon of every LayerNorm.
-        model_dim: Gaussian Transformer: d_model, the width inside the blocks (120).
-        num_encoder_blocks: Gaussian Transformer: M (3).
-        num_interaction_blocks: Gaussian Transformer: N (2).
-        char_dim: Gaussian Transformer: d_c, width of the character 5-gram vectors (30).
-        lstm_units: AF-DMN: h, the width of its LSTMs (per direction) and MLPs (300).
-        matching_blocks: AF-DMN: k, computational blocks (3 for SNLI, 2 for MultiNLI).
-        initialization: AF-DMN: how its encoder's and blocks' weights start, one of
-            `INITIALIZATIONS`: "esim" (ESIM's reference code, whose link Section 5.7 gives;
-            docs/FIDELITY.md row 63), "uniform" (U(−s, s), Section 5.2 read literally) or
-            "glorot" (Keras' Glorot uniform).
-        init_scale: AF-DMN: s, ESIM's N(0, s²) and the literal U(−s, s) (0.01).
-
-    The Gaussian Transformer reads `embedding_dim` as d_w, `num_heads` as H,
-    `distance_prior` for its self-attentions and `dropout` for every sub-layer; its FFN
-    and classifier are d_model wide (eq. (11), (17)), so `ffn_dim` and `classifier_units`
-    do not apply. `for_model` gives each model's paper defaults.
-    """
-
-    vocab_size: int | None = None
-    embedding_dim: int = 300
-    num_heads: int = 5
-    ffn_dim: int = 1200
-    distance_prior: str = "linear"
-    distance_alpha: float = 1.5
-    prior_max_distance: int = 10
-    use_direction_mask: bool = True
-    fusion: str = "projected"
-    pooling: str = "multi_dim_max"
-    dropout: float = 0.1
-    qkv_norm: str = "per_head"
-    classifier_units: int = 300
-    num_classes: int = 3
-    trainable_embeddings: bool = False
-    layer_norm_epsilon: float = 1e-5
-    model_dim: int = 120
-    num_encoder_blocks: int = 3
-    num_interaction_blocks: int = 2
-    char_dim: int = 30
-    lstm_units: int = 300
-    matching_blocks: int = 3
-    initialization: str = "esim"
-    init_scale: float = 0.01
-
-    def __post_init__(self):
-        self.validate()
-
-    @classmethod
-    def for_model(cls, model, **values):
-        """The paper's configuration of `model` (DSAN's defaults with `MODEL_DEFAULTS`),
-        with `values` on top."""
-        return cls(**{**MODEL_DEFAULTS.get(model, {}), **values})
-
-    def validate(self):
-        """Raises ValueError, naming the field, when a value cannot work."""
-        if self.embedding_dim <= 0 or self.num_heads <= 0:
-            raise ValueError("embedding_dim and num_heads must be positive.")
-        _check_choice("distance_prior", self.distance_prior, PRIORS)
-        if self.prior_max_distance < 1:
-            raise ValueError(f"prior_max_distance must be >= 1, got {self.prior_max_distance}.")
-        _check_choice("fusion", self.fusion, FUSIONS)
-        _check_choice("pooling", self.pooling, POOLINGS)
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}.")
-        _check_choice("qkv_norm", self.qkv_norm, QKV_NORMS)
-        if self.vocab_size is not None and self.vocab_size < 2:
-            raise ValueError(f"vocab_size must be at least 2 (padding and unknown), "
-                             f"got {self.vocab_size}.")
-        if min(self.model_dim, self.num_encoder_blocks, self.char_dim) < 1:
-            raise ValueError("model_dim, num_encoder_blocks and char_dim must be positive.")
-        if self.lstm_units < 1 or self.matching_blocks < 0 or self.init_scale <= 0:
-            raise ValueError("lstm_units and init_scale must be positive, matching_blocks "
-                             ">= 0 (init_scale=0 no longer means Keras' initialisers: "
-                             "use initialization=glorot).")
-        _check_choice("initialization", self.initialization, INITIALIZATIONS)
-        if self.num_interaction_blocks < 0:
-            raise ValueError("num_interaction_blocks must be >= 0.")
-
-    def to_dict(self):
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, values):
-        known = {field.name for field in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown DSANConfig field(s): {', '.join(unknown)}.")
-        return cls(**values)
-
-    def to_json(self):
-        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text):
-        return cls.from_dict(json.loads(text))
+def model_config(model, **values):
+    """The configuration of family `model` (its class, `registry.family(model).config`):
+    its paper's hyperparameters with `values` on top. ValueError names a bad field."""
+    return registry.family(model).config(**values)
 
 
 def check_model(model, config):
-    """Raises ValueError, naming the fields, when `config` cannot build `model`: DSAN's
-    heads split d_e, the Gaussian Transformer's split d_model."""
-    _check_choice("model", model, MODELS)
-    if model == "dsan" and config.embedding_dim % config.num_heads:
-        raise ValueError(f"embedding_dim={config.embedding_dim} must be divisible by "
-                         f"num_heads={config.num_heads}.")
-    if model == "gaussian_transformer" and config.model_dim % config.num_heads:
-        raise ValueError(f"model_dim={config.model_dim} must be divisible by "
-                         f"num_heads={config.num_heads}.")
-
-
-def _check_choice(name, value, choices):
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}.")
+    """Raises ValueError when `model` is no family or `config` is not its configuration
+    (each configuration checks its own values when made)."""
+    check_choice("model", model, MODELS)
+    expected = registry.family(model).config
+    if not isinstance(config, expected):
+        raise ValueError(f"model {model!r} needs its configuration class "
+                         f"{expected.__name__}, got a {type(config).__name__} "
+                         f"(dsan_tf.model_config({model!r}, ...) makes one).")
 
 
 @dataclasses.dataclass
@@ -227,8 +96,8 @@ class DataConfig:
             raise ValueError(f"train_subset must be >= 0, got {self.train_subset}.")
         if self.batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {self.batch_size}.")
-        _check_choice("oov_init", self.oov_init, OOV_INITS)
-        _check_choice("batching", self.batching, BATCHINGS)
+        check_choice("oov_init", self.oov_init, OOV_INITS)
+        check_choice("batching", self.batching, BATCHINGS)
 
 
 @dataclasses.dataclass
@@ -278,8 +147,8 @@ class TrainingConfig:
         if self.halve_on_dev_drop and self.restart_epochs:
             raise ValueError("halve_on_dev_drop needs a constant learning rate, not "
                              "restart_epochs.")
-        _check_choice("mixed_precision", self.mixed_precision, PRECISIONS)
-        _check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        check_choice("mixed_precision", self.mixed_precision, PRECISIONS)
+        check_choice("optimizer", self.optimizer, OPTIMIZERS)
         if self.normalized_weight_decay < 0 or self.restart_epochs < 0:
             raise ValueError("normalized_weight_decay and restart_epochs must be >= 0.")
         if not 0 <= self.min_learning_rate <= self.learning_rate:
@@ -306,17 +175,20 @@ class ExperimentConfig:
 
     Attributes:
         model: one of `MODELS`.
-        model_config: `DSANConfig`, the model's hyperparameters.
+        model_config: the model family's configuration; None: `model_config(model)`, its
+            paper's hyperparameters.
         data: `DataConfig`.
         training: `TrainingConfig`.
     """
 
-    model: str = "dsan"
-    model_config: DSANConfig = dataclasses.field(default_factory=DSANConfig)
+    model: str = registry.DEFAULT
+    model_config: ModelConfig | None = None
     data: DataConfig = dataclasses.field(default_factory=DataConfig)
     training: TrainingConfig = dataclasses.field(default_factory=TrainingConfig)
 
     def __post_init__(self):
+        if self.model_config is None:
+            self.model_config = model_config(self.model)
         check_model(self.model, self.model_config)
 
     def to_dict(self):

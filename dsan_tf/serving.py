@@ -267,8 +267,8 @@ def load(path):
     SavedModel with the export's signatures."""
     import os
 
-    import dsan_tf.models  # noqa: F401  (registers the layers for .keras files)
     from dsan_tf.data import NLIPreprocessor
+    from dsan_tf.models import load_model
 
     if not os.path.isdir(path):
         raise ValueError(f"{path} is not a directory: give a run directory or an export.")
@@ -276,7 +276,7 @@ def load(path):
     for name in ("best.keras", "model.keras"):
         if (os.path.exists(os.path.join(path, name))
                 and os.path.exists(os.path.join(path, "preprocessor.json"))):
-            model = keras.models.load_model(os.path.join(path, name), compile=False)
+            model = load_model(os.path.join(path, name), compile=False)
             predictor = Predictor(model, NLIPreprocessor.load(path))
             encode = None if model.backbone.pair_input else predictor.encode
             return LoadedModel(predictor.classify, encode, path,

@@ -18,7 +18,7 @@ import numpy as np
 
 from dsan_tf import data
 from dsan_tf.config import ExperimentConfig
-from dsan_tf.models import build_model
+from dsan_tf.models import build_model, family
 from dsan_tf.optimization import compile_for_training, make_optimizer
 
 
@@ -189,26 +189,15 @@ class NLITask:
     def build_model(self, vocabulary_size, word_vectors=None, vocabulary=None):
         """An uncompiled `NLIClassifier` of the configured model family.
 
-        The Gaussian Transformer's frozen token features are the word vectors (random
-        U(-0.05, 0.05) without them) beside each word's character 5-gram vector
-        (`dsan_tf.data.char_ngrams`), which needs the `vocabulary`; without one (the
-        synthetic benchmarks) both halves start random."""
+        A family that makes token features from the `vocabulary` beside the word vectors
+        (`Family.token_features`: the Gaussian Transformer's character 5-grams) gets
+        them; without a vocabulary (the synthetic benchmarks) they start random."""
         config = dataclasses.replace(self.config.model_config, vocab_size=vocabulary_size)
-        if self.config.model == "gaussian_transformer" and vocabulary is not None:
-            word_vectors = self._token_features(vocabulary, word_vectors)
+        chosen = family(self.config.model)
+        if chosen.token_features and vocabulary is not None:
+            word_vectors = chosen.token_features(config, vocabulary, word_vectors,
+                                                 self.config.data.seed)
         return build_model(self.config.model, config, word_vectors)
-
-    def _token_features(self, vocabulary, word_vectors):
-        """[x^(w) : x^(c)] for every id of `vocabulary` (eq. (5)-(6)): float32 [V, d_w + d_c]."""
-        from dsan_tf.data.char_ngrams import char_ngram_vectors
-
-        config, seed = self.config.model_config, self.config.data.seed
-        if word_vectors is None:
-            word_vectors = np.random.default_rng(seed).uniform(
-                -0.05, 0.05, (len(vocabulary), config.embedding_dim)).astype("float32")
-        chars = char_ngram_vectors(vocabulary.words, config.char_dim,
-                                   first_id=vocabulary.FIRST_WORD_ID, seed=seed)
-        return np.concatenate([np.asarray(word_vectors, "float32"), chars], axis=1)
 
     def compile(self, model, jit_compile=None, train_size=None):
         """Compiles with the paper's loss and metric and the configured optimizer

@@ -45,14 +45,14 @@ def measure(initialization, embedding_dim, units, blocks=3, batch_size=32, seed=
     """
     import tensorflow as tf
 
-    from dsan_tf import DSANConfig, build_model, masks
+    from dsan_tf import build_model, masks, model_config
 
     keras.utils.set_random_seed(seed)
     rng = np.random.default_rng(seed)
     vocabulary = 500
     vectors = rng.normal(0.0, WORD_VECTOR_SCALE, (vocabulary, embedding_dim)).astype("float32")
-    config = DSANConfig.for_model("afdmn", embedding_dim=embedding_dim, lstm_units=units,
-                                  matching_blocks=blocks, initialization=initialization)
+    config = model_config("afdmn", embedding_dim=embedding_dim, lstm_units=units,
+                          matching_blocks=blocks, initialization=initialization)
     model = build_model("afdmn", config, vectors)
     inputs = {"premise": rng.integers(2, vocabulary, (batch_size, 14)).astype("int32"),
               "hypothesis": rng.integers(2, vocabulary, (batch_size, 8)).astype("int32")}
@@ -94,7 +94,7 @@ def _signal(backbone, inputs, padding_mask):
 
 @program.main
 def main(argv):
-    from dsan_tf.config import INITIALIZATIONS
+    from dsan_tf.models.afdmn.config import INITIALIZATIONS
 
     program.check_start(argv)
     results = {}

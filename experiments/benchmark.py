@@ -74,38 +74,16 @@ def define_flags():
                       f"its own process ({', '.join(backends.BACKENDS)}).")
 
 
-def forward_flops(config, premise_length, hypothesis_length, model="dsan"):
-    """Floating-point operations (a multiply-add is 2) of one pair's forward pass.
+def forward_flops(config, premise_length, hypothesis_length, model=None):
+    """Floating-point operations (a multiply-add is 2) of one pair's forward pass: the
+    matrix products, all but a few percent of the work (each family's `forward_flops`
+    says what it counts)."""
+    from dsan_tf.models import family, registry
 
-    Counts the matrix products. For DSAN they are all but a few percent of the work: per
-    sentence of T tokens and per block, Q, K, V, W^O and the gate's W^S, W^H (6 of
-    2·T·D²), QKᵀ and the weighted sum of V (2 of 2·T²·D over all heads), the FFN
-    (2 of 2·T·D·F); source2token's two (2D x 2D) linears; the classifier. DiSAN per block:
-    the token map, W1, W2 and the gate's two (5 of 2·T·D²) and the weighted sum (2·T²·D);
-    its [T, T, D] tanh is elementwise work the count leaves out, so its roofline fraction
-    understates how busy the machine is. CBOW: the classifier only.
-    """
-    d, f = config.embedding_dim, config.ffn_dim
-    source2token = lambda t: 2 * 2 * t * (2 * d) ** 2  # noqa: E731
-
-    if model == "dsan":
-        width = {"multi_dim_max": 4, "multi_dim": 2, "max": 2}[config.pooling] * d
-
-        def sentence(t):
-            block = 6 * 2 * t * d * d + 2 * 2 * t * t * d + 2 * 2 * t * d * f
-            return 2 * block + (source2token(t) if config.pooling != "max" else 0)
-    elif model == "disan":
-        width = 2 * d
-
-        def sentence(t):
-            return 2 * (5 * 2 * t * d * d + 2 * t * t * d) + source2token(t)
-    elif model == "cbow":
-        width, sentence = d, lambda t: 0
-    else:
+    count = family(model or registry.DEFAULT).forward_flops
+    if count is None:
         raise ValueError(f"no FLOP count for model {model!r}.")
-
-    classifier = 2 * 4 * width * config.classifier_units + 2 * config.classifier_units * 3
-    return sentence(premise_length) + sentence(hypothesis_length) + classifier
+    return count(config, premise_length, hypothesis_length)
 
 
 def timed(step, min_seconds, min_calls=3):
@@ -128,7 +106,9 @@ def timed(step, min_seconds, min_calls=3):
 def matmul_peak(config, lengths, batch_size, seconds):
     """GFLOP/s of a matrix product on the model's dense shapes; the best is the machine's
     peak."""
-    d, f = config.embedding_dim, config.ffn_dim
+    # DSAN's d_ff; a family without one: DSAN's 4·d_e, so every family meets the same shapes.
+    d = config.embedding_dim
+    f = getattr(config, "ffn_dim", 4 * d)
     results = []
     for rows in sorted({batch_size * t for t in lengths}):
         for inner, outer in ((d, d), (d, f), (f, d), (2 * d, 2 * d)):
@@ -257,7 +237,9 @@ def project_epoch(profile, per_length, batch_size):
     def step_seconds(length):
         i = min(max(np.searchsorted(lengths, length), 1), len(lengths) - 1)
         (t0, s0), (t1, s1) = measured[i - 1], measured[i]
-        return s0 + (s1 - s0) * (length - t0) / (t1 - t0)
+        # Noise on a busy machine can time a longer length faster; extrapolating that
+        # slope would give negative times, so never go below the pair's faster step.
+        return max(s0 + (s1 - s0) * (length - t0) / (t1 - t0), min(s0, s1))
 
     scale = SNLI_TRAIN_PAIRS / profile["pairs"]
     seconds = sum(math.ceil(n * scale / batch_size) * step_seconds((p + h) / 2)

@@ -11,26 +11,50 @@ import os
 from absl import flags
 
 from dsan_tf.config import (
-    BATCHINGS, FUSIONS, INITIALIZATIONS, MODEL_DEFAULTS, MODELS, OOV_INITS, OPTIMIZERS, POOLINGS, PRECISIONS,
-    PRIORS, QKV_NORMS, DataConfig, DSANConfig, ExperimentConfig, TrainingConfig, check_model)
+    BATCHINGS, MODELS, OOV_INITS, OPTIMIZERS, PRECISIONS, DataConfig, ExperimentConfig,
+    ModelConfig, TrainingConfig)
+from dsan_tf.models import registry
 
 FLAGS = flags.FLAGS
-_MODEL, _DATA, _TRAINING = DSANConfig(), DataConfig(), TrainingConfig()
-# DSANConfig fields that are not flags: the vocabulary decides the one, the task the other.
-_NOT_MODEL_FLAGS = ("vocab_size", "num_classes")
+_DATA, _TRAINING = DataConfig(), TrainingConfig()
+# --help's groups: absl lists a program's flags by the module name they were defined under.
+MODEL_GROUP = "model"
 
 
-def _once(define):
-    """Lets a program and a test both call a define function: the second call is a no-op."""
-    def wrapper():
-        if define.__name__ not in _DEFINED:
-            _DEFINED.add(define.__name__)
-            define()
-    wrapper.__name__, wrapper.__doc__ = define.__name__, define.__doc__
-    return wrapper
+def is_project_module(module):
+    """Whether absl's `module` name holds flags of this project: a program's (its script
+    path under `python -m`, or an `experiments` module) or a model group's."""
+    return (module.startswith(("experiments", MODEL_GROUP)) or module.endswith(".py"))
+
+
+def project_flags(values):
+    """The flags this project defined (not absl's own), each once."""
+    return list({flag.name: flag for module, module_flags in values.flags_by_module_dict().items()
+                 if is_project_module(module) for flag in module_flags}.values())
+
+
+def _once(topic):
+    """Decorates a define function: a program and a test may both call it (the second call
+    is a no-op), and the flags it defines are filed under `topic` for `--help`, unless it
+    filed them itself."""
+    def decorate(define):
+        def wrapper():
+            if define.__name__ not in _DEFINED:
+                _DEFINED.add(define.__name__)
+                before = set(FLAGS)
+                define()
+                for name in set(FLAGS) - before:
+                    TOPIC_OF.setdefault(name, topic)
+        wrapper.__name__, wrapper.__doc__ = define.__name__, define.__doc__
+        return wrapper
+    return decorate
 
 
 _DEFINED = set()
+# --help's topic of each flag the shared define functions made (a program's own flags are
+# shown under the program); the model flags are filed per family.
+TOPIC_OF = {}
+TOPICS = ("model", "data", "training", "output")
 # Source specs that name no local file (dsan_tf.data.sources).
 DATA_PREFIXES = ("tfds:", "synthetic:")
 
@@ -54,88 +78,70 @@ def require_existing(name, directory=False, prefixes=(), values=()):
     flags.register_validator(name, check)
 
 
-@_once
+def model_hyperparameters():
+    """{flag name: (`dataclasses.Field`, {family: its default})} over `ModelConfig` and
+    every family's configuration: one flag per field name, whichever families share it."""
+    found = {}
+    for name in MODELS:
+        config_class = registry.family(name).config
+        for field in config_class.hyperparameters():
+            entry = found.setdefault(field.name, (field, {}))
+            entry[1][name] = field.default
+    return found
+
+
+def _group(flag_name, defaults):
+    """The --help group of a model flag: "model" where every family has it, else the
+    families that do ("model: afdmn")."""
+    shared = {field.name for field in ModelConfig.hyperparameters()}
+    if flag_name in shared or len(defaults) == len(MODELS):
+        return MODEL_GROUP
+    return f"{MODEL_GROUP}: {', '.join(defaults)}"
+
+
+def _define_hyperparameter(field, defaults):
+    """One flag for a configuration field: its type, bounds or choices; the first
+    family's default, and a note where families' defaults differ."""
+    default = next(iter(defaults.values()))
+    help_text = field.metadata["help"]
+    if len(set(defaults.values())) > 1:
+        help_text += " Default per model: " + ", ".join(
+            f"{family} {value}" for family, value in defaults.items()) + "."
+    common = dict(module_name=_group(field.name, defaults))
+    bounds = {key: field.metadata[key] for key in ("lower_bound", "upper_bound")
+              if key in field.metadata}
+    if "choices" in field.metadata:
+        flags.DEFINE_enum(field.name, default, field.metadata["choices"], help_text, **common)
+    elif isinstance(default, bool):
+        flags.DEFINE_boolean(field.name, default, help_text, **common)
+    elif isinstance(default, int):
+        flags.DEFINE_integer(field.name, default, help_text, **bounds, **common)
+    elif isinstance(default, float):
+        flags.DEFINE_float(field.name, default, help_text, **bounds, **common)
+    else:
+        flags.DEFINE_string(field.name, default, help_text, **common)
+
+
+@_once("model")
 def define_model_flags():
-    """--model and one flag per `DSANConfig` field, same name."""
-    flags.DEFINE_enum("model", "dsan", MODELS,
-                      "Model: DSAN, the DiSAN baseline (Shen et al. 2017), the CBOW baseline "
-                      "or the Gaussian Transformer (Guo et al. 2019; model flags left unset "
-                      "take its paper's values: --num_heads=4 "
-                      "--distance_prior=gaussian_variant).")
-    flags.DEFINE_integer("embedding_dim", _MODEL.embedding_dim,
-                         "d_e: word-vector and block width.", lower_bound=1)
-    flags.DEFINE_integer("num_heads", _MODEL.num_heads, "h: attention heads (d_k = d_e / h).",
-                         lower_bound=1)
-    flags.DEFINE_integer("ffn_dim", _MODEL.ffn_dim,
-                         "d_ff: hidden width of the position-wise FFN.", lower_bound=1)
-    flags.DEFINE_float("dropout", _MODEL.dropout,
-                       "Dropout on the attention output, in the fusion gate and on the "
-                       "classifier's ReLU layer.", lower_bound=0.0, upper_bound=0.99)
-    flags.DEFINE_integer("classifier_units", _MODEL.classifier_units,
-                         "Width of the classifier's ReLU layer.", lower_bound=1)
-    flags.DEFINE_boolean("trainable_embeddings", _MODEL.trainable_embeddings,
-                         "Fine-tune the word vectors (the paper keeps GloVe frozen; "
-                         "--embeddings=random makes them trainable unless this is given).")
-    flags.DEFINE_float("layer_norm_epsilon", _MODEL.layer_norm_epsilon, "LayerNorm epsilon.")
-    _define_dsan_flags()
-    _define_rival_flags()
+    """--model and one flag per hyperparameter of the families' configurations, same
+    name; a flag left unset takes the chosen family's default (its paper's value)."""
+    flags.DEFINE_enum("model", registry.DEFAULT, MODELS, "The model family; the model flags left "
+                      "unset take its paper's values (docs/FIDELITY.md: each paper).",
+                      module_name=MODEL_GROUP)
+    for field, defaults in model_hyperparameters().values():
+        _define_hyperparameter(field, defaults)
+        TOPIC_OF[field.name] = _group(field.name, defaults)
 
 
-def _define_dsan_flags():
-    """DSAN's own choices: the distance prior, masks, fusion, pooling, Q/K/V norms."""
-    flags.DEFINE_enum("distance_prior", _MODEL.distance_prior, PRIORS,
-                      "Bias favouring nearby words: linear = alpha * M_dis (paper), none "
-                      "(Table 1 ablation), gaussian, gaussian_variant, zipf, learned "
-                      "(Gaussian Transformer).")
-    flags.DEFINE_float("distance_alpha", _MODEL.distance_alpha,
-                       "alpha: scale of the linear distance prior.")
-    flags.DEFINE_integer("prior_max_distance", _MODEL.prior_max_distance,
-                         "Learned prior: distances above this share one bias.")
-    flags.DEFINE_boolean("use_direction_mask", _MODEL.use_direction_mask,
-                         "Apply the forward/backward masks; false masks only the diagonal.")
-    flags.DEFINE_enum("fusion", _MODEL.fusion, FUSIONS,
-                      "Fusion gate on projected S^F, H^F (paper) or raw S, H (DiSAN).")
-    flags.DEFINE_enum("pooling", _MODEL.pooling, POOLINGS,
-                      "Sentence pooling: source2token + max (paper), source2token only, "
-                      "max only.")
-    flags.DEFINE_enum("qkv_norm", _MODEL.qkv_norm, QKV_NORMS,
-                      "LayerNorm of the Q, K, V projections: per head (d_k wide) or over the "
-                      "full d_e-wide projection before splitting into heads.")
-
-
-def _define_rival_flags():
-    """The Gaussian Transformer's and AF-DMN's sizes."""
-    flags.DEFINE_integer("model_dim", _MODEL.model_dim,
-                         "Gaussian Transformer: d_model, the width inside its blocks.")
-    flags.DEFINE_integer("num_encoder_blocks", _MODEL.num_encoder_blocks,
-                         "Gaussian Transformer: M, encoding blocks.")
-    flags.DEFINE_integer("num_interaction_blocks", _MODEL.num_interaction_blocks,
-                         "Gaussian Transformer: N, interaction blocks.")
-    flags.DEFINE_integer("char_dim", _MODEL.char_dim,
-                         "Gaussian Transformer: d_c, width of the fixed character 5-gram "
-                         "vectors.")
-    flags.DEFINE_integer("lstm_units", _MODEL.lstm_units,
-                         "AF-DMN: h, LSTM width per direction and MLP width.")
-    flags.DEFINE_integer("matching_blocks", _MODEL.matching_blocks,
-                         "AF-DMN: k, computational blocks of the matching layer.")
-    flags.DEFINE_enum("initialization", _MODEL.initialization, INITIALIZATIONS,
-                      "AF-DMN: how the encoder's and blocks' weights start: esim (ESIM's "
-                      "reference code, linked in Section 5.7: orthogonal square and recurrent "
-                      "blocks, N(0, s^2) the rest), uniform (Section 5.2 literally: U(-s, s); "
-                      "does not learn at 25k pairs) or glorot (Keras' Glorot uniform).")
-    flags.DEFINE_float("init_scale", _MODEL.init_scale,
-                       "AF-DMN: s of --initialization: esim's N(0, s^2), uniform's U(-s, s) "
-                       "(Section 5.2: 0.01).", lower_bound=0.0)
-
-
-@_once
+@_once("data")
 def define_reading_flags():
     """What every program that reads data needs: TFDS's directory and the batch size."""
     flags.DEFINE_string("tfds_data_dir", None, "TFDS data directory (default: TFDS's own).")
     flags.DEFINE_integer("batch_size", _DATA.batch_size, "Global batch size.", lower_bound=1)
 
 
-@_once
+@_once("data")
 def define_data_flags():
     """Data sources, text processing, batching and word vectors (`DataConfig`)."""
     define_reading_flags()
@@ -186,7 +192,7 @@ def define_data_flags():
                        "U(-oov_scale, oov_scale) (AF-DMN: 0.01).")
 
 
-@_once
+@_once("training")
 def define_training_flags():
     """Optimisation and precision (`TrainingConfig`)."""
     flags.DEFINE_float("learning_rate", _TRAINING.learning_rate, "Learning rate (with "
@@ -227,13 +233,13 @@ def define_training_flags():
                       "float16.")
 
 
-@_once
+@_once("output")
 def define_workdir_flag():
     flags.DEFINE_string("workdir", None, "Run directory of experiments.train: configuration, "
                         "vocabulary, checkpoints, TensorBoard logs, best model.")
 
 
-@_once
+@_once("output")
 def define_finished_workdir_flag():
     """--workdir of the programs that read a finished run (or an export): it must exist."""
     flags.DEFINE_string("workdir", None, "A finished experiments.train run directory, or an "
@@ -241,31 +247,39 @@ def define_finished_workdir_flag():
     require_existing("workdir", directory=True)
 
 
-@_once
+@_once("output")
 def define_output_flag():
     flags.DEFINE_string("output", None, "Write the results to this JSON file.")
 
 
 def model_config(values=FLAGS, **overrides):
-    """The `DSANConfig` the model flags describe; a bad combination raises
-    `flags.ValidationError` with one sentence."""
-    fields = [f.name for f in dataclasses.fields(DSANConfig) if f.name not in _NOT_MODEL_FLAGS]
-    config = {name: values[name].value for name in fields}
-    if "model" in values:  # flags left unset take the model's paper values
-        config.update({name: value for name, value in
-                       MODEL_DEFAULTS.get(values["model"].value, {}).items()
-                       if not values[name].present})
+    """The configuration of the --model family that the model flags describe: a flag left
+    unset takes the family's default; a bad combination raises `flags.ValidationError`
+    with one sentence."""
+    name = values["model"].value if "model" in values else registry.DEFAULT
+    config_class = registry.family(name).config
+    config = {field.name: values[field.name].value
+              for field in config_class.hyperparameters()
+              if field.name in values and values[field.name].present}
     if ("embeddings" in values and values["embeddings"].value == "random"
             and not values["trainable_embeddings"].present):
         config["trainable_embeddings"] = True  # random vectors must be learned
     config.update(overrides)
     try:
-        built = DSANConfig(**config)
-        if "model" in values:
-            check_model(values["model"].value, built)
-        return built
+        return config_class(**config)
     except ValueError as error:
         raise flags.ValidationError(f"bad model flags: {error}") from None
+
+
+def family_defaults(values=FLAGS):
+    """{flag: the --model family's default} for the model flags left unset whose flag
+    default is another family's (flags.txt records what they stood for)."""
+    if "model" not in values:
+        return {}
+    config_class = registry.family(values["model"].value).config
+    return {field.name: field.default for field in config_class.hyperparameters()
+            if field.name in values and not values[field.name].present
+            and values[field.name].value != field.default}
 
 
 def _from_flags(config_class, values):
@@ -293,17 +307,9 @@ def experiment_config(values=FLAGS, **model_overrides):
 def flagfile_lines(values=FLAGS, exclude=(), **resolved):
     """The program's own flags (not absl's, not those in `exclude`), with `resolved` values
     replacing the given ones, as --flagfile lines that repeat the run."""
-    resolved = dict(resolved)
-    if "model" in values:  # the model's paper values that unset flags stood for
-        for name, value in MODEL_DEFAULTS.get(values["model"].value, {}).items():
-            if name in values and not values[name].present:
-                resolved.setdefault(name, value)
-    # absl files a `python -m` program's own flags under its script path.
-    ours = [flag for module, module_flags in values.flags_by_module_dict().items()
-            if module.startswith("experiments") or module.endswith(".py")
-            for flag in module_flags]
+    resolved = dict(family_defaults(values), **resolved)
     lines = []
-    for flag in sorted({flag.name: flag for flag in ours}.values(), key=lambda f: f.name):
+    for flag in sorted(project_flags(values), key=lambda f: f.name):
         value = resolved.get(flag.name, flag.value)
         if value is None or flag.name in exclude:
             continue
@@ -314,6 +320,35 @@ def flagfile_lines(values=FLAGS, exclude=(), **resolved):
         else:
             lines.append(flag.serialize())
     return lines
+
+
+def short_help(values=FLAGS, program="this program"):
+    """`--help`: each flag on a line or two (its help's first sentence), grouped by topic
+    (model, each family's model flags, data, training, output, the program's own)."""
+    import re
+    import textwrap
+
+    groups = {}
+    for flag in sorted(project_flags(values), key=lambda f: (f.name != "model", f.name)):
+        groups.setdefault(TOPIC_OF.get(flag.name, program), []).append(flag)
+    first_family = lambda topic: MODELS.index(topic.split(": ")[1].split(", ")[0])  # noqa
+    order = ([MODEL_GROUP]
+             + sorted((t for t in groups if t.startswith(MODEL_GROUP + ":")), key=first_family)
+             + list(TOPICS[1:]) + [program])
+    lines = ["Flags by topic (--helpfull: every flag with its default and type; "
+             "--flagfile=FILE reads flags from a file, one per line, as "
+             "experiments/configs/*.cfg):"]
+    for topic in [t for t in order if t in groups]:
+        lines.append(f"\n{topic}:")
+        for flag in groups[topic]:
+            # The first sentence: a full stop before a capital, not "et al." or "e.g.".
+            text = " ".join(flag.help.split()).replace(".; repeat this option to specify a "
+                                                       "list of values", " (repeatable)")
+            first = re.split(r"(?<!al)(?<!e\.g)\.\s+(?=[A-Z])", text)[0].rstrip(".") + "."
+            default = "" if flag.default is None else f" ({flag.default_as_str.strip(chr(39))})"
+            lines += textwrap.wrap(f"--{flag.name}{default}: {first}", 96,
+                                   initial_indent="  ", subsequent_indent="      ")
+    return "\n".join(lines)
 
 
 def lengths(name, values=FLAGS):

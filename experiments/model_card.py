@@ -11,13 +11,15 @@ from experiments import rundir as run_files
 
 CARD = "MODEL_CARD.md"
 PAPER_SNLI_PAIRS = 549_367
-PAPERS = {
-    "dsan": "Im & Cho (2017), Distance-based Self-Attention Network for NLI",
-    "disan": "Shen et al. (2017), DiSAN (a baseline in the DSAN setting)",
-    "cbow": "a bag-of-words baseline",
-    "gaussian_transformer": "Guo, Zhang & Liu (2019), Gaussian Transformer",
-    "afdmn": "Duan et al. (2018), Attention-Fused Deep Matching Network",
-}
+
+
+def _paper(model):
+    from dsan_tf.models import registry
+
+    try:
+        return registry.family(model).paper
+    except ValueError:  # a run of a family this version no longer has
+        return "see docs/FIDELITY.md"
 
 
 def _flags(run):
@@ -58,7 +60,7 @@ def text(run):
         limits.insert(0, f"- {width}-d word vectors, not the papers' 300-d.")
     lines = [
         f"# Model card: {model}", "",
-        f"- Model: `{model}` ({PAPERS.get(model, 'see docs/FIDELITY.md')}), "
+        f"- Model: `{model}` ({_paper(model)}), "
         f"{params:,} trainable parameters excluding word embeddings." if params else
         f"- Model: `{model}`.",
         f"- Training data: {train or 'unknown'}.",

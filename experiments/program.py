@@ -121,7 +121,16 @@ def main(function=None, *, tensorflow=True):
 
 def parse_flags(argv):
     """absl's parsing, with a bad flag value reported as one sentence (`error: flag
-    --batch_size=0: 0 is not a positive integer`) instead of absl's usage banner."""
+    --batch_size=0: 0 is not a positive integer`) instead of absl's usage banner, and a
+    short `--help` grouped by topic (`--helpfull` stays absl's, every flag in full)."""
+    doc = (sys.modules["__main__"].__doc__ or "").strip()
+    if "--helpfull" in argv[1:]:  # absl's listing, which absl itself ends with status 1
+        print(f"{doc}\n\n{FLAGS.get_help()}")
+        sys.exit(0)
+    if any(arg in ("--help", "-h", "-?", "--helpshort") for arg in argv[1:]):
+        name = os.path.basename(argv[0]).removesuffix(".py")
+        print(f"{doc}\n\n{project_flags.short_help(FLAGS, program=name)}")
+        sys.exit(0)
     try:
         return FLAGS(argv)
     except flags.Error as error:
@@ -133,8 +142,6 @@ def run(main_function, define_flags):
     define_flags()
     # --help lists the "key flags" of sys.argv[0]: make every flag the program defined one,
     # the shared ones too, whether it runs as `python -m` or as a console script.
-    for module, module_flags in FLAGS.flags_by_module_dict().items():
-        if module.startswith("experiments") or module.endswith(".py"):
-            for flag in module_flags:
-                FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+    for flag in project_flags.project_flags(FLAGS):
+        FLAGS.register_key_flag_for_module(sys.argv[0], flag)
     app.run(main_function, flags_parser=parse_flags)

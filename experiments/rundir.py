@@ -127,16 +127,14 @@ class RunDirectory:
 
     def load(self):
         """(`NLIClassifier`, `NLIPreprocessor`, config dict) of a finished run."""
-        import keras
-
-        import dsan_tf.models  # noqa: F401  (registers the models for load_model)
         from dsan_tf.data import NLIPreprocessor
+        from dsan_tf.models import load_model
 
         self.require_finished()
         config = self.read_json(CONFIG)
         # Inference only: the optimizer's state (a loss-scale wrapper under mixed_float16)
         # is not needed.
-        model = keras.models.load_model(self.path(BEST), compile=False)
+        model = load_model(self.path(BEST), compile=False)
         return model, NLIPreprocessor.load(self.workdir), config
 
 

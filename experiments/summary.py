@@ -8,13 +8,12 @@ The last line is `params_excluding_embeddings=N` (trainable, word embeddings exc
 
 from absl import flags
 
+from dsan_tf.models import registry
 from experiments import flags as project_flags
 from experiments import program
 
 FLAGS = project_flags.FLAGS
 
-# As reported by Im & Cho (2017), Table 2, excluding word embeddings.
-PAPER_COUNTS = {"dsan": "4.7M", "disan": "2.4M"}
 
 
 def define_flags():
@@ -38,7 +37,8 @@ def main(argv):
         note = " (excluded below)" if name == "word_embedding" else ""
         label = f"  - {name.split('.')[1]}" if "." in name else name
         print(f"  {label:<20} {count:>12,}{note}")
-    reported = PAPER_COUNTS.get(FLAGS.model)
+    # As its paper reports it, excluding word embeddings (Im & Cho 2017, Table 2).
+    reported = registry.family(FLAGS.model).paper_parameters
     print(f"  {'total':<20} {total:>12,}" + (f"  (paper: {reported})" if reported else ""))
     print(f"params_excluding_embeddings={total}")
 

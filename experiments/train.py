@@ -44,7 +44,8 @@ def define_flags():
                          "(its files only) and train afresh; without it, a --workdir holding "
                          "a run of other flags is refused.")
     flags.DEFINE_string("probe_sentence", None, "Log the analysis figures of this sentence "
-                        "to TensorBoard at every epoch end (--model=dsan).")
+                        "to TensorBoard at every epoch end (models that show a sentence's attention: "
+                        "dsan).")
 
 
 def finished_line(results, model_path):
@@ -61,9 +62,13 @@ def main(argv):
                         train_data="the training data (see --helpfull)",
                         dev_data="the development data (see --helpfull)",
                         embeddings="a GloVe file, glove:840B.300d or random")
-    if FLAGS.probe_sentence and FLAGS.model != "dsan":
-        raise program.UsageError("--probe_sentence needs --model=dsan (the figures show "
-                                 "attention).")
+    if FLAGS.probe_sentence:
+        from dsan_tf.models import registry
+
+        showing = [name for name in registry.names() if registry.family(name).sentence_figures]
+        if FLAGS.model not in showing:
+            raise program.UsageError(f"--probe_sentence needs --model={'|'.join(showing)} "
+                                     "(the figures show one sentence's attention).")
     from experiments import distribute
     from experiments.rundir import BEST, HISTORY, RESULTS, RunDirectory
 

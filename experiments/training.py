@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from dsan_tf import data
 from dsan_tf.labels import LABELS, NON_ENTAILMENT_ID
+from dsan_tf.models import load_model
 from dsan_tf.serving import Predictor
 from experiments import callbacks, distribute, progress
 from experiments import rundir as run_files
@@ -181,7 +182,7 @@ def finish(run, model, inputs, nan_guard, export_dir=None, preprocessor=None):
     if not run.exists(run_files.BEST):
         raise UsageError("no epoch finished with a finite dev accuracy; nothing saved in "
                          f"{run.workdir}.")
-    best = keras.models.load_model(run.path(run_files.BEST))
+    best = load_model(run.path(run_files.BEST))
     results = {"best_epoch": run.read_json(run_files.BEST_INFO)["epoch"],
                "parameters": model.parameter_breakdown(),
                "best_weights_sha256": weights_digest(best)}

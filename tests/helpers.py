@@ -1,6 +1,7 @@
 """What several test modules share: running the programs, random ids, and one battery of
 checks every layer must pass (after keras-hub's `TestCase.run_layer_test`)."""
 
+import dataclasses
 import json
 import os
 import pathlib
@@ -13,6 +14,16 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
 SMALL = dict(vocab_size=50, embedding_dim=24, num_heads=4, ffn_dim=48, classifier_units=16)
+
+
+def config_for(name, **values):
+    """The configuration of family `name` with those of `values` it has (tests share one
+    size across families; a field one family lacks is left out)."""
+    from dsan_tf.config import model_config
+    from dsan_tf.models import registry
+
+    known = {field.name for field in dataclasses.fields(registry.family(name).config)}
+    return model_config(name, **{key: value for key, value in values.items() if key in known})
 
 
 def command(program, *flags):
@@ -133,8 +144,8 @@ import json, os, sys
 if os.environ["KERAS_BACKEND"] != "tensorflow":
     sys.modules["tensorflow"] = None  # loading needs Keras only
 import keras, numpy as np
-import dsan_tf.models  # registers the models and layers
-model = keras.models.load_model(sys.argv[1])
+import dsan_tf.models
+model = dsan_tf.models.load_model(sys.argv[1])  # registers the families' classes first
 inputs = dict(np.load(sys.argv[2]))
 print(json.dumps(keras.ops.convert_to_numpy(model(inputs, training=False)).tolist()))
 """

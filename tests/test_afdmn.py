@@ -8,9 +8,9 @@ import pytest
 
 from helpers import random_ids, reloaded_outputs
 
-from dsan_tf import DSANConfig, build_model
+from dsan_tf import build_model, model_config
 
-TINY = DSANConfig.for_model("afdmn", vocab_size=40, embedding_dim=12, lstm_units=8,
+TINY = model_config("afdmn", vocab_size=40, embedding_dim=12, lstm_units=8,
                             matching_blocks=2)
 
 
@@ -25,7 +25,7 @@ def pairs(rng):
 def test_paper_configuration():
     """Section 5.2: 300-d everything, k = 3 for SNLI, trainable GloVe, dropout 0.2; the
     prediction MLP of eq. (8) reads [mean; max] of both sentences, 8h wide."""
-    model = build_model("afdmn", DSANConfig.for_model("afdmn", vocab_size=5))
+    model = build_model("afdmn", model_config("afdmn", vocab_size=5))
     parts = model.parameter_breakdown()
     lstm = 2 * 4 * (300 * 300 + 300 * 300 + 300)  # BiLSTM(300) on 300-d inputs
     assert parts["encoder_bilstm"] == lstm

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dsan_tf import DSANConfig, build_model, plots
+from dsan_tf import DSANConfig, build_model, model_config, plots
 from dsan_tf.analysis import attention_by_distance, sentence_analysis
 from dsan_tf.models import AnalysisUnavailable
 
@@ -49,7 +49,7 @@ def test_figures_render(result, tmp_path):
 
 @pytest.mark.parametrize("name", ["cbow", "disan"])
 def test_other_backbones_say_what_they_cannot_show(name):
-    model = build_model(name, DSANConfig(vocab_size=10, embedding_dim=8, num_heads=2))
+    model = build_model(name, model_config(name, vocab_size=10, embedding_dim=8))
     with pytest.raises(AnalysisUnavailable, match="Figures 7-11") as raised:
         sentence_analysis(model.backbone, [2, 3])
     assert len(str(raised.value).rstrip(".").split(". ")) == 1  # one sentence

@@ -29,9 +29,8 @@ SAVE = """
 import json, os, sys
 if os.environ["KERAS_BACKEND"] != "tensorflow":
     sys.modules["tensorflow"] = None  # `import tensorflow` fails: the models need Keras only
-import dataclasses
 import keras, numpy as np
-from dsan_tf.config import MODELS, DSANConfig
+from dsan_tf.config import MODELS, model_config
 from dsan_tf.models import build_model
 from dsan_tf.optimization import compile_for_training
 
@@ -43,8 +42,7 @@ inputs = dict(np.load(sys.argv[2]))
 logits = {}
 for name in MODELS:
     keras.utils.set_random_seed(0)
-    config = dataclasses.replace(DSANConfig.for_model(name), vocab_size=50, embedding_dim=8,
-                                 **SMALL[name])
+    config = model_config(name, vocab_size=50, embedding_dim=8, **SMALL[name])
     model = compile_for_training(build_model(name, config))
     model.save(os.path.join(sys.argv[1], f"{backend}.{name}.keras"))
     logits[name] = model.predict_on_batch(inputs).tolist()
@@ -58,12 +56,12 @@ import json, os, sys
 if os.environ["KERAS_BACKEND"] != "tensorflow":
     sys.modules["tensorflow"] = None
 import keras, numpy as np
-import dsan_tf.models  # registers the layers and models
+import dsan_tf.models
 inputs = dict(np.load(sys.argv[2]))
 logits = {}
 for file in sorted(os.listdir(sys.argv[1])):
     if file.endswith(".keras"):
-        model = keras.models.load_model(os.path.join(sys.argv[1], file))
+        model = dsan_tf.models.load_model(os.path.join(sys.argv[1], file))
         logits[file] = model.predict_on_batch(inputs).tolist()
 print(json.dumps({"backend": keras.backend.backend(), "logits": logits}))
 """

@@ -96,6 +96,11 @@ def test_side_by_side_epoch_projection_and_table():
     per_length = {"8": {"train_pairs_per_sec": 64.0}, "16": {"train_pairs_per_sec": 32.0}}
     # 10 batches at T 8 (1 s each) and 5 at T 12, halfway to T 16's 2 s: 1.5 s each.
     assert project_epoch(profile, per_length, 64)["projected_seconds"] == pytest.approx(17.5)
+    # A busy machine timed T 16 faster than T 8: past the sweep the step time stays at the
+    # faster one's (1 s) instead of falling below zero.
+    noisy = {"8": {"train_pairs_per_sec": 32.0}, "16": {"train_pairs_per_sec": 64.0}}
+    long = {"pairs": 549_367, "cells": [[64, 64, 64 * 10]]}
+    assert project_epoch(long, noisy, 64)["projected_seconds"] == pytest.approx(10.0)
 
     def result(version, speeds):
         return {"machine": {"backend_version": version}, "by_length": {

@@ -12,11 +12,11 @@ import pytest
 
 from helpers import ENV, cli, ok, random_ids, reloaded_outputs
 
-from dsan_tf import DSANConfig, build_model
+from dsan_tf import build_model, model_config
 from dsan_tf.analysis import pair_analysis
-from dsan_tf.data.char_ngrams import char_ngram_vectors, ngrams
+from dsan_tf.models.gaussian_transformer.char_ngrams import char_ngram_vectors, ngrams
 
-TINY = DSANConfig.for_model("gaussian_transformer", vocab_size=40, embedding_dim=12,
+TINY = model_config("gaussian_transformer", vocab_size=40, embedding_dim=12,
                             char_dim=4, model_dim=16, num_encoder_blocks=1,
                             num_interaction_blocks=2)
 DEMO = ["--flagfile=experiments/configs/demo.cfg", "--model=gaussian_transformer",
@@ -37,7 +37,7 @@ def test_paper_configuration_has_the_papers_parameter_count():
     """Table 2: 665k parameters at M = 3, N = 2, H = 4, d_model = 120, d_w = 300, d_c = 30,
     the FFN d_model wide (eq. (11)); the frozen embeddings are not counted."""
     model = build_model("gaussian_transformer",
-                        DSANConfig.for_model("gaussian_transformer", vocab_size=5))
+                        model_config("gaussian_transformer", vocab_size=5))
     parts = model.parameter_breakdown()
     assert abs(parts["params_excluding_embeddings"] - 665_000) <= 0.03 * 665_000
     assert parts["embedding_block"] == (300 + 30) * 120  # W_e only, no bias (eq. (9))

@@ -5,19 +5,20 @@ import numpy as np
 import pytest
 
 from dsan_tf import layers
+from dsan_tf.models import afdmn, cbow, disan, dsan, gaussian_transformer
 from helpers import run_layer_test
 
 WIDTH, HEADS = 24, 4
 
 
 def block(direction, **kwargs):
-    return layers.DSANBlock(direction=direction, num_heads=HEADS,
+    return dsan.DSANBlock(direction=direction, num_heads=HEADS,
                                            ffn_dim=2 * WIDTH, **kwargs)
 
 
 def attention(**kwargs):
     kwargs.setdefault("direction", "forward")
-    return layers.MaskedMultiHeadAttention(num_heads=HEADS, **kwargs)
+    return dsan.MaskedMultiHeadAttention(num_heads=HEADS, **kwargs)
 
 
 def features(rng, batch=3, length=7):
@@ -28,7 +29,7 @@ def features(rng, batch=3, length=7):
 @pytest.mark.parametrize("direction", ["forward", "backward"])
 def test_direction_is_real(rng, direction, model):
     """Forward output at i ignores tokens after i; backward output ignores tokens before i."""
-    layer = block(direction) if model == "dsan" else layers.DiSABlock(direction)
+    layer = block(direction) if model == "dsan" else disan.DiSABlock(direction)
     x = features(rng)
     base = np.asarray(layer(x, training=False))
     length = x.shape[1]
@@ -95,7 +96,7 @@ def test_padded_keys_do_not_change_real_positions(rng):
 @pytest.mark.parametrize("policy", ["float32", "mixed_float16"])
 def test_one_token_sentences_are_finite(rng, policy):
     keras.config.set_dtype_policy(policy)
-    encoder = layers.DSANEncoder(num_heads=HEADS, ffn_dim=2 * WIDTH)
+    encoder = dsan.DSANEncoder(num_heads=HEADS, ffn_dim=2 * WIDTH)
     x = features(rng, batch=2, length=5)
     mask = np.array([[1, 0, 0, 0, 0], [1, 1, 1, 1, 1]], bool)
     vector, info = encoder(x, padding_mask=mask, return_intermediates=True)
@@ -188,59 +189,59 @@ DISTANCES = np.abs(np.arange(T)[:, None] - np.arange(T)).astype("int32")
 # name: (class, constructor arguments, positional inputs, keyword inputs, output shape,
 #        float32 output whatever the policy)
 LAYER_CASES = {
-    "attention": (layers.MaskedMultiHeadAttention,
+    "attention": (dsan.MaskedMultiHeadAttention,
                   dict(num_heads=HEADS, direction="backward", distance_alpha=0.7, dropout=0.2,
                        qkv_norm="full"), (X,), MASKED, (B, T, WIDTH), False),
     "fusion_gate": (layers.FusionGate, dict(fusion="raw", dropout=0.3), (X, X[:, ::-1]), {},
                     (B, T, WIDTH), False),
     "feed_forward": (layers.PositionwiseFeedForward, dict(ffn_dim=40), (X,), {},
                      (B, T, WIDTH), False),
-    "dsan_block": (layers.DSANBlock, dict(direction="backward", num_heads=HEADS, ffn_dim=48,
+    "dsan_block": (dsan.DSANBlock, dict(direction="backward", num_heads=HEADS, ffn_dim=48,
                                           distance_prior="gaussian", fusion="raw"),
                    (X,), MASKED, (B, T, WIDTH), False),
-    "dsan_encoder": (layers.DSANEncoder, dict(num_heads=HEADS, ffn_dim=32, pooling="multi_dim",
+    "dsan_encoder": (dsan.DSANEncoder, dict(num_heads=HEADS, ffn_dim=32, pooling="multi_dim",
                                               qkv_norm="full"),
                      (X,), MASKED, (B, 2 * WIDTH), False),
     "source2token": (layers.Source2TokenAttention, dict(layer_norm_epsilon=1e-3), (X,), MASKED,
                      (B, WIDTH), False),
     "max_pooling": (layers.MaskedMaxPooling, {}, (X,), MASKED, (B, WIDTH), False),
-    "token2token": (layers.MultiDimensionalTokenAttention, dict(direction="backward", scale=3.0),
+    "token2token": (disan.MultiDimensionalTokenAttention, dict(direction="backward", scale=3.0),
                     (X,), MASKED, (B, T, WIDTH), False),
-    "disa_block": (layers.DiSABlock, dict(direction="backward", dropout=0.2), (X,), MASKED,
+    "disa_block": (disan.DiSABlock, dict(direction="backward", dropout=0.2), (X,), MASKED,
                    (B, T, WIDTH), False),
-    "disan_encoder": (layers.DiSANEncoder, dict(dropout=0.2), (X,), MASKED, (B, 2 * WIDTH),
+    "disan_encoder": (disan.DiSANEncoder, dict(dropout=0.2), (X,), MASKED, (B, 2 * WIDTH),
                       False),
-    "bag_of_words": (layers.BagOfWordsEncoder, {}, (X,), MASKED, (B, WIDTH), False),
+    "bag_of_words": (cbow.BagOfWordsEncoder, {}, (X,), MASKED, (B, WIDTH), False),
     "distance_prior": (layers.DistancePrior, dict(prior="learned", max_distance=3),
                        (DISTANCES,), {}, (T, T), True),
     "layer_norm": (layers.LayerNorm, dict(epsilon=1e-3), (X,), {}, (B, T, WIDTH), False),
     "matching_features": (layers.MatchingFeatures, {}, (X[:, 0], X[:, 1]), {}, (B, 4 * WIDTH),
                           False),
-    "gaussian_self_attention": (layers.GaussianAttentionSublayer,
+    "gaussian_self_attention": (gaussian_transformer.GaussianAttentionSublayer,
                                 dict(num_heads=HEADS, distance_prior="gaussian", dropout=0.2),
                                 (X,), MASKED, (B, T, WIDTH), False),
-    "inter_attention": (layers.GaussianAttentionSublayer,
+    "inter_attention": (gaussian_transformer.GaussianAttentionSublayer,
                         dict(num_heads=HEADS, distance_prior="none"), (X,),
                         dict(padding_mask=MASK, context=X[:, :3], context_mask=MASK[:, :3]),
                         (B, T, WIDTH), False),
-    "gaussian_encoding_block": (layers.GaussianEncodingBlock,
+    "gaussian_encoding_block": (gaussian_transformer.GaussianEncodingBlock,
                                 dict(num_heads=HEADS, ffn_dim=16, distance_prior="gaussian"),
                                 (X,), MASKED, (B, T, WIDTH), False),
-    "interaction_block": (layers.InteractionBlock,
+    "interaction_block": (gaussian_transformer.InteractionBlock,
                           dict(num_heads=HEADS, ffn_dim=16, distance_prior="gaussian"),
                           (X, X[:, ::-1]), dict(premise_mask=MASK, hypothesis_mask=MASK),
                           (B, 2, T, WIDTH), False),
-    "siamese_aggregation": (layers.SiameseAggregation, dict(model_dim=WIDTH),
+    "siamese_aggregation": (gaussian_transformer.SiameseAggregation, dict(model_dim=WIDTH),
                             (X, X[:, ::-1]), MASKED, (B, WIDTH), False),
-    "gaussian_transformer_embedding": (layers.GaussianTransformerEmbedding,
+    "gaussian_transformer_embedding": (gaussian_transformer.GaussianTransformerEmbedding,
                                        dict(model_dim=8, dropout=0.2), (X,), {}, (B, T, 8),
                                        False),
-    "cross_attention": (layers.CrossAttention, {}, (X, X[:, ::-1]),
+    "cross_attention": (afdmn.CrossAttention, {}, (X, X[:, ::-1]),
                         dict(premise_mask=MASK, hypothesis_mask=MASK[::-1]),
                         (B, 2, T, WIDTH), False),
-    "attention_fusion": (layers.AttentionFusion, dict(units=6, dropout=0.2), (X, X[:, ::-1]),
+    "attention_fusion": (afdmn.AttentionFusion, dict(units=6, dropout=0.2), (X, X[:, ::-1]),
                          MASKED, (B, T, 12), False),
-    "computational_block": (layers.ComputationalBlock, dict(units=WIDTH // 2, dropout=0.2),
+    "computational_block": (afdmn.ComputationalBlock, dict(units=WIDTH // 2, dropout=0.2),
                             (X, X[:, ::-1]), dict(premise_mask=MASK, hypothesis_mask=MASK),
                             (B, 2, T, WIDTH), False),
     "classification_head": (layers.ClassificationHead,
@@ -250,9 +251,17 @@ LAYER_CASES = {
 
 
 def test_every_layer_has_a_case():
-    """A new layer is not forgotten by the battery below."""
-    exported = {getattr(layers, name) for name in layers.__all__
-                if issubclass(getattr(layers, name), keras.layers.Layer)}
+    """A new layer, shared or a family's, is not forgotten by the battery below: every
+    Keras layer registered under the package's name (backbones and task models aside)."""
+    from dsan_tf.models import registry
+
+    registry.import_keras_classes()
+    exported = {value for key, value in keras.saving.get_custom_objects().items()
+                if key.startswith("dsan_tf>") and isinstance(value, type)
+                and issubclass(value, keras.layers.Layer)
+                and not issubclass(value, keras.Model)}
+    assert {getattr(layers, name) for name in layers.__all__
+            if issubclass(getattr(layers, name), keras.layers.Layer)} <= exported
     tested = {case[0] for case in LAYER_CASES.values()}
     assert exported - tested == set()
 

@@ -6,11 +6,13 @@ import keras
 import numpy as np
 import pytest
 
-from helpers import random_ids, reloaded_outputs
+from helpers import config_for, random_ids, reloaded_outputs
 
-from dsan_tf import DSANConfig, build_model
+from dsan_tf import DSANConfig, build_model, model_config
 from dsan_tf.models import Backbone, NLIClassifier, PairBackbone
-from dsan_tf.layers import ClassificationHead, DiSANEncoder, DSANEncoder
+from dsan_tf.layers import ClassificationHead
+from dsan_tf.models.disan import DiSANEncoder
+from dsan_tf.models.dsan import DSANEncoder
 
 
 def batch(rng, batch_size=4, premise_length=7, hypothesis_length=5):
@@ -35,7 +37,7 @@ def test_inputs_and_outputs(small_config, rng):
 @pytest.mark.parametrize("policy", ["float32", "mixed_float16"])
 def test_appending_padding_never_changes_logits(small_config, rng, policy, name):
     keras.config.set_dtype_policy(policy)
-    model = build_model(name, small_config)
+    model = build_model(name, config_for(name, **small_config.to_dict()))
     inputs = batch(rng)
     # Ragged real lengths inside the batch, including a one-token premise.
     inputs["premise"][1, 1:] = 0
@@ -108,7 +110,7 @@ def test_disan_parameter_count():
     """DiSAN at d = 300 (Shen et al. report 2.4M): each block is the ELU map (D² + D),
     W1, W2 and b (2D² + D) and the raw fusion gate (2D² + D + 4D of LayerNorm)."""
     d = 300
-    parts = build_model("disan", PAPER).parameter_breakdown()
+    parts = build_model("disan", model_config("disan", vocab_size=10)).parameter_breakdown()
     block = (d * d + d) + (2 * d * d + d) + (2 * d * d + d + 4 * d)
     assert parts["forward_block"] == parts["backward_block"] == block
     source2token = 2 * ((2 * d) ** 2 + 2 * d) + 2 * (2 * 2 * d)
@@ -132,9 +134,11 @@ def test_frozen_and_trainable_embeddings(small_config, rng):
 
 def test_config_errors_name_the_field():
     with pytest.raises(ValueError, match="embedding_dim=30 must be divisible by num_heads"):
-        build_model("dsan", DSANConfig(embedding_dim=30, num_heads=4, vocab_size=10))
+        DSANConfig(embedding_dim=30, num_heads=4, vocab_size=10)
     with pytest.raises(ValueError, match="model_dim=30 must be divisible by num_heads"):
-        build_model("gaussian_transformer", DSANConfig(model_dim=30, num_heads=4, vocab_size=9))
+        model_config("gaussian_transformer", model_dim=30, num_heads=4, vocab_size=9)
+    with pytest.raises(ValueError, match="configuration class GaussianTransformerConfig, got a DSANConfig"):
+        build_model("gaussian_transformer", DSANConfig(vocab_size=9))
     with pytest.raises(ValueError, match="pooling"):
         DSANConfig(pooling="mean")
     with pytest.raises(ValueError, match="unknown DSANConfig field"):
@@ -148,7 +152,7 @@ def test_config_errors_name_the_field():
     ("dsan", dict(distance_prior="learned", pooling="multi_dim", fusion="raw")),
     ("disan", {}), ("cbow", {})])
 def test_keras_file_reloads_in_a_fresh_process(small_config, rng, tmp_path, name, changes):
-    model = build_model(name, dataclasses.replace(small_config, **changes))
+    model = build_model(name, config_for(name, **{**small_config.to_dict(), **changes}))
     model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(True))
     inputs = batch(rng)
     inputs["hypothesis"][0, 2:] = 0
@@ -222,7 +226,7 @@ def test_no_two_kernels_start_equal(small_config, initializer):
 def test_backbone_alone_embeds_sentences_and_reloads(small_config, rng, tmp_path, name):
     """A sentence-encoder backbone is a model of its own: ids in, one vector per sentence
     out, the same vectors inside the classifier, and a `.keras` file of its own."""
-    model = build_model(name, small_config)
+    model = build_model(name, config_for(name, **small_config.to_dict()))
     backbone = model.backbone
     ids = random_ids(rng, 3, 6)
     vectors = np.asarray(backbone(ids, training=False))

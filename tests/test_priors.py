@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from dsan_tf import DSANConfig, build_model, layers, masks
-from dsan_tf.config import PRIORS
+from dsan_tf.models import dsan
+from dsan_tf.models.config import PRIORS
 
 D = np.abs(np.arange(6)[:, None] - np.arange(6)[None, :])
 
@@ -78,7 +79,7 @@ def test_prior_adds_only_its_scalars(prior, extra):
 @pytest.mark.parametrize("prior", PRIORS)
 def test_every_prior_keeps_masking_exact_and_finite_in_half_precision(rng, prior):
     keras.config.set_dtype_policy("mixed_float16")
-    layer = layers.MaskedMultiHeadAttention(num_heads=4, direction="forward",
+    layer = dsan.MaskedMultiHeadAttention(num_heads=4, direction="forward",
                                             distance_prior=prior)
     x = (rng.normal(size=(2, 6, 16)) * 30).astype("float32")
     padding = np.array([[True] * 6, [True] * 4 + [False] * 2])

@@ -9,7 +9,7 @@ import keras
 from keras import ops
 
 from dsan_tf import masks
-from dsan_tf.config import QKV_NORMS
+from dsan_tf.models.dsan.config import QKV_NORMS
 from dsan_tf.layers.distance_prior import DistancePrior
 from dsan_tf.layers.layer_norm import LayerNorm
 from dsan_tf.layers.utils import clone_initializer

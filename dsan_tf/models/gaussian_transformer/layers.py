@@ -11,7 +11,7 @@ import numpy as np
 from keras import ops
 
 from dsan_tf.layers.feed_forward import PositionwiseFeedForward
-from dsan_tf.layers.gaussian_attention import GaussianAttentionSublayer
+from dsan_tf.models.gaussian_transformer.attention import GaussianAttentionSublayer
 from dsan_tf.layers.utils import clone_initializer
 
 

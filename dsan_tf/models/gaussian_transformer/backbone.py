@@ -8,7 +8,7 @@ import keras
 from keras import ops
 
 from dsan_tf import masks
-from dsan_tf.layers.gaussian_transformer import (
+from dsan_tf.models.gaussian_transformer.layers import (
     GaussianEncodingBlock, GaussianTransformerEmbedding, InteractionBlock, SiameseAggregation)
 from dsan_tf.models.backbone import PairBackbone
 
@@ -26,7 +26,7 @@ class GaussianTransformerBackbone(PairBackbone):
 
     The frozen token embedding holds [x^(w) : x^(c)] per vocabulary word, W = d_w + d_c
     wide: the word vector and the max-pooled character 5-gram vector (eq. (6), from
-    `dsan_tf.data.char_ngrams`); both are fixed, so storing their concatenation is the
+    `dsan_tf.models.gaussian_transformer.char_ngrams`); both are fixed, so storing their concatenation is the
     same as concatenating them per token. `NLITask.build_model` fills it.
 
     Args:

@@ -6,8 +6,8 @@ Shape legend: B batch, T tokens, D word width (d_e), H heads, F FFN hidden width
 import keras
 from keras import ops
 
-from dsan_tf.config import POOLINGS
-from dsan_tf.layers.dsan_block import DSANBlock
+from dsan_tf.models.dsan.config import POOLINGS
+from dsan_tf.models.dsan.block import DSANBlock
 from dsan_tf.layers.pooling import MaskedMaxPooling, Source2TokenAttention
 from dsan_tf.layers.utils import clone_initializer
 

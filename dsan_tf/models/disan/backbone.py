@@ -5,7 +5,7 @@ Shape legend: B batch, T tokens, D word width, E sentence-vector width (2D).
 
 import keras
 
-from dsan_tf.layers import DiSANEncoder
+from dsan_tf.models.disan.layers import DiSANEncoder
 from dsan_tf.models.backbone import SentenceEncoderBackbone
 
 

@@ -7,7 +7,7 @@ Shape legend: B batch, T tokens, D word width (d_e), E sentence-vector width (4Â
 import keras
 
 from dsan_tf import masks
-from dsan_tf.layers import DSANEncoder
+from dsan_tf.models.dsan.encoder import DSANEncoder
 from dsan_tf.models.backbone import SentenceEncoderBackbone
 
 

@@ -8,8 +8,8 @@ import keras
 from keras import ops
 
 from dsan_tf import masks
-from dsan_tf.config import INITIALIZATIONS
-from dsan_tf.layers.afdmn import ComputationalBlock, ESIMInitializer, bilstm
+from dsan_tf.models.afdmn.config import INITIALIZATIONS
+from dsan_tf.models.afdmn.layers import ComputationalBlock, ESIMInitializer, bilstm
 from dsan_tf.models.backbone import PairBackbone
 
 SIDES = ("premise", "hypothesis")

@@ -5,7 +5,7 @@ Shape legend: B batch, T tokens, D width, H heads, F FFN hidden width.
 
 import keras
 
-from dsan_tf.layers.attention import MaskedMultiHeadAttention
+from dsan_tf.models.dsan.attention import MaskedMultiHeadAttention
 from dsan_tf.layers.feed_forward import PositionwiseFeedForward
 from dsan_tf.layers.fusion import FusionGate
 from dsan_tf.layers.utils import clone_initializer

@@ -1,0 +1,36 @@
+"""AF-DMN (Duan et al. 2018), a joint model: a BiLSTM encoder shared by both sentences, k
+computational blocks (cross attention, fusion, self-attention, fusion), mean and max
+pooling, a tanh MLP; docs/FIDELITY.md rows 57-68."""
+
+from dsan_tf.models.afdmn.config import AFDMNConfig
+from dsan_tf.models.registry import Family, lazy_attributes, register
+
+
+def _backbone(config, vocabulary_size):
+    from dsan_tf.models.afdmn.backbone import AFDMNBackbone
+
+    return AFDMNBackbone(vocabulary_size=vocabulary_size, embedding_dim=config.embedding_dim,
+                         trainable_embeddings=config.trainable_embeddings,
+                         units=config.lstm_units, num_blocks=config.matching_blocks,
+                         dropout=config.dropout, initialization=config.initialization,
+                         init_scale=config.init_scale)
+
+
+def _head(config):
+    """Eq. (8): a tanh layer h wide; dropout on "all MLPs" (Section 5.2): its input and its
+    hidden layer."""
+    return dict(hidden_units=config.lstm_units, dropout=config.dropout,
+                input_dropout=config.dropout, hidden_layer_norm=False,
+                hidden_activation="tanh")
+
+
+FAMILY = register(Family(
+    name="afdmn", paper="Duan et al. (2018), Attention-Fused Deep Matching Network",
+    config=AFDMNConfig,
+    backbone=_backbone, head=_head, joint=True,
+    modules=("dsan_tf.models.afdmn.layers", "dsan_tf.models.afdmn.backbone")))
+
+__getattr__ = lazy_attributes(__name__, {
+    "AFDMNBackbone": "backbone", "initializer": "backbone", "ESIMInitializer": "layers",
+    "CrossAttention": "layers", "AttentionFusion": "layers",
+    "ComputationalBlock": "layers", "bilstm": "layers"})

@@ -1,0 +1,13 @@
+"""CBOW's hyperparameters: the shared ones and DSAN's classifier."""
+
+import dataclasses
+
+from dsan_tf.models.config import ModelConfig, hyperparameter
+
+
+@dataclasses.dataclass
+class CBOWConfig(ModelConfig):
+    """`ModelConfig` and `classifier_units`, the width of DSAN's classifier's ReLU layer."""
+
+    classifier_units: int = hyperparameter(300, "Width of the classifier's ReLU layer.",
+                                           lower_bound=1)

@@ -1,0 +1,67 @@
+"""DSAN's hyperparameters; defaults are the paper's (Im & Cho 2017: Section 4.1 for the
+classifier, 4.2.4 for d_ff = 4·d_e, 5.2 for d_e, h, α, dropout and LayerNorm)."""
+
+import dataclasses
+
+from dsan_tf.models.config import FUSIONS, PRIORS, ModelConfig, check_choice, hyperparameter
+
+POOLINGS = ("multi_dim_max", "multi_dim", "max")
+QKV_NORMS = ("per_head", "full")
+
+
+@dataclasses.dataclass
+class DSANConfig(ModelConfig):
+    """`ModelConfig` (d_e = embedding_dim, the width of every block; dropout on the
+    attention output, inside the fusion gate (Section 5.2) and on the classifier's ReLU
+    layer (Section 4.1)) and:
+
+    Attributes:
+        num_heads: h (5); d_k = embedding_dim / num_heads.
+        ffn_dim: d_ff (4·d_e = 1200).
+        distance_prior: one of `PRIORS`: "linear" is the paper's α·M_dis, "none" its Table 1
+            ablation; the others are the Gaussian Transformer paper's (`DistancePrior`).
+        distance_alpha: α (1.5) of the linear prior, fixed, not trained.
+        prior_max_distance: distances above this share one bias of the learned prior.
+        use_direction_mask: apply M_dir; False masks only the diagonal.
+        fusion: "projected" (the paper: gate the projected S^F, H^F) or "raw" (DiSAN's).
+        pooling: "multi_dim_max" (the paper), "multi_dim" or "max".
+        qkv_norm: LayerNorm of the Q, K, V projections: "per_head" (each head's d_k-wide
+            projection, eq. 8's W_i) or "full" (the d_e-wide projection of all heads).
+        classifier_units: width of the classifier's ReLU layer (300).
+    """
+
+    num_heads: int = hyperparameter(5, "h: attention heads (d_k = d_e / h).", lower_bound=1)
+    ffn_dim: int = hyperparameter(1200, "d_ff: hidden width of the position-wise FFN.",
+                                  lower_bound=1)
+    distance_prior: str = hyperparameter(
+        "linear", "Bias favouring nearby words: linear = alpha * M_dis (DSAN), none (its "
+        "Table 1 ablation), gaussian, gaussian_variant, zipf, learned (the Gaussian "
+        "Transformer paper's).", choices=PRIORS)
+    distance_alpha: float = hyperparameter(1.5, "alpha: scale of the linear distance prior.")
+    prior_max_distance: int = hyperparameter(
+        10, "Learned prior: distances above this share one bias.", lower_bound=1)
+    use_direction_mask: bool = hyperparameter(
+        True, "Apply the forward/backward masks; false masks only the diagonal.")
+    fusion: str = hyperparameter(
+        "projected", "Fusion gate on projected S^F, H^F (paper) or raw S, H (DiSAN's).",
+        choices=FUSIONS)
+    pooling: str = hyperparameter(
+        "multi_dim_max", "Sentence pooling: source2token + max (paper), source2token only, "
+        "max only.", choices=POOLINGS)
+    qkv_norm: str = hyperparameter(
+        "per_head", "LayerNorm of the Q, K, V projections: per head (d_k wide) or over the "
+        "full d_e-wide projection before splitting into heads.", choices=QKV_NORMS)
+    classifier_units: int = hyperparameter(300, "Width of the classifier's ReLU layer.",
+                                           lower_bound=1)
+
+    def validate(self):
+        super().validate()
+        check_choice("distance_prior", self.distance_prior, PRIORS)
+        check_choice("fusion", self.fusion, FUSIONS)
+        check_choice("pooling", self.pooling, POOLINGS)
+        check_choice("qkv_norm", self.qkv_norm, QKV_NORMS)
+        if self.num_heads <= 0 or self.embedding_dim % self.num_heads:
+            raise ValueError(f"embedding_dim={self.embedding_dim} must be divisible by "
+                             f"num_heads={self.num_heads}.")
+        if self.prior_max_distance < 1:
+            raise ValueError(f"prior_max_distance must be >= 1, got {self.prior_max_distance}.")

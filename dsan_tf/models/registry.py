@@ -1,0 +1,105 @@
+"""The model families by name. Each family lives in its own package,
+`dsan_tf.models.<name>` (its layers, backbone and configuration), and registers one `Family`
+when imported; `PACKAGES` lists them. Plain Python: a family's builders import Keras only
+when called, so programs can list and check families without loading it.
+"""
+
+import dataclasses
+import importlib
+from typing import Callable
+
+# The registration: adding a family is one package and one name here.
+PACKAGES = ("dsan", "disan", "cbow", "gaussian_transformer", "afdmn")
+DEFAULT = PACKAGES[0]  # the model this project reproduces; the others are its rivals
+
+_FAMILIES = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """What the rest of the project needs to know of a model family.
+
+    Attributes:
+        name: the `--model` value.
+        paper: the paper it reproduces, as the model card cites it.
+        config: its configuration class (a `dsan_tf.models.config.ModelConfig` with its
+            own fields; defaults are its paper's).
+        backbone: (config, vocabulary_size) -> its `Backbone` (imports Keras).
+        head: (config) -> keyword arguments of `NLIClassifier`'s head (its paper's
+            prediction layers).
+        modules: the modules that define its Keras classes, imported before a `.keras`
+            file is read.
+        joint: reads premise and hypothesis together (a `PairBackbone`).
+        feature_width: (config) -> width of the frozen token features `build_model` takes
+            (the word vectors, unless the family adds its own).
+        token_features: None, or (config, vocabulary, word_vectors, seed) -> float32 [V,
+            feature_width]: features made from the vocabulary beside the word vectors.
+        forward_flops: None, or (config, premise_length, hypothesis_length) -> FLOPs of one
+            pair's forward pass (the benchmark's roofline).
+        paper_parameters: the paper's parameter count, as printed ("4.7M"), or "".
+        sentence_figures: its backbone shows one sentence's attention, gates and pooling
+            (`sentence_intermediates`: `experiments.train --probe_sentence`, the Section
+            5.5 figures).
+    """
+
+    name: str
+    paper: str
+    config: type
+    backbone: Callable
+    head: Callable
+    modules: tuple
+    joint: bool = False
+    feature_width: Callable = lambda config: config.embedding_dim
+    token_features: Callable | None = None
+    forward_flops: Callable | None = None
+    paper_parameters: str = ""
+    sentence_figures: bool = False
+
+
+def register(family):
+    """Adds `family` (a `Family`) under its name; called by its package on import."""
+    if family.name not in PACKAGES:
+        raise ValueError(f"model family {family.name!r}: its package must be named as it "
+                         "and listed in dsan_tf.models.registry.PACKAGES.")
+    if family.name in _FAMILIES and _FAMILIES[family.name] != family:
+        raise ValueError(f"model family {family.name!r} is registered twice.")
+    _FAMILIES[family.name] = family
+    return family
+
+
+def _load():
+    for package in PACKAGES:
+        importlib.import_module(f"dsan_tf.models.{package}")
+
+
+def names():
+    """The registered families' names, in `PACKAGES` order (whichever was imported
+    first)."""
+    _load()
+    return tuple(name for name in PACKAGES if name in _FAMILIES)
+
+
+def family(name):
+    """The `Family` called `name`; ValueError naming the choices otherwise."""
+    _load()
+    if name not in _FAMILIES:
+        raise ValueError(f"model must be one of {names()}, got {name!r}.")
+    return _FAMILIES[name]
+
+
+def import_keras_classes():
+    """Imports every family's Keras classes (registering them for `.keras` files)."""
+    for name in names():
+        for module in _FAMILIES[name].modules:
+            importlib.import_module(module)
+
+
+def lazy_attributes(package, exports):
+    """A module-level `__getattr__` for a family's package: each name of `exports`
+    ({name: submodule}) is imported from `package.submodule` on first use, so importing
+    the package (and registering the family) loads no Keras."""
+    def __getattr__(name):
+        if name in exports:
+            return getattr(importlib.import_module(f"{package}.{exports[name]}"), name)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    return __getattr__

@@ -1,0 +1,76 @@
+"""Model families by name (`dsan_tf.models.registry`): one package and one registration
+each, their own configuration fields, and no family named in code outside its package."""
+
+import dataclasses
+import re
+import subprocess
+import sys
+
+import pytest
+
+from helpers import ENV, ROOT, ok
+
+from dsan_tf.models import registry
+from dsan_tf.models.config import ModelConfig
+
+# Study tooling may name the rows it trains (the issue's exception for "the study's list of
+# rows"), as tests, configs and docs may.
+STUDY_TOOLING = {"experiments/results.py", "experiments/study_report.py",
+                 "experiments/afdmn_init.py"}
+
+
+def test_families_are_listed_in_registration_order_whatever_is_imported_first():
+    probe = ("import dsan_tf.models.afdmn, dsan_tf.models.cbow; import dsan_tf.config as c; "
+             "from experiments import flags; flags.define_model_flags(); "
+             "print(','.join(c.MODELS)); print(flags.FLAGS['model'].default)")
+    found = ok(subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=ENV,
+                              capture_output=True, text=True, timeout=120)).split()
+    assert found == [",".join(registry.PACKAGES), registry.PACKAGES[0]]
+
+
+def test_a_family_outside_the_registration_list_is_refused():
+    stray = registry.Family(name="esim", paper="Chen et al. (2017)", config=ModelConfig,
+                            backbone=lambda config, size: None, head=lambda config: {},
+                            modules=())
+    with pytest.raises(ValueError, match="listed in dsan_tf.models.registry.PACKAGES"):
+        registry.register(stray)
+    with pytest.raises(ValueError, match="model must be one of"):
+        registry.family("esim")
+
+
+@pytest.mark.parametrize("name", registry.PACKAGES)
+def test_a_familys_configuration_holds_only_fields_its_code_reads(name):
+    """Every field a family adds to `ModelConfig` is read in its own package (a field no
+    code of the family reads would be another family's)."""
+    own = {field.name for field in dataclasses.fields(registry.family(name).config)} - {
+        field.name for field in dataclasses.fields(ModelConfig)}
+    source = "".join(path.read_text() for path in
+                     (ROOT / "dsan_tf" / "models" / name).glob("*.py")
+                     if path.name != "config.py")
+    unread = sorted(field for field in own if f"config.{field}" not in source)
+    assert not unread, f"{name}'s configuration has fields its code never reads: {unread}"
+
+
+def test_a_family_is_named_in_code_outside_its_package_in_one_file_at_most():
+    """Adding a family is its package plus one name in `registry.PACKAGES`: no other
+    module of the library or the programs names it in code (string literals)."""
+    files = [path for folder in ("dsan_tf", "experiments")
+             for path in (ROOT / folder).rglob("*.py")]
+    for name in registry.PACKAGES:
+        package = ROOT / "dsan_tf" / "models" / name
+        literal = re.compile(rf"""["']{name}["']""")
+        naming = sorted(str(path.relative_to(ROOT)) for path in files
+                        if package not in path.parents
+                        and str(path.relative_to(ROOT)) not in STUDY_TOOLING
+                        and literal.search(path.read_text()))
+        assert naming == ["dsan_tf/models/registry.py"], (name, naming)
+
+
+def test_every_family_builds_from_its_own_configuration_only():
+    """`build_model` refuses another family's configuration, in one sentence naming the
+    class it takes."""
+    from dsan_tf import build_model, model_config
+
+    with pytest.raises(ValueError, match="configuration class AFDMNConfig, got a DSANConfig"):
+        build_model("afdmn", model_config("dsan", vocab_size=5))
+    assert isinstance(model_config("afdmn"), registry.family("afdmn").config)
