@@ -84,3 +84,19 @@ class ModelConfig:
     @classmethod
     def from_json(cls, text):
         return cls.from_dict(json.loads(text))
+
+
+def with_default(name, default):
+    """`ModelConfig`'s field `name`, its help and limits kept, with a family's own default
+    (its paper's)."""
+    field = next(field for field in dataclasses.fields(ModelConfig) if field.name == name)
+    return dataclasses.field(default=default, metadata=field.metadata)
+
+
+@dataclasses.dataclass
+class SentenceEncoderConfig(ModelConfig):
+    """A family that encodes each sentence alone and classifies [u; v; |u − v|; u * v]
+    with DSAN's classifier (Section 4.1): `classifier_units`, its ReLU layer's width."""
+
+    classifier_units: int = hyperparameter(300, "Width of the classifier's ReLU layer.",
+                                           lower_bound=1)

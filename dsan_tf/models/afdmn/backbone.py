@@ -18,9 +18,9 @@ SIDES = ("premise", "hypothesis")
 def initializer(initialization, scale):
     """The starting weights of AF-DMN's encoder and blocks: "esim", as the reference code
     the paper links (Section 5.7; `ESIMInitializer`: orthogonal square and recurrent
-    blocks, N(0, s²) the rest); "uniform", Section 5.2 read literally (U(−s, s) everything, recurrent
-    kernels included; at 25k pairs it does not learn); "glorot", Keras' Glorot uniform
-    for every kernel, recurrent ones included."""
+    blocks, N(0, s²) the rest); "uniform", Section 5.2 read literally (U(−s, s)
+    everything, recurrent kernels included; at 25k pairs it does not learn); "glorot",
+    Keras' Glorot uniform for every kernel, recurrent ones included."""
     if initialization == "esim":
         return ESIMInitializer(scale)
     if initialization == "uniform":

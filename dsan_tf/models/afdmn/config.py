@@ -4,7 +4,7 @@ paper links (Section 5.7; docs/FIDELITY.md rows 63 and 67)."""
 
 import dataclasses
 
-from dsan_tf.models.config import ModelConfig, check_choice, hyperparameter
+from dsan_tf.models.config import ModelConfig, check_choice, hyperparameter, with_default
 
 INITIALIZATIONS = ("esim", "uniform", "glorot")
 
@@ -22,12 +22,8 @@ class AFDMNConfig(ModelConfig):
         init_scale: s, ESIM's N(0, s²) and the literal U(−s, s) (0.01).
     """
 
-    dropout: float = hyperparameter(
-        0.2, "Dropout rate (where it applies: the model's paper, docs/FIDELITY.md).",
-        lower_bound=0.0, upper_bound=0.99)
-    trainable_embeddings: bool = hyperparameter(
-        True, "Fine-tune the word vectors (DSAN keeps GloVe frozen; --embeddings=random "
-        "makes them trainable unless this is given).")
+    dropout: float = with_default("dropout", 0.2)
+    trainable_embeddings: bool = with_default("trainable_embeddings", True)
     lstm_units: int = hyperparameter(300, "h: LSTM width per direction and MLP width.",
                                      lower_bound=1)
     matching_blocks: int = hyperparameter(

@@ -2,12 +2,9 @@
 
 import dataclasses
 
-from dsan_tf.models.config import ModelConfig, hyperparameter
+from dsan_tf.models.config import SentenceEncoderConfig
 
 
 @dataclasses.dataclass
-class CBOWConfig(ModelConfig):
-    """`ModelConfig` and `classifier_units`, the width of DSAN's classifier's ReLU layer."""
-
-    classifier_units: int = hyperparameter(300, "Width of the classifier's ReLU layer.",
-                                           lower_bound=1)
+class CBOWConfig(SentenceEncoderConfig):
+    """`SentenceEncoderConfig`: the mean of the word vectors needs nothing more."""

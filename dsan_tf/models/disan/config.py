@@ -2,13 +2,10 @@
 
 import dataclasses
 
-from dsan_tf.models.config import ModelConfig, hyperparameter
+from dsan_tf.models.config import SentenceEncoderConfig
 
 
 @dataclasses.dataclass
-class DiSANConfig(ModelConfig):
-    """`ModelConfig` (D = embedding_dim) and `classifier_units`, the width of DSAN's
-    classifier's ReLU layer (300)."""
-
-    classifier_units: int = hyperparameter(300, "Width of the classifier's ReLU layer.",
-                                           lower_bound=1)
+class DiSANConfig(SentenceEncoderConfig):
+    """`SentenceEncoderConfig` (D = embedding_dim; DSAN's classifier): DiSAN adds no
+    hyperparameter of its own in DSAN's setting."""

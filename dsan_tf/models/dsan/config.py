@@ -3,15 +3,16 @@ classifier, 4.2.4 for d_ff = 4·d_e, 5.2 for d_e, h, α, dropout and LayerNorm).
 
 import dataclasses
 
-from dsan_tf.models.config import FUSIONS, PRIORS, ModelConfig, check_choice, hyperparameter
+from dsan_tf.models.config import (
+    FUSIONS, PRIORS, SentenceEncoderConfig, check_choice, hyperparameter)
 
 POOLINGS = ("multi_dim_max", "multi_dim", "max")
 QKV_NORMS = ("per_head", "full")
 
 
 @dataclasses.dataclass
-class DSANConfig(ModelConfig):
-    """`ModelConfig` (d_e = embedding_dim, the width of every block; dropout on the
+class DSANConfig(SentenceEncoderConfig):
+    """`SentenceEncoderConfig` (d_e = embedding_dim, the width of every block; dropout on the
     attention output, inside the fusion gate (Section 5.2) and on the classifier's ReLU
     layer (Section 4.1)) and:
 
@@ -27,7 +28,6 @@ class DSANConfig(ModelConfig):
         pooling: "multi_dim_max" (the paper), "multi_dim" or "max".
         qkv_norm: LayerNorm of the Q, K, V projections: "per_head" (each head's d_k-wide
             projection, eq. 8's W_i) or "full" (the d_e-wide projection of all heads).
-        classifier_units: width of the classifier's ReLU layer (300).
     """
 
     num_heads: int = hyperparameter(5, "h: attention heads (d_k = d_e / h).", lower_bound=1)
@@ -51,8 +51,6 @@ class DSANConfig(ModelConfig):
     qkv_norm: str = hyperparameter(
         "per_head", "LayerNorm of the Q, K, V projections: per head (d_k wide) or over the "
         "full d_e-wide projection before splitting into heads.", choices=QKV_NORMS)
-    classifier_units: int = hyperparameter(300, "Width of the classifier's ReLU layer.",
-                                           lower_bound=1)
 
     def validate(self):
         super().validate()
