@@ -14,9 +14,6 @@ EXPORT_DIR/1)` or `keras.layers.TFSMLayer`, or serve it with TF Serving's model 
 hold the model and its `NLIPreprocessor` for Keras users.
 """
 
-import os
-import shutil
-
 from absl import flags
 
 from experiments import flags as project_flags
@@ -37,21 +34,11 @@ def define_flags():
 def main(argv):
     program.check_start(argv, export_dir="where to write the SavedModel")
     program.require_tensorflow_backend("experiments.export")
-    from dsan_tf.serving import Predictor, version_dir  # TensorFlow loads here
-    from experiments.rundir import BEST, RunDirectory
-
-    run = RunDirectory(FLAGS.workdir)
-    model, preprocessor, _ = run.load()
-    target = version_dir(FLAGS.export_dir, FLAGS.version)
-    if os.path.exists(target):
-        raise program.UsageError(f"{target} exists: choose another --version or leave it out.")
-    Predictor(model, preprocessor).export(target)
-    shutil.copy(run.path(BEST), os.path.join(target, "model.keras"))
-    preprocessor.save(target)
     from experiments import model_card
+    from experiments.rundir import RunDirectory
 
-    model_card.write(run, target)
-    print(f"SavedModel, model.keras and {model_card.CARD}: {target}")
+    target = RunDirectory(FLAGS.workdir).export(FLAGS.export_dir, FLAGS.version)
+    print(f"SavedModel, model.keras, the preprocessor and {model_card.CARD}: {target}")
 
 
 def cli():

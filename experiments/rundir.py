@@ -137,6 +137,25 @@ class RunDirectory:
         model = load_model(self.path(BEST), compile=False)
         return model, NLIPreprocessor.load(self.workdir), config
 
+    def export(self, export_dir, version=None):
+        """Exports the run's best model to EXPORT_DIR/<version>/ (TF Serving's layout; the
+        next free version by default): the SavedModel of raw strings, `model.keras`, the
+        preprocessor (`vocab.json`, `preprocessor.json`) and the model card. The one export
+        of a run, for `experiments.train --export_dir` and `experiments.export` alike.
+        Returns the version's directory."""
+        from dsan_tf.serving import Predictor, version_dir  # TensorFlow loads here
+        from experiments import model_card
+
+        target = version_dir(export_dir, version)
+        if os.path.exists(target):
+            raise UsageError(f"{target} exists: choose another --version or leave it out.")
+        model, preprocessor, _ = self.load()
+        Predictor(model, preprocessor).export(target)
+        shutil.copy(self.path(BEST), os.path.join(target, "model.keras"))
+        preprocessor.save(target)
+        model_card.write(self, target)
+        return target
+
 
 def read_flagfile_lines(lines):
     """As `read_flagfile`, from the lines themselves (comments and blank lines skipped)."""

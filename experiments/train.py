@@ -119,8 +119,7 @@ def train(config, run):
     shared, nan_guard = training.make_callbacks(run, task, prepared, inputs,
                                                 FLAGS.log_every_steps, FLAGS.probe_sentence)
     training.fit(model, strategy, FLAGS.strategy, inputs, shared, run, config.training.epochs)
-    return training.finish(run, model, inputs, nan_guard, FLAGS.export_dir,
-                           prepared.preprocessor)
+    return training.finish(run, model, inputs, nan_guard, FLAGS.export_dir)
 
 
 def cli():

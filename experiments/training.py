@@ -15,7 +15,6 @@ import tensorflow as tf
 from dsan_tf import data
 from dsan_tf.labels import LABELS, NON_ENTAILMENT_ID
 from dsan_tf.models import load_model
-from dsan_tf.serving import Predictor
 from experiments import callbacks, distribute, progress
 from experiments import rundir as run_files
 from experiments.program import UsageError
@@ -174,7 +173,7 @@ def weights_digest(model):
     return digest.hexdigest()
 
 
-def finish(run, model, inputs, nan_guard, export_dir=None, preprocessor=None):
+def finish(run, model, inputs, nan_guard, export_dir=None):
     """Evaluates the best epoch's model on dev (and test), writes results.json, exports
     it when asked. Returns the results dict."""
     if nan_guard.message:
@@ -200,11 +199,7 @@ def finish(run, model, inputs, nan_guard, export_dir=None, preprocessor=None):
     from experiments import model_card
 
     model_card.write(run)
-    if export_dir:
-        from dsan_tf.serving import version_dir
-
-        target = version_dir(export_dir)
-        Predictor(best, preprocessor).export(target)
-        model_card.write(run, target)
-        print(f"SavedModel: {target}")
+    if export_dir:  # the same complete export as experiments.export
+        print(f"SavedModel, model.keras, the preprocessor and {model_card.CARD}: "
+              f"{run.export(export_dir)}")
     return results

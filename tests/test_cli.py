@@ -120,6 +120,10 @@ def test_export_runs_without_our_package(demo, tmp_path):
     assert taken.returncode != 0 and "exists: choose another --version" in taken.stderr
     version = export / "1"
     assert (version / "saved_model.pb").exists() and (version / "model.keras").exists()
+    # `train --export_dir` wrote the same complete export (one export path for both).
+    files = lambda root: sorted(str(p.relative_to(root)) for p in root.rglob("*")  # noqa
+                                if p.is_file())
+    assert files(workdir / "export" / "1") == files(version)
     card = (version / "MODEL_CARD.md").read_text()  # the run's card travels with the model
     assert card == (workdir / "MODEL_CARD.md").read_text()
     assert "- dev accuracy: " in card and "python -m experiments.train " in card
