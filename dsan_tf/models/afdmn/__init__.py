@@ -11,7 +11,8 @@ def _backbone(config, vocabulary_size):
 
     return AFDMNBackbone(vocabulary_size=vocabulary_size, embedding_dim=config.embedding_dim,
                          trainable_embeddings=config.trainable_embeddings,
-                         units=config.lstm_units, num_blocks=config.matching_blocks,
+                         lstm_units=config.lstm_units,
+                         matching_blocks=config.matching_blocks,
                          dropout=config.dropout, initialization=config.initialization,
                          init_scale=config.init_scale)
 

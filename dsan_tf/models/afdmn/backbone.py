@@ -43,8 +43,8 @@ class AFDMNBackbone(PairBackbone):
     Args:
         vocabulary_size: int, V.
         embedding_dim: D.
-        units: h (300): LSTM width per direction and MLP width.
-        num_blocks: k (3 for SNLI, 2 for MultiNLI).
+        lstm_units: h (300): LSTM width per direction and MLP width.
+        matching_blocks: k (3 for SNLI, 2 for MultiNLI).
         dropout: on the word embeddings and every MLP's input (0.2).
         initialization: how the encoder's and blocks' weights start, one of
             `INITIALIZATIONS` (`initializer`): "esim" (ESIM's reference code, the paper's
@@ -60,10 +60,13 @@ class AFDMNBackbone(PairBackbone):
         float [B, 8h].
     """
 
-    def __init__(self, vocabulary_size, embedding_dim=300, units=300, num_blocks=3, dropout=0.2,
-                 initialization="esim", init_scale=0.01, trainable_embeddings=True, **kwargs):
+    def __init__(self, vocabulary_size, embedding_dim=300, lstm_units=300, matching_blocks=3,
+                 dropout=0.2, initialization="esim", init_scale=0.01,
+                 trainable_embeddings=True, **kwargs):
         super().__init__(vocabulary_size, embedding_dim, trainable_embeddings, **kwargs)
-        self.units, self.num_blocks, self.dropout = units, num_blocks, dropout
+        self.lstm_units, self.matching_blocks = lstm_units, matching_blocks
+        self.dropout = dropout
+        units = lstm_units
         self.initialization, self.init_scale = initialization, init_scale
         start = initializer(initialization, init_scale)
         self._make_token_embedding()
@@ -71,11 +74,11 @@ class AFDMNBackbone(PairBackbone):
         self.encoder = bilstm(units, "encoder_bilstm", self.dtype_policy, start)
         self.blocks = [ComputationalBlock(units, dropout, kernel_initializer=start,
                                           name=f"block_{i}", dtype=self.dtype_policy)
-                       for i in range(num_blocks)]
+                       for i in range(matching_blocks)]
 
     @property
     def output_dim(self):
-        return 8 * self.units
+        return 8 * self.lstm_units
 
     def call(self, inputs, training=None):
         return self.pair_intermediates(inputs, training=training)["features"]
@@ -114,6 +117,13 @@ class AFDMNBackbone(PairBackbone):
                 *[(block.name, block) for block in self.blocks]]
 
     def get_config(self):
-        return dict(super().get_config(), units=self.units, num_blocks=self.num_blocks,
-                    dropout=self.dropout, initialization=self.initialization,
-                    init_scale=self.init_scale)
+        return dict(super().get_config(), lstm_units=self.lstm_units,
+                    matching_blocks=self.matching_blocks, dropout=self.dropout,
+                    initialization=self.initialization, init_scale=self.init_scale)
+
+    @classmethod
+    def from_config(cls, config):
+        # `.keras` files saved before the constructor took the config's names.
+        renamed = {"units": "lstm_units", "num_blocks": "matching_blocks"}
+        return super().from_config({renamed.get(key, key): value
+                                    for key, value in config.items()})

@@ -10,7 +10,7 @@ def _backbone(config, vocabulary_size):
     from dsan_tf.models.gaussian_transformer.backbone import GaussianTransformerBackbone
 
     return GaussianTransformerBackbone(
-        vocabulary_size=vocabulary_size, word_dim=config.embedding_dim,
+        vocabulary_size=vocabulary_size, embedding_dim=config.embedding_dim,
         char_dim=config.char_dim, model_dim=config.model_dim, num_heads=config.num_heads,
         num_encoder_blocks=config.num_encoder_blocks,
         num_interaction_blocks=config.num_interaction_blocks,

@@ -31,7 +31,8 @@ class GaussianTransformerBackbone(PairBackbone):
 
     Args:
         vocabulary_size: int, V.
-        word_dim: d_w (the paper: 300).
+        embedding_dim: d_w (the paper: 300), the word vectors' width (the token table is
+            d_w + d_c wide: the character 5-gram vectors sit beside them).
         char_dim: d_c (30).
         model_dim: D (120).
         num_heads: H (4).
@@ -52,12 +53,14 @@ class GaussianTransformerBackbone(PairBackbone):
         float [B, 2D].
     """
 
-    def __init__(self, vocabulary_size, word_dim=300, char_dim=30, model_dim=120, num_heads=4,
+    def __init__(self, vocabulary_size, embedding_dim=300, char_dim=30, model_dim=120,
+                 num_heads=4,
                  num_encoder_blocks=3, num_interaction_blocks=2, ffn_dim=None,
                  distance_prior="gaussian_variant", dropout=0.1, layer_norm_epsilon=1e-5,
                  trainable_embeddings=False, **kwargs):
-        super().__init__(vocabulary_size, word_dim + char_dim, trainable_embeddings, **kwargs)
-        self.word_dim, self.char_dim = word_dim, char_dim
+        super().__init__(vocabulary_size, embedding_dim + char_dim, trainable_embeddings,
+                         **kwargs)
+        self.word_dim, self.char_dim = embedding_dim, char_dim
         self.model_dim, self.num_heads = model_dim, num_heads
         self.num_encoder_blocks = num_encoder_blocks
         self.num_interaction_blocks = num_interaction_blocks
@@ -125,11 +128,19 @@ class GaussianTransformerBackbone(PairBackbone):
 
     def get_config(self):
         config = super().get_config()
-        del config["embedding_dim"]  # word_dim + char_dim
-        config.update(word_dim=self.word_dim, char_dim=self.char_dim,
+        # The constructor's embedding_dim is d_w; the table's width, d_w + d_c, follows.
+        config.update(embedding_dim=self.word_dim, char_dim=self.char_dim,
                       model_dim=self.model_dim, num_heads=self.num_heads,
                       num_encoder_blocks=self.num_encoder_blocks,
                       num_interaction_blocks=self.num_interaction_blocks,
                       ffn_dim=self.ffn_dim, distance_prior=self.distance_prior,
                       dropout=self.dropout, layer_norm_epsilon=self.layer_norm_epsilon)
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        # `.keras` files saved before the constructor took the config's names.
+        if "word_dim" in config:
+            config = dict(config, embedding_dim=config["word_dim"])
+            del config["word_dim"]
+        return super().from_config(config)
