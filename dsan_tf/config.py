@@ -193,3 +193,24 @@ class ExperimentConfig:
 
     def to_dict(self):
         return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """How a run is carried out, beside what it trains (`ExperimentConfig`).
+
+    Args:
+        strategy: "default", "mirrored", "multi_worker" or "tpu" (tf.distribute).
+        tpu: the TPU's name or grpc:// address for strategy "tpu" ("" for this VM's).
+        logical_cpus: split the CPU into this many logical devices (0 or 1: don't).
+        log_every_steps: TensorBoard's training summaries every N steps.
+        probe_sentence: log this sentence's analysis figures at every epoch end.
+        export_dir: export the best model to EXPORT_DIR/<next version>/ at the end.
+    """
+
+    strategy: str = "default"
+    tpu: str = ""
+    logical_cpus: int = 0
+    log_every_steps: int = 100
+    probe_sentence: str | None = None
+    export_dir: str | None = None

@@ -9,12 +9,14 @@ Shape legend: B sentences or pairs, C classes, E sentence-vector width.
 """
 
 import collections
+import os
 import warnings
 
 import keras
 import numpy as np
 import tensorflow as tf
 
+from dsan_tf import rundir
 from dsan_tf.labels import LABELS
 
 
@@ -113,8 +115,6 @@ class EnsemblePredictor:
 def version_dir(export_dir, version=None):
     """Where an export goes in TF Serving's layout, EXPORT_DIR/<version>/: `version`, or
     one more than the largest integer-named folder already there (1 for the first)."""
-    import os
-
     if version is None:
         taken = [int(name) for name in (os.listdir(export_dir) if os.path.isdir(export_dir)
                                         else []) if name.isdigit()]
@@ -125,8 +125,6 @@ def version_dir(export_dir, version=None):
 
 
 def _newest_version(path):
-    import os
-
     versions = [int(name) for name in os.listdir(path)
                 if name.isdigit() and os.path.isdir(os.path.join(path, name))]
     return os.path.join(path, str(max(versions))) if versions else path
@@ -265,27 +263,19 @@ def load(path):
     """A `LoadedModel` from a run directory of `experiments.train`, an export of
     `experiments.export` (EXPORT_DIR or one of its versions; the newest by default), or any
     SavedModel with the export's signatures."""
-    import os
-
-    from dsan_tf.data import NLIPreprocessor
-    from dsan_tf.models import load_model
-
     if not os.path.isdir(path):
         raise ValueError(f"{path} is not a directory: give a run directory or an export.")
     path = _newest_version(path)
-    for name in ("best.keras", "model.keras"):
-        if (os.path.exists(os.path.join(path, name))
-                and os.path.exists(os.path.join(path, "preprocessor.json"))):
-            model = load_model(os.path.join(path, name), compile=False)
-            predictor = Predictor(model, NLIPreprocessor.load(path))
-            encode = None if model.backbone.pair_input else predictor.encode
-            return LoadedModel(predictor.classify, encode, path,
-                               predictor.preprocessor.max_length)
+    if rundir.model_file(path):
+        predictor = Predictor(*rundir.load_model_files(path))
+        encode = None if predictor.model.backbone.pair_input else predictor.encode
+        return LoadedModel(predictor.classify, encode, path,
+                           predictor.preprocessor.max_length)
     if os.path.exists(os.path.join(path, "saved_model.pb")):
         saved = tf.saved_model.load(path)
         classify = saved.signatures["serving_default"]
         encode = saved.signatures.get("encode")
         return LoadedModel(lambda p, h: classify(premise=p, hypothesis=h),
                            encode and (lambda s: encode(sentences=s)), path)
-    raise ValueError(f"{path} holds neither a trained model (best.keras or model.keras with "
-                     "preprocessor.json) nor a SavedModel.")
+    raise ValueError(f"{path} holds neither a trained model ({rundir.BEST} or {rundir.MODEL} "
+                     f"with {rundir.PREPROCESSOR}) nor a SavedModel.")

@@ -15,8 +15,8 @@ import keras
 import numpy as np
 from absl import flags
 
-from experiments import flags as project_flags
-from experiments import program
+from dsan_tf.programs import flags as project_flags
+from dsan_tf.programs import program
 
 FLAGS = project_flags.FLAGS
 ADAM_EPSILON = keras.optimizers.Adam().epsilon

@@ -43,8 +43,10 @@ from absl import flags
 
 from dsan_tf.optimization import default_jit_compile
 from dsan_tf.task import NLITask
-from experiments import backends, program, rundir
-from experiments import flags as project_flags
+from dsan_tf import rundir
+from dsan_tf.programs import program
+from experiments import backends
+from dsan_tf.programs import flags as project_flags
 
 FLAGS = project_flags.FLAGS
 SNLI_TRAIN_PAIRS = 549_367
@@ -311,7 +313,7 @@ def side_by_side(names, lengths):
         "backends", "output", "benchmark_lengths", "sweep", "length_profile"))
     results = {}
     with tempfile.TemporaryDirectory() as directory:
-        flagfile = os.path.join(directory, "flags.txt")
+        flagfile = os.path.join(directory, rundir.FLAGFILE)
         with open(flagfile, "w", encoding="utf-8") as stream:
             stream.write("\n".join(own) + "\n")
         for name in names:

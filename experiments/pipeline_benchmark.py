@@ -17,8 +17,8 @@ import time
 from absl import flags
 
 from dsan_tf.config import BATCHINGS
-from experiments import flags as project_flags
-from experiments import program
+from dsan_tf.programs import flags as project_flags
+from dsan_tf.programs import program
 
 FLAGS = project_flags.FLAGS
 

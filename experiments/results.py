@@ -25,9 +25,10 @@ import time
 
 from absl import flags
 
-from experiments import flags as project_flags
-from experiments import program
-from experiments.rundir import read_history, read_json, write_json
+from dsan_tf.programs import flags as project_flags
+from dsan_tf.programs import program
+from dsan_tf import rundir
+from dsan_tf.rundir import read_history, read_json, write_json
 
 FLAGS = project_flags.FLAGS
 CONFIG_FILE = "experiments/configs/snli25k_glove50.cfg"
@@ -346,7 +347,7 @@ def perform(run, settings, record_dir):
     # Only the main SNLI runs need predictions (paired tests) and MultiNLI; SICK and the
     # learning curve read train's own results.json.
     evaluate = evaluate_command(run, shared, root) if run.task == "snli" else None
-    steps = [(train, "train.log", "results.json")]
+    steps = [(train, "train.log", rundir.RESULTS)]
     if evaluate:
         steps.append((evaluate, "evaluate.log", "evaluation.json"))
     started, trained_here = time.perf_counter(), False
@@ -376,7 +377,7 @@ def perform_ensemble(run, settings, record_path, root, workdir, digest):
     seeds = member_seeds(run.variant, settings.max_seeds)
     members = [os.path.join(root, "snli", run.variant.ensemble_of, f"seed{seed}")
                for seed in seeds]
-    missing = [m for m in members if not os.path.exists(os.path.join(m, "results.json"))]
+    missing = [m for m in members if not os.path.exists(os.path.join(m, rundir.RESULTS))]
     if missing:
         return {"error": f"needs the trained run directories {missing} (train them with "
                          f"--variants={run.variant.ensemble_of} on this machine first)"}
@@ -412,7 +413,7 @@ def perform_ensemble(run, settings, record_path, root, workdir, digest):
 
 def summarize(run, workdir, shared):
     """What the table needs from a finished run directory."""
-    trained = read_json(os.path.join(workdir, "results.json"))
+    trained = read_json(os.path.join(workdir, rundir.RESULTS))
     record = {"run": run.name, "variant": run.variant.key, "seed": run.seed, "task": run.task,
               "params": trained["parameters"]["params_excluding_embeddings"],
               "best_epoch": trained["best_epoch"], "epochs": trained["epochs"],
@@ -422,7 +423,7 @@ def summarize(run, workdir, shared):
         record["test_accuracy"] = trained["test_accuracy"]
     # Per epoch: train loss and accuracy, dev loss and accuracy, learning rate, steps so
     # far, seconds; under- and over-fitting show here, not in the final numbers.
-    record["history"] = read_history(os.path.join(workdir, "history.csv"))
+    record["history"] = read_history(os.path.join(workdir, rundir.HISTORY))
     if run.task == "snli":
         sources = read_json(os.path.join(workdir, "evaluation.json"))["sources"]
         dev = sources[os.path.join(shared, SNLI["dev_data"])]

@@ -15,8 +15,8 @@ import json
 
 from absl import flags
 
-from experiments import flags as project_flags
-from experiments import program
+from dsan_tf.programs import flags as project_flags
+from dsan_tf.programs import program
 
 FLAGS = project_flags.FLAGS
 SHOWN = 10  # disagreements printed per file

@@ -266,8 +266,11 @@ PROGRAMS = ("train", "evaluate", "embed", "ensemble", "export", "predict", "summ
 
 def test_help_does_not_load_tensorflow():
     """`--help` lists a program's flags without importing TensorFlow (0.3 s, not 5 s)."""
-    probe = ("import importlib, sys; [importlib.import_module(f'experiments.{p}') for p in "
-             f"{PROGRAMS!r}]; print('tensorflow' in sys.modules, 'keras' in sys.modules)")
+    probe = ("import importlib, importlib.util, sys; "
+             "[importlib.import_module(f'{package}.{p}') for p in "
+             f"{PROGRAMS!r} for package in ('experiments', 'dsan_tf.programs') "
+             "if importlib.util.find_spec(f'{package}.{p}')]; "
+             "print('tensorflow' in sys.modules, 'keras' in sys.modules)")
     loaded = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=ENV,
                             capture_output=True, text=True, timeout=120)
     assert ok(loaded).split() == ["False", "False"]
@@ -389,6 +392,12 @@ def test_ensemble_export_serves_the_mean_of_its_members(demo, cbow_run, tmp_path
     card = (export / "MODEL_CARD.md").read_text()
     assert "an ensemble of 2 runs" in card and "synthetic:word_order/dev: accuracy" in card
     assert card.count("- dev accuracy: ") == 2  # each member's card
+    # Complete, as a run's export: each member's model and preprocessor, in --workdir order.
+    for number, member in enumerate((workdir, cbow_run), 1):
+        files = export / "members" / str(number)
+        assert (files / "model.keras").read_bytes() == (member / "best.keras").read_bytes()
+        for name in ("vocab.json", "preprocessor.json", "MODEL_CARD.md"):
+            assert (files / name).read_text() == (member / name).read_text(), name
 
     def served(path):
         return json.loads(ok(subprocess.run(

@@ -11,8 +11,9 @@ import pytest
 
 from helpers import ROOT, cli, ok
 
-from experiments import flags as project_flags
-from experiments import results, train
+from dsan_tf.programs import flags as project_flags
+from dsan_tf.programs import train
+from experiments import results
 
 WORDS = ("a man woman dog cat sleeps runs eats rests sits is not the person animal "
          "outside inside").split()

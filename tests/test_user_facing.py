@@ -10,7 +10,7 @@ import pytest
 from dsan_tf import DSANConfig, build_model, plots
 from dsan_tf.data import NLIPreprocessor, Vocabulary
 from dsan_tf.serving import LoadedModel, Predictor, TruncationWarning
-from experiments import progress
+from dsan_tf import progress
 
 WORDS = ["the", "dog", "cat", "saw", "a"]
 

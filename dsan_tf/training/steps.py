@@ -1,6 +1,7 @@
-"""The steps of `experiments.train`, each a function of explicit arguments: the data, the
-model, the callbacks, the fit and the final results. `experiments.train.main` calls them in
-order; the `NLITask` builds the parts.
+"""A training run, as functions of explicit arguments: `train_run` claims the run
+directory and calls `train`, which calls the steps in order (devices, data, model,
+callbacks, fit, results); the `NLITask` builds the parts. `dsan_tf.programs.train` parses
+its flags into the `ExperimentConfig` and `RunOptions` (`dsan_tf.config`) these take.
 """
 
 import dataclasses
@@ -12,12 +13,87 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from dsan_tf import data
+from dsan_tf import data, model_card, progress
+from dsan_tf import rundir as run_files
 from dsan_tf.labels import LABELS, NON_ENTAILMENT_ID
-from dsan_tf.models import load_model
-from experiments import callbacks, distribute, progress
-from experiments import rundir as run_files
-from experiments.program import UsageError
+from dsan_tf.errors import UsageError
+from dsan_tf.export import export_run
+from dsan_tf.models import load_model, registry
+from dsan_tf.task import NLITask
+from dsan_tf.training import callbacks, distribute
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainOutcome:
+    """What `train_run` did: `state` ("new", "resume" or "finished": nothing trained),
+    the run directory and its results.json."""
+
+    state: str
+    workdir: str
+    results: dict
+
+    def summary(self):
+        """The line a run ends with (scripts read it): dev (and test) accuracy, best epoch."""
+        results = self.results
+        test = (f", test accuracy {results['test_accuracy']:.4f}"
+                if "test_accuracy" in results else "")
+        return (f"dev accuracy {results['dev_accuracy']:.4f} (best epoch "
+                f"{results['best_epoch']}){test}; model: "
+                f"{os.path.join(self.workdir, run_files.BEST)}")
+
+
+def train_run(workdir, config, options, flag_lines, overwrite=False):
+    """Trains `config` in the run directory `workdir`, resuming what an interrupted run of
+    the same `flag_lines` (flags.txt) left there; a finished run is not trained again.
+
+    Args:
+        workdir: the run directory (each worker's own under strategy "multi_worker").
+        config: `ExperimentConfig`, what to train.
+        options: `dsan_tf.config.RunOptions`, how.
+        flag_lines: the resolved flags as flags.txt lines: what the run is.
+        overwrite: replace what an earlier run left in `workdir` (its files only).
+
+    Returns:
+        `TrainOutcome`.
+    """
+    if options.probe_sentence and not registry.family(config.model).sentence_figures:
+        showing = [name for name in registry.names() if registry.family(name).sentence_figures]
+        raise UsageError(f"--probe_sentence needs --model={'|'.join(showing)} (the figures "
+                         "show one sentence's attention).")
+    if options.strategy == "multi_worker":
+        workdir = distribute.worker_dir(workdir)
+    created = not os.path.isdir(workdir)
+    run = run_files.RunDirectory(workdir)
+    state = run.claim(flag_lines, overwrite=overwrite)
+    if state == "finished":
+        return TrainOutcome(state, workdir, run.read_json(run_files.RESULTS))
+    try:
+        results = train(config, run, options)
+    except BaseException:
+        if state == "new" and not run.exists(run_files.HISTORY):  # no epoch: nothing to keep
+            run.discard(remove_directory=created)
+        raise
+    return TrainOutcome(state, workdir, results)
+
+
+def train(config, run, options):
+    """Trains `config` (`ExperimentConfig`) in the claimed `RunDirectory` `run` as
+    `options` (`dsan_tf.config.RunOptions`) say; returns the results dict that results.json holds."""
+    strategy = set_up(config, options.strategy, options.tpu, options.logical_cpus)
+    task = NLITask(config)
+    prepared = prepare_data(task, run)
+    inputs = {split: task.build_inputs(pairs, training=split == "train",
+                                       static_shapes=options.strategy == "tpu")
+              for split, pairs in prepared.encoded.items()}
+    padding = data.padding_fraction(inputs["train"])
+    print(f"vocabulary: {prepared.preprocessor.vocabulary_size:,} ids; training batches hold "
+          f"{padding:.1%} padding")
+    model = build(task, strategy, prepared)
+    write_config(run, task, prepared, model, strategy, padding, options.strategy)
+    shared, nan_guard = make_callbacks(run, task, prepared, inputs, options.log_every_steps,
+                                       options.probe_sentence)
+    fit(model, strategy, options.strategy, inputs, shared, run, config.training.epochs)
+    return finish(run, model, inputs, nan_guard, options.export_dir)
 
 
 @dataclasses.dataclass
@@ -196,10 +272,8 @@ def finish(run, model, inputs, nan_guard, export_dir=None):
     results["seconds_per_epoch"] = sum(seconds) / len(seconds) if seconds else None
     results["epochs"] = len(history)
     run.write_json(run_files.RESULTS, results)
-    from experiments import model_card
-
     model_card.write(run)
     if export_dir:  # the same complete export as experiments.export
         print(f"SavedModel, model.keras, the preprocessor and {model_card.CARD}: "
-              f"{run.export(export_dir)}")
+              f"{export_run(run, export_dir)}")
     return results

@@ -1,26 +1,25 @@
 """What every program does the same way: start, check its flags, load TensorFlow quietly,
 and stop with one sentence (no traceback) on a user's mistake.
 
-Library code raises (`UsageError` here, `dsan_tf.data.DataError`, ValueError for bad
+Library code raises (`dsan_tf.errors.UsageError`, `dsan_tf.data.DataError`, ValueError for bad
 model settings); only `main` turns that into an exit. Flag values are checked while flags
 are parsed (absl's `lower_bound`, `flags.require_existing`), before TensorFlow loads.
 """
 
 import contextlib
 import functools
+import json
 import os
 import sys
 import tempfile
 
 from absl import app, flags, logging
 
-from experiments import flags as project_flags
+from dsan_tf.data.examples import DataError
+from dsan_tf.errors import UsageError
+from dsan_tf.programs import flags as project_flags
 
 FLAGS = project_flags.FLAGS
-
-
-class UsageError(Exception):
-    """A mistake in how a program was called, described in one sentence."""
 
 
 def fail(message):
@@ -49,6 +48,15 @@ def require_tensorflow_backend(what):
             f"(now {backend}); a model trained on any backend exports from its run "
             "directory with KERAS_BACKEND=tensorflow python -m experiments.export "
             "--workdir=RUN --export_dir=DIR.")
+
+
+def write_output(results):
+    """Writes `results` as JSON to --output, when the program has that flag and it is
+    given, and says where."""
+    if "output" in FLAGS and FLAGS.output:
+        with open(FLAGS.output, "w", encoding="utf-8") as stream:
+            json.dump(results, stream, indent=2)
+        print(f"metrics: {FLAGS.output}")
 
 
 def verbose():
@@ -109,21 +117,17 @@ def main(function=None, *, tensorflow=True):
         try:
             load_tensorflow(tensorflow)
             return function(argv)
-        except (UsageError, flags.ValidationError) as error:
+        except (UsageError, DataError, flags.ValidationError) as error:
             fail(str(error))
-        except ValueError as error:
-            from dsan_tf.data.examples import DataError
-            if isinstance(error, DataError):
-                fail(str(error))
-            raise
     return wrapper
 
 
-def parse_flags(argv):
+def parse_flags(argv, doc=""):
     """absl's parsing, with a bad flag value reported as one sentence (`error: flag
     --batch_size=0: 0 is not a positive integer`) instead of absl's usage banner, and a
-    short `--help` grouped by topic (`--helpfull` stays absl's, every flag in full)."""
-    doc = (sys.modules["__main__"].__doc__ or "").strip()
+    short `--help` grouped by topic (`--helpfull` stays absl's, every flag in full), below
+    the program's `doc`."""
+    doc = doc.strip()
     if "--helpfull" in argv[1:]:  # absl's listing, which absl itself ends with status 1
         print(f"{doc}\n\n{FLAGS.get_help()}")
         sys.exit(0)
@@ -144,4 +148,7 @@ def run(main_function, define_flags):
     # the shared ones too, whether it runs as `python -m` or as a console script.
     for flag in project_flags.project_flags(FLAGS):
         FLAGS.register_key_flag_for_module(sys.argv[0], flag)
-    app.run(main_function, flags_parser=parse_flags)
+    # The program module's docstring: under `python -m experiments.NAME`, __main__ is the
+    # clone's shim, not the program.
+    doc = sys.modules[main_function.__module__].__doc__ or ""
+    app.run(main_function, flags_parser=functools.partial(parse_flags, doc=doc))

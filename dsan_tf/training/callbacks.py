@@ -10,7 +10,7 @@ import tensorflow as tf
 from tensorboard.plugins.hparams import api as hp
 
 from dsan_tf import analysis, plots
-from experiments import progress
+from dsan_tf import progress
 
 
 # What `EpochLog` adds to the logs besides `seconds` that is no metric: TensorBoard writes

@@ -7,6 +7,8 @@ flags and Python API cannot drift. This module imports no TensorFlow: `--help` i
 
 import dataclasses
 import os
+import re
+import textwrap
 
 from absl import flags
 
@@ -23,8 +25,9 @@ MODEL_GROUP = "model"
 
 def is_project_module(module):
     """Whether absl's `module` name holds flags of this project: a program's (its script
-    path under `python -m`, or an `experiments` module) or a model group's."""
-    return (module.startswith(("experiments", MODEL_GROUP)) or module.endswith(".py"))
+    path, or a `dsan_tf.programs` or `experiments` module) or a model group's."""
+    return (module.startswith(("dsan_tf.programs", "experiments", MODEL_GROUP))
+            or module.endswith(".py"))
 
 
 def project_flags(values):
@@ -139,6 +142,19 @@ def define_reading_flags():
     """What every program that reads data needs: TFDS's directory and the batch size."""
     flags.DEFINE_string("tfds_data_dir", None, "TFDS data directory (default: TFDS's own).")
     flags.DEFINE_integer("batch_size", _DATA.batch_size, "Global batch size.", lower_bound=1)
+
+
+@_once("data")
+def define_evaluation_flags():
+    """What the programs that score trained models on data sources share: --data (the
+    sources) and --save_predictions."""
+    flags.DEFINE_multi_string("data", None, "Data source spec(s) to evaluate on.")
+    require_existing("data", prefixes=DATA_PREFIXES)
+    flags.DEFINE_boolean("save_predictions", False, "Also write the predicted and gold "
+                         "label ids (an ensemble's and each member's), in file order, as "
+                         "strings of digits (`predictions`, `labels`), for paired "
+                         "significance tests between runs.")
+    TOPIC_OF["save_predictions"] = "output"
 
 
 @_once("data")
@@ -304,6 +320,13 @@ def experiment_config(values=FLAGS, **model_overrides):
         raise flags.ValidationError(str(error)) from None
 
 
+def reading_config(values=FLAGS, model=registry.DEFAULT):
+    """The `ExperimentConfig` of a program that reads data for a trained `model`: its
+    --tfds_data_dir and --batch_size (`define_reading_flags`), defaults otherwise."""
+    return ExperimentConfig(model=model, data=DataConfig(
+        tfds_data_dir=values["tfds_data_dir"].value, batch_size=values["batch_size"].value))
+
+
 def flagfile_lines(values=FLAGS, exclude=(), **resolved):
     """The program's own flags (not absl's, not those in `exclude`), with `resolved` values
     replacing the given ones, as --flagfile lines that repeat the run."""
@@ -325,9 +348,6 @@ def flagfile_lines(values=FLAGS, exclude=(), **resolved):
 def short_help(values=FLAGS, program="this program"):
     """`--help`: each flag on a line or two (its help's first sentence), grouped by topic
     (model, each family's model flags, data, training, output, the program's own)."""
-    import re
-    import textwrap
-
     groups = {}
     for flag in sorted(project_flags(values), key=lambda f: (f.name != "model", f.name)):
         groups.setdefault(TOPIC_OF.get(flag.name, program), []).append(flag)

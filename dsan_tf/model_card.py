@@ -1,21 +1,20 @@
 """A model card (Mitchell et al. 2019, shortened) for a finished run: what it was trained on,
 with which vectors and settings, how well it did and how to repeat that, what it is for and
-where it stops being trustworthy. `experiments.train` writes MODEL_CARD.md into the run
-directory; `experiments.export` copies it beside the SavedModel.
+where it stops being trustworthy. Training writes MODEL_CARD.md into the run directory;
+every export (`dsan_tf.export`) writes it beside the SavedModel.
 """
 
 import os
 import re
 
-from experiments import rundir as run_files
+from dsan_tf import rundir as run_files
+from dsan_tf.models import registry
 
-CARD = "MODEL_CARD.md"
+CARD = run_files.CARD
 PAPER_SNLI_PAIRS = 549_367
 
 
 def _paper(model):
-    from dsan_tf.models import registry
-
     try:
         return registry.family(model).paper
     except ValueError:  # a run of a family this version no longer has
@@ -23,7 +22,7 @@ def _paper(model):
 
 
 def _flags(run):
-    path = run.path("flags.txt")
+    path = run.path(run_files.FLAGFILE)
     if not os.path.exists(path):
         return ""
     with open(path, encoding="utf-8") as stream:
@@ -83,4 +82,25 @@ def write(run, directory=None):
     path = os.path.join(directory or run.workdir, CARD)
     with open(path, "w", encoding="utf-8") as stream:
         stream.write(text(run))
+    return path
+
+
+def write_ensemble(runs, results, directory):
+    """Writes the card of an ensemble of `runs` (`RunDirectory`s) into `directory`: how
+    it combines, its accuracy on each source of `results` ({spec: {"ensemble": report}}),
+    and each member's own card, its headings one level down. Returns its path."""
+    lines = [f"# Model card: an ensemble of {len(runs)} runs", "",
+             "The mean of the members' class probabilities (AF-DMN, Section 5.3). Its limits "
+             "are its members' (below); their model files are in "
+             f"{run_files.MEMBERS}/1, {run_files.MEMBERS}/2, ... in this order.", "",
+             "## Metrics", ""]
+    lines += [f"- {spec}: accuracy {source['ensemble']['accuracy']:.4f}"
+              for spec, source in results.items()] or ["- none measured (give --data)"]
+    lines += ["", "## Members", ""]
+    for run in runs:
+        card = ("\n" + text(run)).replace("\n# ", "\n#### ").replace("\n## ", "\n#### ")
+        lines += [f"### {run.workdir}", card]
+    path = os.path.join(directory, CARD)
+    with open(path, "w", encoding="utf-8") as stream:
+        stream.write("\n".join(lines))
     return path

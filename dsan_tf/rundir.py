@@ -1,4 +1,5 @@
-"""The run directory that train writes and evaluate, export, predict and visualize read.
+"""The run directory that train writes and evaluate, export, predict and visualize read,
+and the file names of an export (`dsan_tf.export` writes it): every name, in one place.
 
     WORKDIR/flags.txt        the resolved flags, usable as --flagfile to repeat the run
     WORKDIR/config.json      model name, model configuration, text settings, data reports
@@ -9,6 +10,13 @@
     WORKDIR/backup/          BackupAndRestore state for resuming a killed run
     WORKDIR/tensorboard/     TensorBoard logs (train, validation, hparams)
     WORKDIR/results.json     final dev (and test) metrics of the best model
+    WORKDIR/MODEL_CARD.md    what the model is, how well it did, how to repeat it
+
+An export (EXPORT_DIR/<version>/) holds the SavedModel, `model.keras` (a copy of
+best.keras), vocab.json, preprocessor.json and MODEL_CARD.md; an ensemble's adds
+members/<i>/ with each member's export files.
+
+Nothing here loads TensorFlow until a model is loaded (the study tools read histories).
 """
 
 import csv
@@ -16,10 +24,14 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
-from experiments.program import UsageError
+import dsan_tf
+from dsan_tf import data, models
+from dsan_tf.errors import UsageError
 
 CONFIG, VOCAB, BEST, BEST_INFO = "config.json", "vocab.json", "best.keras", "best.json"
+MODEL, MEMBERS = "model.keras", "members"  # an export's model and ensemble members
 PREPROCESSOR, HISTORY, RESULTS, FLAGFILE = (
     "preprocessor.json", "history.csv", "results.json", "flags.txt")
 CARD, BACKUP, TENSORBOARD = "MODEL_CARD.md", "backup", "tensorboard"
@@ -127,34 +139,31 @@ class RunDirectory:
 
     def load(self):
         """(`NLIClassifier`, `NLIPreprocessor`, config dict) of a finished run."""
-        from dsan_tf.data import NLIPreprocessor
-        from dsan_tf.models import load_model
-
         self.require_finished()
-        config = self.read_json(CONFIG)
-        # Inference only: the optimizer's state (a loss-scale wrapper under mixed_float16)
-        # is not needed.
-        model = load_model(self.path(BEST), compile=False)
-        return model, NLIPreprocessor.load(self.workdir), config
+        return (*load_model_files(self.workdir), self.read_json(CONFIG))
 
-    def export(self, export_dir, version=None):
-        """Exports the run's best model to EXPORT_DIR/<version>/ (TF Serving's layout; the
-        next free version by default): the SavedModel of raw strings, `model.keras`, the
-        preprocessor (`vocab.json`, `preprocessor.json`) and the model card. The one export
-        of a run, for `experiments.train --export_dir` and `experiments.export` alike.
-        Returns the version's directory."""
-        from dsan_tf.serving import Predictor, version_dir  # TensorFlow loads here
-        from experiments import model_card
 
-        target = version_dir(export_dir, version)
-        if os.path.exists(target):
-            raise UsageError(f"{target} exists: choose another --version or leave it out.")
-        model, preprocessor, _ = self.load()
-        Predictor(model, preprocessor).export(target)
-        shutil.copy(self.path(BEST), os.path.join(target, "model.keras"))
-        preprocessor.save(target)
-        model_card.write(self, target)
-        return target
+def model_file(directory):
+    """The model of a run directory (best.keras) or an export (model.keras) that has its
+    preprocessor beside it; None when `directory` holds neither."""
+    for name in (BEST, MODEL):
+        path = os.path.join(directory, name)
+        if os.path.exists(path) and os.path.exists(os.path.join(directory, PREPROCESSOR)):
+            return path
+    return None
+
+
+def load_model_files(directory):
+    """(`NLIClassifier`, `NLIPreprocessor`) of a run directory or an export: the one
+    loader of a model's files, for every program and `dsan_tf.load`."""
+    path = model_file(directory)
+    if path is None:
+        raise UsageError(f"{directory} holds no {BEST} (or {MODEL}) with {PREPROCESSOR} "
+                         "beside it.")
+    # Inference only: the optimizer's state (a loss-scale wrapper under mixed_float16)
+    # is not needed.
+    model = models.load_model(path, compile=False)  # Keras loads here
+    return model, data.NLIPreprocessor.load(directory)
 
 
 def read_flagfile_lines(lines):
@@ -194,11 +203,7 @@ def provenance():
     """What produced a result: package versions (Keras, its backend and that backend's
     framework; TensorFlow's where it is loaded) and, in a git checkout, the commit (with
     "-dirty" when files differ from it)."""
-    import sys
-
-    import keras
-
-    import dsan_tf
+    import keras  # loaded by the run that asks; kept out of the study tools' start
 
     backend = keras.backend.backend()
     framework = sys.modules.get(backend)

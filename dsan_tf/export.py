@@ -1,0 +1,65 @@
+"""Exports for serving: the one export of a trained run (`export_run`, for `train
+--export_dir` and `export` alike) and of an ensemble of runs (`export_ensemble`). Each
+writes, in TF Serving's layout EXPORT_DIR/<version>/, a SavedModel of raw strings that
+needs TensorFlow only, plus what a Keras user reloads (file names: `dsan_tf.rundir`).
+"""
+
+import os
+import shutil
+
+from dsan_tf import model_card
+from dsan_tf import rundir as run_files
+from dsan_tf.errors import UsageError
+from dsan_tf.serving import EnsemblePredictor, Predictor, version_dir
+
+
+def _target(export_dir, version=None):
+    target = version_dir(export_dir, version)
+    if os.path.exists(target):
+        raise UsageError(f"{target} exists: choose another --version or leave it out.")
+    return target
+
+
+def _copy_model_files(run, target):
+    """model.keras (the run's best.keras), vocab.json, preprocessor.json and the model
+    card of `run` into `target`."""
+    os.makedirs(target, exist_ok=True)
+    shutil.copy(run.path(run_files.BEST), os.path.join(target, run_files.MODEL))
+    for name in (run_files.VOCAB, run_files.PREPROCESSOR):
+        shutil.copy(run.path(name), os.path.join(target, name))
+    model_card.write(run, target)
+
+
+def export_run(run, export_dir, version=None):
+    """Exports the best model of the finished `RunDirectory` `run` to
+    EXPORT_DIR/<version>/ (the next free version by default): the SavedModel, model.keras,
+    the preprocessor and the model card. Returns the version's directory."""
+    target = _target(export_dir, version)
+    model, preprocessor, _ = run.load()
+    Predictor(model, preprocessor).export(target)
+    _copy_model_files(run, target)
+    return target
+
+
+def export_ensemble(members, export_dir, results=None, version=None):
+    """Exports an ensemble that averages its members' probabilities: one SavedModel whose
+    `serving_default` runs every member, the ensemble's card (with `results`, the
+    `dsan_tf.evaluation.evaluate_ensemble` reports by source, when measured), and each
+    member's model files in members/<i>/ (1 = the first).
+
+    Args:
+        members: `dsan_tf.evaluation.Member`s (loaded runs), at least two.
+        export_dir: TF Serving's model directory.
+        results: {source spec: {"ensemble": report, ...}}, or None.
+        version: the export's version (default: the next free one).
+
+    Returns:
+        The version's directory.
+    """
+    target = _target(export_dir, version)
+    EnsemblePredictor([Predictor(member.model, member.preprocessor)
+                       for member in members]).export(target)
+    for number, member in enumerate(members, 1):
+        _copy_model_files(member.run, os.path.join(target, run_files.MEMBERS, str(number)))
+    model_card.write_ensemble([member.run for member in members], results or {}, target)
+    return target

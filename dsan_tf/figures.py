@@ -1,0 +1,98 @@
+"""The paper's analysis figures (Section 5.5) of trained runs: what `experiments.visualize`
+draws, from each model's own intermediate outputs (`dsan_tf.analysis`) drawn by
+`dsan_tf.plots`. Runs are `dsan_tf.rundir.RunDirectory`s; a run whose model cannot show
+a figure raises `UsageError` naming it.
+"""
+
+import os
+
+import numpy as np
+
+from dsan_tf import analysis, plots
+from dsan_tf.errors import UsageError
+from dsan_tf.models import AnalysisUnavailable
+from dsan_tf.task import NLITask
+
+
+def _unavailable(run, config, error):
+    return UsageError(f"--workdir={run.workdir} is a {config['model']} run: {error}")
+
+
+def analysed(run, sentence, loaded=None):
+    """(tokens, `analysis.sentence_analysis`, config dict) of `run`'s model on `sentence`;
+    `loaded`: the run's `load()` if already made."""
+    model, preprocessor, config = loaded or run.load()
+    tokens = preprocessor.tokens(sentence)
+    if not tokens:
+        raise UsageError("the sentence has no tokens.")
+    ids = preprocessor.token_ids([sentence]).to_list()[0]
+    try:
+        return tokens, analysis.sentence_analysis(model.backbone, ids), config
+    except AnalysisUnavailable as error:
+        raise _unavailable(run, config, error) from None
+
+
+def run_figures(run, sentence, hypothesis):
+    """{file stem: figure} of one run: a sentence encoder's Figures 7, 9, 10 and 11 of
+    `sentence`; a pair model's self- and inter-attention of (`sentence`, `hypothesis`)."""
+    loaded = run.load()
+    model, preprocessor, _ = loaded
+    if not model.backbone.pair_input:
+        tokens, result, _ = analysed(run, sentence, loaded)
+        return plots.sentence_figures(tokens, result, sentence)
+    tokens = [preprocessor.tokens(text) for text in (sentence, hypothesis)]
+    if not all(tokens):
+        raise UsageError("--sentence and --hypothesis must each have a token.")
+    ids = [preprocessor.token_ids([text]).to_list()[0] for text in (sentence, hypothesis)]
+    attention = analysis.pair_analysis(model.backbone, *ids)
+    return plots.pair_attention_figures(*tokens, attention, f"{sentence} / {hypothesis}")
+
+
+def comparison(runs, sentence):
+    """Figure 8: the average attention maps of two runs on one sentence."""
+    maps, titles = [], []
+    for run in runs:
+        tokens, result, config = analysed(run, sentence)
+        maps.append((result["forward_attention"], result["backward_attention"]))
+        prior = config["model_config"].get("distance_prior", "?")
+        name = os.path.basename(os.path.normpath(run.workdir))
+        titles.append(f"{name} (distance prior: {prior})")
+    return plots.compare_attention(tokens, maps, titles)
+
+
+def _sentence_batches(preprocessor, sentences, batch_size):
+    """Padded id batches of `sentences`, shortest first (as the model reads them)."""
+    lengths = preprocessor.token_ids(sentences).row_lengths().numpy()
+    ordered = [sentences[i] for i in np.argsort(lengths, kind="stable")]
+    for start in range(0, len(ordered), batch_size):
+        yield preprocessor.dense_ids(ordered[start:start + batch_size]).numpy()
+
+
+def distance_profiles(runs, config, spec, pairs):
+    """{"data", "sentences", "runs": {workdir: `analysis.attention_by_distance`}} over both
+    sentences of the first `pairs` pairs of the source `spec`, read as `config`
+    (`ExperimentConfig`: TFDS directory, batch size) says."""
+    task = NLITask(config, log=lambda _: None)
+    examples, _ = task.read(spec, "distance_data")
+    sentences = [text for e in examples[:pairs] for text in (e.premise, e.hypothesis)]
+    profiles = {}
+    for run in runs:
+        model, preprocessor, run_config = run.load()
+        batches = _sentence_batches(preprocessor, sentences, config.data.batch_size)
+        try:
+            profile = analysis.attention_by_distance(model.backbone, batches)
+        except AnalysisUnavailable as error:
+            raise _unavailable(run, run_config, error) from None
+        profile["distance_prior"] = run_config["model_config"].get("distance_prior")
+        profiles[run.workdir] = profile
+    return {"data": spec, "sentences": len(sentences), "runs": profiles}
+
+
+def distance_figure(profiles):
+    """The attention-by-distance figure of `distance_profiles`, each run named by its
+    directory's last two parts (study runs all end in seedN) and its prior."""
+    named = {}
+    for workdir, profile in profiles["runs"].items():
+        name = "/".join(os.path.normpath(workdir).split(os.sep)[-2:])
+        named[f"{name} (prior: {profile['distance_prior']})"] = profile
+    return plots.attention_by_distance(named)

@@ -1,0 +1,70 @@
+"""Evaluates (and exports) an ensemble of trained runs that averages their probabilities.
+
+    python -m experiments.ensemble --workdir=RUN_A --workdir=RUN_B [--workdir=...] \
+        --data=SPEC [--data=SPEC ...] --output=FILE.json [--export_dir=DIR]
+
+The papers' ensembles average the class distributions of their members (AF-DMN, Section
+5.3; Gaussian Transformer, Tables 2-3). Members may be of different model kinds with
+different vocabularies: each tokenizes with its own preprocessor. Per source, the ensemble
+and every member get `experiments.evaluate`'s report (accuracy, per-class scores, confusion
+matrix, accuracy by length, with lengths as the first member counts tokens); two-way sources
+(HANS) are scored two-way, as experiments.evaluate scores them. --export_dir
+writes one SavedModel whose raw-string `serving_default` runs the whole ensemble, its model
+card, and each member's model.keras and preprocessor in members/<i>/ (dsan_tf.export).
+"""
+
+from absl import flags
+
+from dsan_tf.programs import flags as project_flags
+from dsan_tf.programs import program
+
+FLAGS = project_flags.FLAGS
+
+
+def define_flags():
+    project_flags.define_reading_flags()
+    project_flags.define_output_flag()
+    flags.DEFINE_multi_string("workdir", None, "A finished experiments.train run; repeat it "
+                              "for every member (at least two).")
+    project_flags.require_existing("workdir", directory=True)
+    project_flags.define_evaluation_flags()
+    flags.DEFINE_string("export_dir", None, "Also write the ensemble as one SavedModel in "
+                        "EXPORT_DIR/<next version>/ (TF Serving's layout).")
+
+
+@program.main
+def main(argv):
+    program.check_start(argv)
+    if not FLAGS.workdir or len(FLAGS.workdir) < 2:
+        raise program.UsageError("give at least two --workdir runs to ensemble.")
+    if not FLAGS.data and not FLAGS.export_dir:
+        raise program.UsageError("give --data to evaluate on, --export_dir, or both.")
+    if FLAGS.export_dir:
+        program.require_tensorflow_backend("--export_dir")
+    # TensorFlow loads here, after --help.
+    from dsan_tf import evaluation, export, metrics
+    from dsan_tf.task import NLITask
+
+    members = evaluation.load_members(FLAGS.workdir)
+    task = NLITask(project_flags.reading_config(), log=lambda _: None)
+    results = {"workdirs": FLAGS.workdir, "models": [m.config["model"] for m in members],
+               "sources": {}}
+    for spec in FLAGS.data or []:
+        results["sources"][spec] = source = evaluation.evaluate_ensemble(
+            task, members, spec, FLAGS.save_predictions)
+        for workdir, report in source["members"].items():
+            print(f"member {workdir}: accuracy {report['accuracy']:.4f}")
+        print(metrics.format_report(f"ensemble of {len(members)}: {spec}", source["ensemble"]))
+    program.write_output(results)
+    if FLAGS.export_dir:
+        target = export.export_ensemble(members, FLAGS.export_dir, results["sources"])
+        print(f"SavedModel of the ensemble, and each member's model files in "
+              f"members/: {target}")
+
+
+def cli():
+    program.run(main, define_flags)
+
+
+if __name__ == "__main__":
+    cli()

@@ -1,0 +1,62 @@
+"""Evaluates a trained run on one or more data sources.
+
+    python -m experiments.evaluate --workdir=DIR --data=SPEC [--data=SPEC ...] --output=FILE.json
+
+Per source: accuracy, per-class precision/recall/F1, confusion matrix, accuracy by the
+pair's average length in 5-token buckets (the paper's Figure 6) and `oov_rate` (the fraction
+of tokens mapped to the unknown word); printed and written as JSON.
+
+Two-way sources (HANS: gold `non-entailment`) are scored two-way: a prediction of neutral or
+contradiction counts as non-entailment, and the report says so. `--group_by=FIELD` (repeat
+it) adds the accuracy per value of a string field of the source: HANS's `heuristic` and
+`subcase`, Breaking NLI's `category`, MultiNLI's `genre`, or any other.
+"""
+
+import sys
+
+from absl import flags
+
+from dsan_tf import rundir
+from dsan_tf.programs import flags as project_flags
+from dsan_tf.programs import program
+
+FLAGS = project_flags.FLAGS
+
+
+def define_flags():
+    project_flags.define_finished_workdir_flag()
+    project_flags.define_reading_flags()
+    project_flags.define_output_flag()
+    project_flags.define_evaluation_flags()
+    flags.DEFINE_multi_string("group_by", None, "Also report the accuracy per value of this "
+                              "field of the source (e.g. heuristic, subcase, category, genre).")
+
+
+@program.main
+def main(argv):
+    program.check_start(argv, data="the data to evaluate on (repeat it for several sources)")
+    # TensorFlow loads here, after --help.
+    from dsan_tf import evaluation, metrics
+    from dsan_tf.task import NLITask
+
+    model, preprocessor, config = rundir.RunDirectory(FLAGS.workdir).load()
+    task = NLITask(project_flags.reading_config(model=config["model"]), log=lambda _: None)
+    results = {"workdir": FLAGS.workdir, "model": config["model"], "sources": {}}
+    for spec in FLAGS.data:
+        result = evaluation.evaluate(task, model, preprocessor, spec, FLAGS.save_predictions,
+                                     FLAGS.group_by or ())
+        results["sources"][spec] = result
+        if "truncated" in result["tokens"]:  # the model read only the first tokens
+            print(f"warning: {spec}: {result['tokens']}", file=sys.stderr)
+        print(metrics.format_report(spec, result))
+        if "groups" in result:
+            print(evaluation.format_groups(result))
+    program.write_output(results)
+
+
+def cli():
+    program.run(main, define_flags)
+
+
+if __name__ == "__main__":
+    cli()

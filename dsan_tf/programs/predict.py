@@ -1,0 +1,181 @@
+"""Labels and probabilities for raw text, from a trained run.
+
+    python -m experiments.predict --workdir=DIR --premise="A man sleeps." --hypothesis="A person rests."
+    python -m experiments.predict --workdir=DIR --input=pairs.jsonl [--output=FILE] [--format=csv]
+
+--input is a .jsonl (or .jsonl.gz) file with `sentence1` and `sentence2` per line (SNLI, MultiNLI, HANS
+in their jsonl form); each pair keeps its `pairID` (the line number when it has none).
+Output: one JSON object per pair (id, premise, hypothesis, label, probabilities), or with
+--format=csv the `pairID,gold_label` file that MultiNLI's leaderboard and HANS expect. The
+file is read and written in batches (memory stays bounded), with a progress bar on stderr
+and the throughput at the end.
+"""
+
+import contextlib
+import csv
+import gzip
+import json
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+from absl import flags
+
+import dsan_tf  # light: its names (dsan_tf.load, ...) load TensorFlow on first use
+from dsan_tf import progress
+from dsan_tf.programs import flags as project_flags
+from dsan_tf.programs import program
+
+FLAGS = project_flags.FLAGS
+BATCH = 256
+
+
+def define_flags():
+    project_flags.define_finished_workdir_flag()
+    flags.DEFINE_string("premise", None, "A premise.")
+    flags.DEFINE_string("hypothesis", None, "A hypothesis.")
+    flags.DEFINE_string("input", None, "A .jsonl file of sentence1/sentence2 objects "
+                        "(pairID kept when present).")
+    project_flags.require_existing("input")
+    flags.DEFINE_string("output", None, "Write the predictions here (default: stdout).")
+    flags.DEFINE_enum("format", "jsonl", ["jsonl", "csv"], "jsonl: one JSON object per pair; "
+                      "csv: pairID,gold_label (MultiNLI leaderboard, HANS).")
+
+
+def read_pairs(path):
+    """Yields (id, premise, hypothesis) from a .jsonl file; `UsageError` naming the file and
+    line of a bad one. Blank lines are skipped (and counted in `read_pairs.blank`)."""
+    opener = gzip.open if path.endswith(".gz") else open
+    try:
+        stream = opener(path, "rt", encoding="utf-8")
+    except FileNotFoundError:
+        raise program.UsageError(f"input file {path} does not exist.") from None
+    with stream:
+        try:
+            for number, line in enumerate(stream, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                    yield (str(record.get("pairID", number)), record["sentence1"],
+                           record["sentence2"])
+                except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
+                    raise program.UsageError(
+                        f"{path}:{number}: expected a JSON object with sentence1 and "
+                        f"sentence2 ({error}).") from None
+        except UnicodeDecodeError:
+            raise program.UsageError(f"{path} is not valid UTF-8.") from None
+
+
+def batches(pairs, size=BATCH):
+    chunk = []
+    for pair in pairs:
+        chunk.append(pair)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+class Writer:
+    """Writes predictions as JSON lines or as the pairID,gold_label CSV."""
+
+    def __init__(self, stream, form):
+        self.stream, self.form = stream, form
+        if form == "csv":
+            self.csv = csv.writer(stream, lineterminator="\n")
+            self.csv.writerow(["pairID", "gold_label"])
+
+    def write(self, pair_id, premise, hypothesis, label, probabilities, truncated):
+        if self.form == "csv":
+            self.csv.writerow([pair_id, label])
+        else:
+            self.stream.write(json.dumps({"pairID": pair_id, "premise": premise,
+                                          "hypothesis": hypothesis, "label": label,
+                                          "probabilities": probabilities,
+                                          "truncated": truncated}) + "\n")
+
+
+@contextlib.contextmanager
+def output_stream(path):
+    """stdout, or `path` written as `path.partial` and renamed when the block succeeds: a
+    failed run leaves no file that looks like a valid (empty) submission, and keeps an
+    older `path` as it was."""
+    if not path:
+        yield sys.stdout
+        return
+    partial = path + ".partial"
+    try:
+        with open(partial, "w", encoding="utf-8", newline="") as stream:
+            yield stream
+        os.replace(partial, path)
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
+
+
+def predict_all(model, pairs, writer, total, show_progress=True):
+    """Classifies `pairs` in batches, writing each prediction; returns (pairs, {side:
+    pairs whose side was cut})."""
+    count, cut = 0, {"premise": 0, "hypothesis": 0}
+    with progress.Progress("predict", total, "pairs", enabled=show_progress) as shown, \
+            warnings.catch_warnings():
+        # Summed up once, at the end.
+        warnings.simplefilter("ignore", dsan_tf.serving.TruncationWarning)
+        for chunk in batches(pairs):
+            out = model.predict([p for _, p, _ in chunk], [h for _, _, h in chunk])
+            sides = {side: out.get(f"{side}_truncated", [0] * len(chunk)) for side in cut}
+            for index, (pair_id, premise, hypothesis) in enumerate(chunk):
+                truncated = {side: int(values[index]) for side, values in sides.items()}
+                writer.write(pair_id, premise, hypothesis, out["labels"][index],
+                             dict(zip(out["label_names"],
+                                      map(float, out["probabilities"][index]))), truncated)
+            for side, values in sides.items():
+                cut[side] += int(np.count_nonzero(values))
+            count += len(chunk)
+            shown.update(len(chunk))
+    return count, cut
+
+
+@program.main
+def main(argv):
+    program.check_start(argv)
+    if bool(FLAGS.input) == bool(FLAGS.premise or FLAGS.hypothesis):
+        raise program.UsageError("give either --premise and --hypothesis, or --input=FILE.jsonl.")
+    if not FLAGS.input and not (FLAGS.premise and FLAGS.hypothesis):
+        raise program.UsageError("give both --premise and --hypothesis.")
+    total = sum(1 for _ in read_pairs(FLAGS.input)) if FLAGS.input else 1
+    if not total:
+        raise program.UsageError(f"{FLAGS.input} holds no sentence pairs.")
+    pairs = (read_pairs(FLAGS.input) if FLAGS.input
+             else iter([("1", FLAGS.premise, FLAGS.hypothesis)]))
+
+    try:
+        model = dsan_tf.load(FLAGS.workdir)
+    except ValueError as error:
+        raise program.UsageError(f"--workdir={FLAGS.workdir}: {error}") from None
+    started = time.perf_counter()
+    with output_stream(FLAGS.output) as stream:
+        count, cut = predict_all(model, pairs, Writer(stream, FLAGS.format), total,
+                                 show_progress=bool(FLAGS.input))
+    if any(cut.values()):
+        limit = model.max_length or "the model's maximum number of"
+        where = "" if FLAGS.format == "csv" else "; each line's truncated says how many"
+        print(f"warning: the model read only the first {limit} tokens of {cut['premise']:,} "
+              f"premise(s) and {cut['hypothesis']:,} hypothesis(es) of the {count:,} pairs"
+              f"{where}.", file=sys.stderr)
+    if FLAGS.input:
+        seconds = time.perf_counter() - started
+        print(f"{count:,} pairs in {seconds:.1f} s ({count / seconds:,.0f} pairs/s from raw "
+              f"text){f'; written to {FLAGS.output}' if FLAGS.output else ''}", file=sys.stderr)
+
+
+def cli():
+    program.run(main, define_flags)
+
+
+if __name__ == "__main__":
+    cli()

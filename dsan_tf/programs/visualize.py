@@ -1,0 +1,121 @@
+"""The paper's analysis figures (Section 5.5) from trained runs, as PNG files.
+
+    python -m experiments.visualize --workdir=DIR --sentence="A lady stands outside of a Mexican market." \
+        [--compare_workdir=DIR2] [--evaluation=NAME=eval.json ...] --output_dir=DIR
+
+Writes fig07_attention.png (per head and averaged, forward and backward), fig09_fusion_gate.png,
+fig10_ffn.png, fig11_pooling.png; with --compare_workdir fig08_compare.png (average maps of both
+runs on --long_sentence); with --evaluation fig06_length.png (accuracy by pair length); with
+--distance_data attention_by_distance.png and .json: the attention weight at each query-key
+distance over that source's sentences, for --workdir (and --compare_workdir), against uniform
+attention and the distance prior alone over the same keys (Figure 8 counted over a corpus).
+For a pair model (--model=gaussian_transformer) it writes self_attention.png and
+inter_attention.png for --sentence as premise and --hypothesis.
+All values come from the model's own intermediate outputs (dsan_tf.analysis).
+"""
+
+import json
+import os
+
+from absl import flags
+
+from dsan_tf import rundir
+from dsan_tf.programs import flags as project_flags
+from dsan_tf.programs import program
+
+FLAGS = project_flags.FLAGS
+
+
+def define_flags():
+    project_flags.define_finished_workdir_flag()
+    project_flags.define_reading_flags()
+    flags.DEFINE_string("sentence", "A lady stands outside of a Mexican market.",
+                        "Sentence for the single-model figures (7, 9, 10, 11).")
+    flags.DEFINE_string("long_sentence",
+                        "A young boy in a red shirt and blue jeans is climbing up the side of "
+                        "a large rock while his father watches from the grass below the cliff.",
+                        "Long sentence for the two-model comparison (Figure 8).")
+    flags.DEFINE_string("hypothesis", "A woman is outside.",
+                        "Pair models: the hypothesis read with --sentence as premise.")
+    flags.DEFINE_string("compare_workdir", None,
+                        "A second run for Figure 8 (e.g. no distance mask).")
+    project_flags.require_existing("compare_workdir", directory=True)
+    flags.DEFINE_string("distance_data", None, "A data source whose premises and hypotheses "
+                        "are read for the attention-by-distance figure.")
+    project_flags.require_existing("distance_data", prefixes=project_flags.DATA_PREFIXES)
+    flags.DEFINE_integer("distance_sentences", 2000, "How many of --distance_data's first "
+                         "pairs (both sentences of each) that figure reads.", lower_bound=1)
+    flags.DEFINE_string("output_dir", None, "Where to write the PNG files.")
+    flags.DEFINE_multi_string("evaluation", None,
+                              "Figure 6: an experiments.evaluate JSON file, optionally "
+                              "NAME=FILE.")
+    flags.register_validator("evaluation", lambda specs: all(
+        os.path.isfile(spec.rpartition("=")[2]) for spec in specs or []),
+        "each --evaluation must name an existing experiments.evaluate JSON file (NAME=FILE "
+        "or FILE)")
+
+
+def short_source(spec):
+    """A data source as a legend shows it: its file name without the directory and the
+    .jsonl/.gz endings (tfds: and synthetic: specs as they are)."""
+    if ":" in spec.split("/")[0]:
+        return spec
+    name = os.path.basename(spec)
+    for ending in (".gz", ".jsonl", ".txt", ".tsv"):
+        name = name[:-len(ending)] if name.endswith(ending) else name
+    return name
+
+
+def load_evaluations(specs):
+    runs = {}
+    for spec in specs:
+        name, _, path = spec.rpartition("=")
+        if not os.path.isfile(path):
+            raise program.UsageError(f"--evaluation file {path} does not exist.")
+        with open(path, encoding="utf-8") as stream:
+            results = json.load(stream)
+        run = name or os.path.basename(os.path.normpath(results.get("workdir", path)))
+        for source, result in results.get("sources", {}).items():
+            runs[f"{run} on {short_source(source)}"] = result["accuracy_by_length"]
+    if not runs:
+        raise program.UsageError("no experiments.evaluate results found in --evaluation.")
+    return runs
+
+
+@program.main
+def main(argv):
+    program.check_start(argv, output_dir="where to write the figures")
+    from dsan_tf import figures as analysis_figures  # TensorFlow loads here, after --help
+    from dsan_tf import plots
+
+    os.makedirs(FLAGS.output_dir, exist_ok=True)
+    run = rundir.RunDirectory(FLAGS.workdir)
+    figures = analysis_figures.run_figures(run, FLAGS.sentence, FLAGS.hypothesis)
+    if FLAGS.compare_workdir:
+        figures["fig08_compare"] = analysis_figures.comparison(
+            [run, rundir.RunDirectory(FLAGS.compare_workdir)], FLAGS.long_sentence)
+    if FLAGS.evaluation:
+        figures["fig06_length"] = plots.accuracy_by_length(load_evaluations(FLAGS.evaluation))
+    if FLAGS.distance_data:
+        runs = [run] + ([rundir.RunDirectory(FLAGS.compare_workdir)]
+                        if FLAGS.compare_workdir else [])
+        profiles = analysis_figures.distance_profiles(
+            runs, project_flags.reading_config(), FLAGS.distance_data, FLAGS.distance_sentences)
+        figures["attention_by_distance"] = analysis_figures.distance_figure(profiles)
+        path = os.path.join(FLAGS.output_dir, "attention_by_distance.json")
+        with open(path, "w", encoding="utf-8") as stream:
+            json.dump(profiles, stream, indent=2)
+        print(path)
+    for stem, figure in figures.items():
+        path = os.path.join(FLAGS.output_dir, f"{stem}.png")
+        with open(path, "wb") as stream:
+            stream.write(plots.png_bytes(figure))
+        print(path)
+
+
+def cli():
+    program.run(main, define_flags)
+
+
+if __name__ == "__main__":
+    cli()
