@@ -60,7 +60,13 @@ class DataConfig:
             their partial batches (14 and 124 at the 25k setting). SNLI dev at that
             setting, seed 0: 71.0, 70.4, 69.1 and 67.5%. Evaluation always uses length
             buckets.
-        pad_to_bucket: pad batches to their length bucket's boundary (fewer shapes).
+        pad_to_bucket: pad batches to their length bucket's boundary (fewer shapes; the
+            `tf.data` batches of an uncompiled step).
+        bounded_shapes: batch in NumPy (`dsan_tf.data.batching`) to a small fixed set of
+            shapes, lengths from a grid fitted to the data and full batches (partial ones
+            filled with rows of weight 0), in the same order with or without TensorFlow;
+            None: when the training step is compiled (`TrainingConfig.jit_compile`: JAX's
+            default), since XLA compiles once per shape (docs/PERFORMANCE.md).
         deterministic: deterministic TF ops and input order.
         embeddings: a GloVe-format file, `glove:NAME` (downloaded) or "random"/None.
         embeddings_cache_dir: cache of matrices read from vector files.
@@ -83,6 +89,7 @@ class DataConfig:
     seed: int = 0
     batching: str = "sorted_chunks"
     pad_to_bucket: bool = False
+    bounded_shapes: bool | None = None
     deterministic: bool = True
     embeddings: str | None = None
     embeddings_cache_dir: str = "~/.cache/dsan_tf"
@@ -206,6 +213,12 @@ class RunOptions:
         log_every_steps: TensorBoard's training summaries every N steps.
         probe_sentence: log this sentence's analysis figures at every epoch end.
         export_dir: export the best model to EXPORT_DIR/<next version>/ at the end.
+        compile_ahead: before the first epoch, trace (TensorFlow) or compile (XLA) the
+            training and evaluation steps for every batch shape an epoch will use, so that
+            no epoch pays for it; the state is restored afterwards.
+        compilation_cache: JAX's persistent compilation cache in a `jax` folder of the
+            data's `embeddings_cache_dir`: a repeated or resumed run loads its compiled
+            steps instead of compiling them again.
     """
 
     strategy: str = "default"
@@ -214,3 +227,5 @@ class RunOptions:
     log_every_steps: int = 100
     probe_sentence: str | None = None
     export_dir: str | None = None
+    compile_ahead: bool = True
+    compilation_cache: bool = True

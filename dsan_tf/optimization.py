@@ -30,7 +30,11 @@ def compile_for_training(model, learning_rate=1e-3, jit_compile=None, optimizer=
     if jit_compile is None:
         jit_compile = default_jit_compile()
     model.compile(optimizer=optimizer or keras.optimizers.Adam(learning_rate),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  # The mean over the weighted rows: rows that only fill a batch to its
+                  # fixed shape have weight 0 (dsan_tf.data.batching); without weights,
+                  # the plain mean.
+                  loss=keras.losses.SparseCategoricalCrossentropy(
+                      from_logits=True, reduction="mean_with_sample_weight"),
                   metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
                   jit_compile=jit_compile)
     model.optimizer.build(model.trainable_variables)

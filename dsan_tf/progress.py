@@ -100,6 +100,9 @@ class Progress:
 
 
 def cardinality(dataset):
-    """Batches in a `tf.data.Dataset`, or None when TensorFlow cannot tell."""
+    """Batches in a `tf.data.Dataset` or a `keras.utils.PyDataset`, or None when
+    TensorFlow cannot tell."""
+    if not hasattr(dataset, "cardinality"):
+        return len(dataset)
     count = int(dataset.cardinality())
     return count if count >= 0 else None

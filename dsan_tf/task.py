@@ -17,9 +17,10 @@ import sys
 import numpy as np
 
 from dsan_tf import data
+from dsan_tf.data import batching
 from dsan_tf.config import ExperimentConfig
 from dsan_tf.models import build_model, family
-from dsan_tf.optimization import compile_for_training, make_optimizer
+from dsan_tf.optimization import compile_for_training, default_jit_compile, make_optimizer
 
 
 def vocabulary_summary(training_words, added, extend_vocabulary, vocab_from_vectors):
@@ -49,16 +50,21 @@ class Predictions:
 
 def predict(model, batches, on_batch=None):
     """The model's class probabilities on `batches` of ({"premise", "hypothesis"}, labels)
-    (`NLITask.build_inputs`), on any Keras backend (the `tf.data` tensors become NumPy
+    or (..., labels, sample weights) (`NLITask.build_inputs`; rows of weight 0 only fill a
+    batch and are left out), on any Keras backend (the `tf.data` tensors become NumPy
     arrays first). `on_batch(size)` is called after each batch (progress).
 
     Returns:
         `Predictions`.
     """
     parts = {field.name: [] for field in dataclasses.fields(Predictions)}
-    for inputs, labels in batches:
+    for inputs, labels, *weights in batches:
         inputs = {side: np.asarray(ids) for side, ids in inputs.items()}
         logits = np.asarray(model.predict_on_batch(inputs), "float32")
+        if weights:
+            real = np.asarray(weights[0]) > 0
+            logits, labels = logits[real], np.asarray(labels)[real]
+            inputs = {side: ids[real] for side, ids in inputs.items()}
         logits = np.exp(logits - logits.max(axis=-1, keepdims=True))
         parts["probabilities"].append(logits / logits.sum(axis=-1, keepdims=True))
         parts["labels"].append(np.asarray(labels))
@@ -156,12 +162,27 @@ class NLITask:
                 f"--embedding_dim={self.config.model_config.embedding_dim}.")
         return matrix, report
 
-    def build_inputs(self, pairs, training=False, static_shapes=False, in_order=False):
-        """The `tf.data` batches of `EncodedPairs`: for training shuffled (seeded) and cut
-        to `steps_per_epoch`, or repeated into epochs of `schedule_epoch_pairs`;
+    def bounded_shapes(self):
+        """Whether batches come in a fixed set of shapes (`DataConfig.bounded_shapes`;
+        unset: when the training step is compiled)."""
+        bounded = self.config.data.bounded_shapes
+        if bounded is None:
+            bounded = self.config.training.jit_compile
+        return default_jit_compile() if bounded is None else bool(bounded)
+
+    def build_inputs(self, pairs, training=False, static_shapes=False, in_order=False,
+                     shapes=None):
+        """The batches of `pairs` (`EncodedPairs`, or `IdPairs` without TensorFlow): for
+        training shuffled (seeded) and cut to `steps_per_epoch`, or repeated into epochs of
+        `schedule_epoch_pairs`; `in_order` (evaluation only) keeps the pairs' order.
+
+        With `bounded_shapes` they are `dsan_tf.data.batching.NLIBatches` (NumPy, a few
+        shapes, `shapes` or a grid fitted to `pairs`, triples with sample weights);
+        otherwise `tf.data` batches padded to each batch's longest sentence, where
         `static_shapes` pads to bucket boundaries and drops partial batches (TPUs compile
-        one program per shape); `in_order` (evaluation only) keeps the pairs' order,
-        without length buckets."""
+        one program per shape)."""
+        if self.bounded_shapes() and not static_shapes:
+            return self._numpy_batches(pairs, training, in_order, shapes)
         settings = self.config.data
         common = dict(batch_size=settings.batch_size, deterministic=settings.deterministic,
                       pad_to_bucket=settings.pad_to_bucket or static_shapes)
@@ -185,6 +206,25 @@ class NLITask:
             return dataset.repeat().take(training.epoch_steps(settings.batch_size))
         steps = training.steps_per_epoch
         return dataset.take(steps) if steps else dataset
+
+    def _numpy_batches(self, pairs, training, in_order, shapes):
+        """`NLIBatches` of `pairs` as `build_inputs` describes them."""
+        settings = self.config.data
+        if not isinstance(pairs, batching.IdPairs):
+            pairs = batching.IdPairs.from_encoded(pairs)
+        if in_order or not training:
+            order = "in_order" if in_order else "length_buckets"
+            shapes = shapes or batching.Shapes.fit(pairs, settings.batch_size, order,
+                                                   max_length=settings.max_length)
+            return batching.NLIBatches(pairs, settings.batch_size, order, shapes, shuffle=False)
+        order = settings.batching
+        shapes = shapes or batching.Shapes.fit(pairs, settings.batch_size, order,
+                                               settings.seed, max_length=settings.max_length)
+        steps = None
+        if self.config.training.schedule_epoch_pairs or self.config.training.steps_per_epoch:
+            steps = self.config.training.epoch_steps(settings.batch_size, len(pairs))
+        return batching.NLIBatches(pairs, settings.batch_size, order, shapes,
+                                   shuffle=settings.shuffle, seed=settings.seed, steps=steps)
 
     def build_model(self, vocabulary_size, word_vectors=None, vocabulary=None):
         """An uncompiled `NLIClassifier` of the configured model family.

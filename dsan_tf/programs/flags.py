@@ -186,6 +186,11 @@ def define_data_flags():
                       "label-skewed); SNLI 25k dev 71.0/70.4/69.1/67.5% (FIDELITY row 44).")
     flags.DEFINE_boolean("pad_to_bucket", _DATA.pad_to_bucket, "Pad batches to their length "
                          "bucket's boundary (fewer shapes for XLA).")
+    flags.DEFINE_boolean("bounded_shapes", _DATA.bounded_shapes, "Batch in NumPy to a small "
+                         "fixed set of shapes (lengths fitted to the data, full batches), the "
+                         "same with or without TensorFlow. Unset: on when the training step is "
+                         "compiled (--jit_compile, JAX's default), which compiles once per "
+                         "shape.")
     flags.DEFINE_boolean("deterministic", _DATA.deterministic, "Deterministic TF ops and "
                          "input order (same seed, same data -> same run).")
     flags.DEFINE_string("embeddings", None, "Word vectors: a GloVe-format file "
@@ -313,9 +318,12 @@ def experiment_config(values=FLAGS, **model_overrides):
         training = _from_flags(TrainingConfig, values)
         if training.jit_compile is None:
             training.jit_compile = default_jit_compile()
+        data = _from_flags(DataConfig, values)
+        if data.bounded_shapes is None:
+            data.bounded_shapes = training.jit_compile
         return ExperimentConfig(
             model=values["model"].value, model_config=model_config(values, **model_overrides),
-            data=_from_flags(DataConfig, values), training=training)
+            data=data, training=training)
     except ValueError as error:
         raise flags.ValidationError(str(error)) from None
 

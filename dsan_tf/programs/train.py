@@ -40,6 +40,12 @@ def define_flags():
                          lower_bound=0)
     flags.DEFINE_string("export_dir", None, "Export the best model as a SavedModel in "
                         "EXPORT_DIR/<next version>/ (TF Serving's layout).")
+    flags.DEFINE_boolean("compile_ahead", True, "Before the first epoch, trace or compile the "
+                         "training and evaluation steps for every batch shape an epoch uses "
+                         "(the model's state is restored afterwards), so no epoch pays for it.")
+    flags.DEFINE_boolean("compilation_cache", True, "JAX: keep compiled steps in "
+                         "EMBEDDINGS_CACHE_DIR/jax, so that a repeated or resumed run does not "
+                         "compile them again.")
     flags.DEFINE_boolean("overwrite", False, "Replace what an earlier run left in --workdir "
                          "(its files only) and train afresh; without it, a --workdir holding "
                          "a run of other flags is refused.")
@@ -53,7 +59,9 @@ def run_options(values=FLAGS):
     optimisation are the `ExperimentConfig`)."""
     return RunOptions(strategy=values.strategy, tpu=values.tpu,
                       logical_cpus=values.logical_cpus, log_every_steps=values.log_every_steps,
-                      probe_sentence=values.probe_sentence, export_dir=values.export_dir)
+                      probe_sentence=values.probe_sentence, export_dir=values.export_dir,
+                      compile_ahead=values.compile_ahead,
+                      compilation_cache=values.compilation_cache)
 
 
 @program.main
@@ -68,7 +76,8 @@ def main(argv):
     config, options = project_flags.experiment_config(), run_options()
     # Resolved, so that flags.txt repeats the run; --overwrite is a way of starting it.
     lines = project_flags.flagfile_lines(
-        exclude=("overwrite",), jit_compile=config.training.jit_compile,
+        exclude=("overwrite", "compile_ahead", "compilation_cache"),
+        jit_compile=config.training.jit_compile, bounded_shapes=config.data.bounded_shapes,
         trainable_embeddings=config.model_config.trainable_embeddings)
     from dsan_tf.training import steps  # TensorFlow loads here, after --help
 

@@ -20,7 +20,8 @@ from dsan_tf.errors import UsageError
 from dsan_tf.export import export_run
 from dsan_tf.models import load_model, registry
 from dsan_tf.task import NLITask
-from dsan_tf.training import callbacks, distribute
+from dsan_tf.data import batching
+from dsan_tf.training import callbacks, compilation, distribute
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,20 +81,62 @@ def train(config, run, options):
     """Trains `config` (`ExperimentConfig`) in the claimed `RunDirectory` `run` as
     `options` (`dsan_tf.config.RunOptions`) say; returns the results dict that results.json holds."""
     strategy = set_up(config, options.strategy, options.tpu, options.logical_cpus)
+    if options.compilation_cache:
+        cache = compilation.enable_jax_cache(config.data.embeddings_cache_dir)
+        if cache:
+            print(f"JAX compilation cache: {cache}")
     task = NLITask(config)
     prepared = prepare_data(task, run)
-    inputs = {split: task.build_inputs(pairs, training=split == "train",
-                                       static_shapes=options.strategy == "tpu")
-              for split, pairs in prepared.encoded.items()}
-    padding = data.padding_fraction(inputs["train"])
-    print(f"vocabulary: {prepared.preprocessor.vocabulary_size:,} ids; training batches hold "
-          f"{padding:.1%} padding")
+    inputs = make_inputs(task, prepared, options.strategy)
+    padding = describe_batches(inputs, prepared.preprocessor.vocabulary_size)
     model = build(task, strategy, prepared)
     write_config(run, task, prepared, model, strategy, padding, options.strategy)
+    if options.compile_ahead:
+        # Fresh batches: iterating a tf.data pipeline advances its shuffling.
+        ahead = make_inputs(task, prepared, options.strategy)
+        with strategy.scope():
+            trains, devs, seconds = compilation.compile_ahead(model, ahead["train"],
+                                                              ahead["dev"])
+        what = "compiled" if config.training.jit_compile or \
+            keras.backend.backend() == "jax" else "traced"
+        print(f"{what} the training step for {trains} batch shape(s) and the evaluation step "
+              f"for {devs} ahead, in {seconds:.1f} s")
     shared, nan_guard = make_callbacks(run, task, prepared, inputs, options.log_every_steps,
                                        options.probe_sentence)
     fit(model, strategy, options.strategy, inputs, shared, run, config.training.epochs)
     return finish(run, model, inputs, nan_guard, options.export_dir)
+
+
+def make_inputs(task, prepared, strategy_name):
+    """{split: batches} of the encoded splits (`NLITask.build_inputs`): the evaluation
+    splits padded to the grid fitted to dev (bounded shapes), so that dev and test share
+    compiled steps."""
+    inputs, shapes = {}, None
+    for split in ("train", "dev", "test"):
+        if split in prepared.encoded:
+            inputs[split] = task.build_inputs(prepared.encoded[split], training=split == "train",
+                                              static_shapes=strategy_name == "tpu",
+                                              shapes=shapes if split == "test" else None)
+            if split == "dev":
+                shapes = getattr(inputs[split], "shapes", None)
+    return inputs
+
+
+def describe_batches(inputs, vocabulary_size):
+    """Prints the vocabulary size and the training batches' padding (and, for NumPy
+    batches of bounded shapes, the shapes each split uses); returns the padding fraction."""
+    train = inputs["train"]
+    if not isinstance(train, batching.NLIBatches):
+        padding = data.padding_fraction(train)
+        print(f"vocabulary: {vocabulary_size:,} ids; training batches hold {padding:.1%} "
+              "padding")
+        return padding
+    padding, _ = train.describe()
+    print(f"vocabulary: {vocabulary_size:,} ids; training batches: {train.summary()}")
+    for split in ("dev", "test"):
+        if split in inputs:
+            print(f"{split} batches: {inputs[split].summary()}")
+    return padding
 
 
 @dataclasses.dataclass
@@ -261,11 +304,13 @@ def finish(run, model, inputs, nan_guard, export_dir=None):
     results = {"best_epoch": run.read_json(run_files.BEST_INFO)["epoch"],
                "parameters": model.parameter_breakdown(),
                "best_weights_sha256": weights_digest(best)}
+    # The trained model with the best weights: its evaluation step is compiled already.
+    model.set_weights(best.get_weights())
     for split in ("dev", "test"):
         if split in inputs:
             shown = callbacks.EvaluationProgress(f"best model on {split}",
                                                 progress.cardinality(inputs[split]))
-            results[f"{split}_accuracy"] = best.evaluate(
+            results[f"{split}_accuracy"] = model.evaluate(
                 inputs[split], verbose=0, return_dict=True, callbacks=[shown])["accuracy"]
     history = run_files.read_history(run.path(run_files.HISTORY))
     seconds = [row["seconds"] for row in history if not math.isnan(row.get("seconds", math.nan))]

@@ -1,0 +1,293 @@
+"""Token ids -> batches in NumPy, in a small fixed set of shapes, on any Keras backend.
+
+A compiled training step (JAX, or `jit_compile` anywhere) is compiled once per batch
+shape: XLA takes about 8 s for the 25k setting's DSAN step on a 2-core CPU, so batches
+padded to their own longest sentence (a new shape almost every step) spend the epoch
+compiling. Here every batch is padded to a length of a short grid chosen from the data
+(`length_grid`: the fewest padded tokens for that many lengths) and to the full batch
+size (rows added to a partial batch repeat a real pair with sample weight 0, so losses
+and metrics are those of the real pairs). The order is drawn by NumPy from the seed and
+the pass number alone, so the batches are the same with or without TensorFlow (the GPU
+machines have none) and `IdPairs` travel as a small `.npz` file (`dsan_tf.data.setting`).
+
+Shape legend: N pairs, B batch, T1 premise tokens, T2 hypothesis tokens.
+"""
+
+import dataclasses
+
+import keras
+import numpy as np
+
+from dsan_tf.data.vocabulary import PAD_ID
+
+# Must agree with dsan_tf.data.pipeline (which needs TensorFlow; these do not).
+DEFAULT_BUCKETS = (8, 10, 12, 14, 16, 18, 20, 24, 28, 32, 40, 48, 64, 96, 128, 192)
+SORT_CHUNK_BATCHES = 50
+# Lengths per side of the grid (`length_grid`): at most 4 x 3 shapes per dataset.
+PREMISE_LENGTHS = 4
+HYPOTHESIS_LENGTHS = 3
+ORDERS = ("plain", "sorted_chunks", "premise_buckets", "length_buckets", "in_order")
+
+
+@dataclasses.dataclass
+class IdPairs:
+    """Token ids of N sentence pairs, without padding: each side's ids concatenated
+    (int32 [sum of lengths]) with its lengths (int32 [N]), and labels int32 [N]."""
+
+    premise: np.ndarray
+    premise_lengths: np.ndarray
+    hypothesis: np.ndarray
+    hypothesis_lengths: np.ndarray
+    labels: np.ndarray
+
+    def __post_init__(self):
+        for side in ("premise", "hypothesis"):
+            lengths = getattr(self, f"{side}_lengths")
+            if int(lengths.sum()) != len(getattr(self, side)) or len(lengths) != len(self):
+                raise ValueError(f"IdPairs: the {side} lengths do not add up to its ids.")
+        self._starts = {side: np.concatenate([[0], np.cumsum(getattr(self, f"{side}_lengths"))])
+                        for side in ("premise", "hypothesis")}
+
+    def __len__(self):
+        return len(self.labels)
+
+    @classmethod
+    def from_lists(cls, premises, hypotheses, labels):
+        """From lists of id sequences (one per pair) and labels."""
+        def flat(rows):
+            lengths = np.array([len(row) for row in rows], "int32")
+            ids = np.concatenate([np.asarray(row, "int32") for row in rows]) if rows else \
+                np.zeros(0, "int32")
+            return ids.astype("int32"), lengths
+        premise, premise_lengths = flat(list(premises))
+        hypothesis, hypothesis_lengths = flat(list(hypotheses))
+        return cls(premise, premise_lengths, hypothesis, hypothesis_lengths,
+                   np.asarray(labels, "int32"))
+
+    @classmethod
+    def from_encoded(cls, pairs):
+        """From `EncodedPairs` (RaggedTensors; TensorFlow is loaded already)."""
+        def flat(ragged):
+            return (ragged.flat_values.numpy().astype("int32"),
+                    ragged.row_lengths().numpy().astype("int32"))
+        return cls(*flat(pairs.premise), *flat(pairs.hypothesis),
+                   np.asarray(pairs.labels, "int32"))
+
+    def padded(self, side, indices, width):
+        """int32 [len(indices), width]: the rows' ids, padded with PAD_ID."""
+        lengths = getattr(self, f"{side}_lengths")[indices]
+        starts = self._starts[side][indices]
+        columns = np.arange(width)
+        inside = columns[None, :] < lengths[:, None]
+        ids = getattr(self, side)
+        positions = np.where(inside, starts[:, None] + columns[None, :], 0)
+        return np.where(inside, ids[positions] if len(ids) else 0, PAD_ID).astype("int32")
+
+
+def batch_order(pairs, batch_size, order, rng=None, buckets=DEFAULT_BUCKETS,
+                chunk_batches=SORT_CHUNK_BATCHES):
+    """One pass over `pairs` as a list of index arrays, one per batch (the last of a group
+    may be partial). `order` is one of `ORDERS`: "plain" shuffled batches; "sorted_chunks"
+    shuffled pairs cut into chunks of `chunk_batches` batches, each sorted (stably) by
+    premise length, the batches then shuffled; "premise_buckets" / "length_buckets" pairs
+    grouped by the premise's (and the hypothesis's) length bucket, batches shuffled;
+    "in_order" the pairs as they are. `rng` (a NumPy Generator) shuffles; None: no
+    shuffling (grouped orders then go by bucket)."""
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}.")
+    count = len(pairs)
+    indices = rng.permutation(count) if rng is not None and order != "in_order" else \
+        np.arange(count)
+    split = lambda ids: [ids[i:i + batch_size] for i in range(0, len(ids), batch_size)]  # noqa: E731
+    if order in ("plain", "in_order"):
+        return split(indices)
+    if order == "sorted_chunks":
+        span = batch_size * chunk_batches
+        batches = []
+        for start in range(0, count, span):
+            chunk = indices[start:start + span]
+            chunk = chunk[np.argsort(pairs.premise_lengths[chunk], kind="stable")]
+            batches.extend(split(chunk))
+    else:
+        key = np.searchsorted(buckets, pairs.premise_lengths[indices], side="right") * \
+            (len(buckets) + 1)
+        if order == "length_buckets":
+            key = key + np.searchsorted(buckets, pairs.hypothesis_lengths[indices],
+                                        side="right")
+        grouped = indices[np.argsort(key, kind="stable")]
+        bounds = np.flatnonzero(np.diff(np.sort(key, kind="stable"))) + 1
+        batches = [batch for group in np.split(grouped, bounds) for batch in split(group)]
+    if rng is not None:
+        batches = [batches[i] for i in rng.permutation(len(batches))]
+    return batches
+
+
+def length_grid(maxima, count, longest):
+    """At most `count` lengths, the last one `longest`, that pad batches whose longest
+    sentences are `maxima` (int [batches]) with the fewest tokens: each batch is padded to
+    the smallest grid length >= its longest sentence (dynamic programming over the
+    distinct maxima, exact)."""
+    values, weights = np.unique(np.minimum(np.asarray(maxima), longest), return_counts=True)
+    if not len(values) or values[-1] != longest:
+        values, weights = np.append(values, longest), np.append(weights, 0)
+    size = len(values)
+    # cost[i][j]: padding of the batches with maxima values[i..j] padded to values[j].
+    cum_w = np.concatenate([[0], np.cumsum(weights)])
+    cum_vw = np.concatenate([[0], np.cumsum(values * weights)])
+    cost = lambda i, j: values[j] * (cum_w[j + 1] - cum_w[i]) - (cum_vw[j + 1] - cum_vw[i])  # noqa: E731
+    best = np.full((count + 1, size), np.inf)
+    choice = np.zeros((count + 1, size), int)
+    best[1] = [cost(0, j) for j in range(size)]
+    for k in range(2, count + 1):
+        for j in range(size):
+            options = [best[k - 1][i] + cost(i + 1, j) for i in range(j)]
+            if options:
+                choice[k][j] = int(np.argmin(options))
+                best[k][j] = options[choice[k][j]]
+            else:
+                best[k][j] = best[1][j]
+                choice[k][j] = -1
+    k = int(np.argmin(best[1:, size - 1])) + 1
+    grid, j = [], size - 1
+    while j >= 0 and k >= 1:
+        grid.append(int(values[j]))
+        j, k = (choice[k][j] if k > 1 else -1), k - 1
+    return tuple(sorted(set(grid)))
+
+
+def pad_to(grid, length):
+    """The smallest length of `grid` >= `length` (`length` itself past the grid's end)."""
+    index = np.searchsorted(grid, length)
+    return int(grid[index]) if index < len(grid) else int(length)
+
+
+@dataclasses.dataclass(frozen=True)
+class Shapes:
+    """How batches are padded: to the grids' lengths and to `batch_size` rows (bounded),
+    or to each batch's longest sentence and its own size (None grids)."""
+
+    premise_grid: tuple | None = None
+    hypothesis_grid: tuple | None = None
+    batch_size: int | None = None
+
+    @property
+    def bounded(self):
+        return self.premise_grid is not None
+
+    @classmethod
+    def fit(cls, pairs, batch_size, order, seed=0, premise_lengths=PREMISE_LENGTHS,
+            hypothesis_lengths=HYPOTHESIS_LENGTHS, max_length=None):
+        """Grids chosen for `pairs` batched in `order` (`batch_order`, one seeded pass),
+        topped by the longest sentence of each side (or `max_length` when it is shorter)."""
+        batches = batch_order(pairs, batch_size, order, np.random.default_rng(seed))
+        grids = []
+        for side, count in (("premise", premise_lengths), ("hypothesis", hypothesis_lengths)):
+            lengths = getattr(pairs, f"{side}_lengths")
+            longest = max(int(lengths.max()) if len(lengths) else 1, 1)
+            maxima = [max(int(lengths[batch].max()), 1) for batch in batches]
+            grids.append(length_grid(maxima, count, min(longest, max_length or longest)))
+        return cls(*grids, batch_size)
+
+
+class NLIBatches(keras.utils.PyDataset):
+    """Batches of `IdPairs` for `fit`, `evaluate` and `predict` on any Keras backend:
+    `({"premise": int32 [B, T1], "hypothesis": int32 [B, T2]}, labels int32 [B],
+    sample weights float32 [B])`, the weights 0 on rows that fill a partial batch.
+
+    Each epoch is `steps` batches (None: one pass) taken from passes over the data drawn
+    one after another, pass k shuffled by `numpy.random.default_rng([seed, k])`; each epoch
+    starts a new pass (like a repeated `tf.data` pipeline taken N steps at a time).
+
+    Args:
+        pairs: `IdPairs`.
+        batch_size: B.
+        order: one of `ORDERS` (`batch_order`).
+        shapes: `Shapes`; None: `Shapes.fit(pairs, batch_size, order, seed)` (bounded).
+        shuffle: draw a new order every pass (else the order of `batch_order` unshuffled).
+        seed: int.
+        steps: batches per epoch; None: one whole pass.
+    """
+
+    def __init__(self, pairs, batch_size=64, order="sorted_chunks", shapes=None, shuffle=True,
+                 seed=0, steps=None):
+        super().__init__()
+        self.pairs, self.batch_size, self.order = pairs, batch_size, order
+        self.shapes = shapes if shapes is not None else Shapes.fit(pairs, batch_size, order,
+                                                                   seed)
+        self.shuffle, self.seed, self.steps = shuffle, seed, steps
+        self._pass = 0  # the next pass to draw
+        self._epoch = None
+
+    def plan(self, pass_index):
+        """The batches (index arrays) of pass `pass_index`."""
+        rng = np.random.default_rng([self.seed, pass_index]) if self.shuffle else None
+        return batch_order(self.pairs, self.batch_size, self.order, rng)
+
+    def _epoch_batches(self):
+        if self._epoch is None:
+            batches = self.plan(self._pass)
+            self._pass += 1
+            while self.steps and len(batches) < self.steps:
+                batches += self.plan(self._pass)
+                self._pass += 1
+            self._epoch = batches[:self.steps] if self.steps else batches
+        return self._epoch
+
+    @property
+    def num_batches(self):
+        if self.steps:
+            return self.steps
+        return len(self.plan(0)) if self._epoch is None else len(self._epoch)
+
+    def __len__(self):
+        return self.num_batches
+
+    def on_epoch_end(self):
+        self._epoch = None
+
+    def start_at_pass(self, pass_index):
+        """Draw the next epoch from pass `pass_index` (a resumed run continues its order)."""
+        self._pass, self._epoch = pass_index, None
+
+    def batch(self, indices):
+        """The padded batch of the pairs `indices` (see the class)."""
+        shapes = self.shapes
+        real = len(indices)
+        if shapes.bounded and shapes.batch_size and real < shapes.batch_size:
+            # Fill with the batch's first pair, weighted 0: real values, no effect.
+            indices = np.concatenate([indices, np.repeat(indices[:1], shapes.batch_size - real)])
+        widths = []
+        for side in ("premise", "hypothesis"):
+            longest = max(int(getattr(self.pairs, f"{side}_lengths")[indices].max()), 1)
+            grid = getattr(shapes, f"{side}_grid")
+            widths.append(pad_to(grid, longest) if grid else longest)
+        inputs = {"premise": self.pairs.padded("premise", indices, widths[0]),
+                  "hypothesis": self.pairs.padded("hypothesis", indices, widths[1])}
+        weights = np.zeros(len(indices), "float32")
+        weights[:real] = 1.0
+        return inputs, self.pairs.labels[indices], weights
+
+    def __getitem__(self, index):
+        return self.batch(self._epoch_batches()[index])
+
+    def describe(self):
+        """(padding fraction, {(B, T1, T2): batches}) of one pass (pass 0's order): the
+        share of token slots that hold padding (fill rows included) and the shapes."""
+        shapes, padded, real = {}, 0, 0
+        for indices in self.plan(0):
+            inputs, _, weights = self.batch(indices)
+            key = (len(weights), *(inputs[side].shape[1] for side in ("premise", "hypothesis")))
+            shapes[key] = shapes.get(key, 0) + 1
+            padded += sum(ids.size for ids in inputs.values())
+            real += sum(int(np.count_nonzero(ids[weights > 0])) for ids in inputs.values())
+        return 1.0 - real / max(padded, 1), shapes
+
+    def summary(self):
+        """A log line: padding, the number of distinct shapes, the grids."""
+        padding, shapes = self.describe()
+        text = f"{padding:.1%} padding, {len(shapes)} batch shape(s) per epoch"
+        if self.shapes.bounded:
+            text += (f" (lengths {'/'.join(map(str, self.shapes.premise_grid))} x "
+                     f"{'/'.join(map(str, self.shapes.hypothesis_grid))}, "
+                     f"{self.shapes.batch_size} rows)")
+        return text

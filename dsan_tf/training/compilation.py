@@ -1,0 +1,89 @@
+"""Paying for compilation once: JAX's persistent compilation cache, and the training and
+evaluation steps traced (TensorFlow) or compiled (XLA) for every batch shape before the
+first epoch, so that no epoch's time holds it (docs/PERFORMANCE.md, "The first epoch").
+Keras only; JAX where it is the backend.
+"""
+
+import os
+import time
+
+import keras
+import numpy as np
+
+from dsan_tf.data import batching
+
+JAX_CACHE = "jax"  # the folder beside the word-vector caches
+
+
+def enable_jax_cache(cache_dir):
+    """Turns on JAX's persistent compilation cache in `cache_dir`/jax (created) for this
+    process: a step compiled once on this machine is loaded, not compiled, by later runs.
+    Returns the folder, or None on another backend."""
+    if keras.backend.backend() != "jax":
+        return None
+    import jax  # the backend: loaded already
+
+    folder = os.path.join(os.path.expanduser(cache_dir), JAX_CACHE)
+    os.makedirs(folder, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", folder)
+    # Every step is worth keeping: an evaluation step compiles in about a second.
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    return folder
+
+
+class _Batches(keras.utils.PyDataset):
+    """A fixed list of batches, for `fit` and `evaluate`."""
+
+    def __init__(self, batches):
+        super().__init__()
+        self.batches = batches
+
+    def __len__(self):
+        return len(self.batches)
+
+    def __getitem__(self, index):
+        return self.batches[index]
+
+
+def one_batch_per_shape(batches):
+    """For `NLIBatches`, one batch of each shape an epoch uses (pass 0's order), as a
+    PyDataset; for a `tf.data` dataset, its first batch (TensorFlow traces one step for
+    every shape)."""
+    if not isinstance(batches, batching.NLIBatches):
+        return batches.take(1)
+    chosen = {}
+    for indices in batches.plan(0):
+        batch = batches.batch(indices)
+        key = (len(batch[2]), *(ids.shape[1] for ids in batch[0].values()))
+        chosen.setdefault(key, batch)
+    return _Batches(list(chosen.values()))
+
+
+def compile_ahead(model, train_batches, dev_batches):
+    """Runs one training step and one evaluation step on each batch shape of
+    `train_batches` and `dev_batches` (`one_batch_per_shape`: give fresh datasets for
+    `tf.data`, whose shuffling state an iteration would advance), then puts every
+    variable back (weights, optimizer slots and step count, metrics, dropout seeds): what
+    is left is the compiled (traced) steps. Returns (training shapes, evaluation shapes,
+    seconds)."""
+    started = time.perf_counter()
+    variables = _state_variables(model)
+    saved = [np.array(keras.ops.convert_to_numpy(v.value), copy=True) for v in variables]
+    train, dev = one_batch_per_shape(train_batches), one_batch_per_shape(dev_batches)
+    model.fit(train, epochs=1, verbose=0, shuffle=False)
+    model.evaluate(dev, verbose=0)
+    for variable, value in zip(variables, saved):
+        variable.assign(value)
+    count = lambda batches: len(batches) if hasattr(batches, "__len__") else 1  # noqa: E731
+    return count(train), count(dev), time.perf_counter() - started
+
+
+def _state_variables(model):
+    """Every variable a training step changes, once each."""
+    seen, result = set(), []
+    for variable in [*model.variables, *model.optimizer.variables, *model.metrics_variables]:
+        if id(variable) not in seen:
+            seen.add(id(variable))
+            result.append(variable)
+    return result
