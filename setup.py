@@ -30,5 +30,7 @@ setup(
         "dsan-predict=dsan_tf.programs.predict:cli",
         "dsan-summary=dsan_tf.programs.summary:cli",
         "dsan-visualize=dsan_tf.programs.visualize:cli",
+        "dsan-encode-setting=dsan_tf.programs.encode_setting:cli",
+        "dsan-train-encoded=dsan_tf.programs.train_encoded:cli",
     ]},
 )

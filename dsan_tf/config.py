@@ -201,6 +201,26 @@ class ExperimentConfig:
     def to_dict(self):
         return dataclasses.asdict(self)
 
+    @classmethod
+    def from_dict(cls, values):
+        """The configuration `to_dict` gave (JSON-safe: tuples may come back as lists).
+        ValueError names an unknown or bad field."""
+        values = dict(values)
+        model = values.pop("model", registry.DEFAULT)
+        parts = {"data": DataConfig, "training": TrainingConfig}
+        unknown = sorted(set(values) - set(parts) - {"model_config"})
+        if unknown:
+            raise ValueError(f"unknown ExperimentConfig field(s): {', '.join(unknown)}.")
+        for name, part in parts.items():
+            known = {field.name for field in dataclasses.fields(part)}
+            extra = sorted(set(values.get(name, {})) - known)
+            if extra:
+                raise ValueError(f"unknown {part.__name__} field(s): {', '.join(extra)}.")
+        return cls(model=model,
+                   model_config=registry.family(model).config.from_dict(
+                       values.get("model_config") or {}),
+                   **{name: part(**values.get(name, {})) for name, part in parts.items()})
+
 
 @dataclasses.dataclass(frozen=True)
 class RunOptions:

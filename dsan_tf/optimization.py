@@ -35,7 +35,9 @@ def compile_for_training(model, learning_rate=1e-3, jit_compile=None, optimizer=
                   # the plain mean.
                   loss=keras.losses.SparseCategoricalCrossentropy(
                       from_logits=True, reduction="mean_with_sample_weight"),
-                  metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+                  # Weighted (Keras passes sample weights to `weighted_metrics` only), so
+                  # that rows of weight 0 filling a batch are not counted.
+                  weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
                   jit_compile=jit_compile)
     model.optimizer.build(model.trainable_variables)
     return model

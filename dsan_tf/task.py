@@ -182,7 +182,7 @@ class NLITask:
         `static_shapes` pads to bucket boundaries and drops partial batches (TPUs compile
         one program per shape)."""
         if self.bounded_shapes() and not static_shapes:
-            return self._numpy_batches(pairs, training, in_order, shapes)
+            return self.numpy_batches(pairs, training, in_order, shapes)
         settings = self.config.data
         common = dict(batch_size=settings.batch_size, deterministic=settings.deterministic,
                       pad_to_bucket=settings.pad_to_bucket or static_shapes)
@@ -207,11 +207,15 @@ class NLITask:
         steps = training.steps_per_epoch
         return dataset.take(steps) if steps else dataset
 
-    def _numpy_batches(self, pairs, training, in_order, shapes):
-        """`NLIBatches` of `pairs` as `build_inputs` describes them."""
+    def numpy_batches(self, pairs, training=False, in_order=False, shapes=None):
+        """`NLIBatches` of `pairs` as `build_inputs` describes them, without TensorFlow for
+        `IdPairs`: in `shapes`, else a grid fitted to `pairs` with `bounded_shapes`, else
+        each batch padded to its longest sentence."""
         settings = self.config.data
         if not isinstance(pairs, batching.IdPairs):
             pairs = batching.IdPairs.from_encoded(pairs)
+        if shapes is None and not self.bounded_shapes():
+            shapes = batching.Shapes()
         if in_order or not training:
             order = "in_order" if in_order else "length_buckets"
             shapes = shapes or batching.Shapes.fit(pairs, settings.batch_size, order,

@@ -41,6 +41,7 @@ import keras
 import numpy as np
 from absl import flags
 
+from dsan_tf.data import batching
 from dsan_tf.optimization import default_jit_compile
 from dsan_tf.task import NLITask
 from dsan_tf import rundir
@@ -70,6 +71,9 @@ def define_flags():
     flags.DEFINE_boolean("sweep", True, "Run the sweep and the SNLI epoch projection.")
     flags.DEFINE_integer("train_steps", 20, "Timed training steps per comparison (after a "
                          "warm-up).", lower_bound=1)
+    flags.DEFINE_boolean("bounded_epoch", True, "Also time an SNLI epoch of the profile's "
+                         "lengths in bounded shapes (compiled, XLA), each shape's first step "
+                         "apart (--nobounded_epoch: skip it).")
     flags.DEFINE_string("length_profile", str(LENGTH_PROFILE), "SNLI's length buckets (JSON, "
                         "`length_profile`) for the epoch projection; empty: none.")
     flags.DEFINE_list("backends", [], "Measure these Keras backends side by side, each in "
@@ -261,6 +265,46 @@ def snli_epoch(path, per_length, batch_size):
     return dict(project_epoch(profile, per_length, batch_size), source=str(path))
 
 
+def bounded_epoch(model, task, path, seconds, steps=3):
+    """One SNLI epoch in the batches training uses where the step is compiled: pairs of the
+    profile's length distribution (random ids, `IdPairs.like_profile`) in sorted chunks of
+    bounded shapes (`NLIBatches`). Each shape's first step (its compilation) and its steady
+    step are timed; the epoch is the steady steps of every batch, scaled to SNLI's pairs."""
+    if not path or not os.path.exists(path):
+        return {"skipped": f"no length profile ({path or 'none given'})"}
+    with open(path, encoding="utf-8") as stream:
+        profile = json.load(stream)
+    settings = task.config.data
+    pairs = batching.IdPairs.like_profile(profile, profile["pairs"], settings.seed, VOCAB_SIZE)
+    shapes = batching.Shapes.fit(pairs, settings.batch_size, settings.batching, settings.seed,
+                                 max_length=settings.max_length)
+    batches = batching.NLIBatches(pairs, settings.batch_size, settings.batching, shapes,
+                                  seed=settings.seed)
+    padding, counts = batches.describe()
+    first = {}
+    for indices in batches.plan(0):
+        inputs, labels, weights = batches.batch(indices)
+        first.setdefault((len(labels), *(ids.shape[1] for ids in inputs.values())),
+                         (inputs, labels, weights))
+    compile_seconds = step_seconds = 0.0
+    per_shape = {}
+    for key, (inputs, labels, weights) in sorted(first.items()):
+        started = time.perf_counter()
+        model.train_on_batch(inputs, labels, sample_weight=weights)
+        compile_seconds += time.perf_counter() - started
+        step = timed(lambda: model.train_on_batch(inputs, labels, sample_weight=weights),
+                     seconds, steps)
+        per_shape["x".join(map(str, key))] = {"batches": counts[key], "step_seconds": step}
+        step_seconds += counts[key] * step
+    epoch = step_seconds * SNLI_TRAIN_PAIRS / len(pairs)
+    return {"shapes": len(counts), "padding_fraction": padding,
+            "premise_grid": list(shapes.premise_grid),
+            "hypothesis_grid": list(shapes.hypothesis_grid), "per_shape": per_shape,
+            "first_steps_seconds": compile_seconds, "projected_seconds": epoch,
+            "train_pairs_per_sec": SNLI_TRAIN_PAIRS / epoch, "source": str(path),
+            "paper_seconds_gtx_1080ti": 693}
+
+
 def jit_modes(backend):
     """The compile settings measured on `backend`, its default first
     (`dsan_tf.optimization.default_jit_compile`)."""
@@ -299,6 +343,15 @@ def benchmark(task, compared_lengths, sweep_lengths):
             print(f"SNLI epoch ({SNLI_TRAIN_PAIRS:,} pairs) projected at "
                   f"{epoch['projected_seconds']:,.0f} s on {results['machine']['device']} "
                   f"({epoch['train_pairs_per_sec']:.0f} pairs/s; paper: 693 s on a GTX 1080Ti)")
+    if FLAGS.bounded_epoch:
+        epoch = results["bounded_epoch"] = bounded_epoch(
+            build(task, True) if keras.backend.backend() != "torch" else models[faster],
+            task, FLAGS.length_profile, seconds)
+        if "projected_seconds" in epoch:
+            print(f"SNLI epoch in bounded shapes ({epoch['shapes']} shapes, "
+                  f"{epoch['padding_fraction']:.1%} padding; first steps "
+                  f"{epoch['first_steps_seconds']:.0f} s): {epoch['projected_seconds']:,.0f} s "
+                  f"({epoch['train_pairs_per_sec']:.0f} pairs/s)")
     return results
 
 

@@ -36,7 +36,7 @@ def test_benchmark_writes_every_figure(tmp_path, onednn):
     output = tmp_path / "benchmark.json"
     ok(cli("benchmark", "--embedding_dim=16", "--num_heads=4", "--ffn_dim=32",
            "--batch_size=8", "--benchmark_lengths=8", "--sweep_lengths=4,8", "--train_steps=2",
-           "--benchmark_seconds=0.1", f"--output={output}",
+           "--benchmark_seconds=0.1", "--nobounded_epoch", f"--output={output}",
            env={"TF_ENABLE_ONEDNN_OPTS": onednn}))
     result = json.loads(output.read_text())
     assert result["matmul_peak_gflops"] > 0
@@ -62,7 +62,7 @@ def test_benchmark_writes_every_figure(tmp_path, onednn):
 
 
 TINY = ("--embedding_dim=16", "--num_heads=4", "--ffn_dim=32", "--batch_size=8",
-        "--train_steps=2", "--benchmark_seconds=0.1")
+        "--train_steps=2", "--benchmark_seconds=0.1", "--nobounded_epoch")
 NO_TENSORFLOW = """
 import sys
 sys.modules["tensorflow"] = None  # `import tensorflow` fails
@@ -139,3 +139,34 @@ def test_pipeline_benchmark_honours_the_model_flags(tmp_path):
     assert result["padding_fraction"] == result["padding_fraction_sorted_chunks"]
     for batching in ("sorted_chunks", "premise_buckets", "length_buckets"):
         assert result[f"padding_fraction_{batching}"] <= result["padding_fraction_plain"]
+
+
+def test_the_bounded_epoch_times_each_shape_once_and_projects_snli(monkeypatch):
+    """The epoch in bounded shapes: pairs of the committed SNLI length profile, at most 12
+    shapes, each shape's first step apart, the steady steps of every batch scaled to
+    SNLI's 549,367 pairs."""
+    import numpy as np
+
+    from dsan_tf.config import DataConfig, ExperimentConfig
+    from dsan_tf.task import NLITask
+    from experiments import benchmark
+
+    class Model:
+        shapes = []
+
+        def train_on_batch(self, inputs, labels, sample_weight):
+            self.shapes.append((len(labels), *(ids.shape[1] for ids in inputs.values())))
+            assert len(labels) == len(sample_weight) == 64
+            assert set(np.unique(sample_weight)) <= {0.0, 1.0}
+
+    # Each steady step takes 2 ms (timed), whatever the shape.
+    monkeypatch.setattr(benchmark, "timed", lambda step, seconds, steps: 0.002)
+    task = NLITask(ExperimentConfig(data=DataConfig(batch_size=64)))
+    result = benchmark.bounded_epoch(Model(), task, benchmark.LENGTH_PROFILE, 0.1)
+    assert 4 <= result["shapes"] <= 12
+    assert len(Model.shapes) == len(set(Model.shapes)) == result["shapes"]  # first steps
+    assert 0.2 < result["padding_fraction"] < 0.6
+    batches = sum(shape["batches"] for shape in result["per_shape"].values())
+    assert batches == -(-25_299 // 64)  # sorted chunks: one partial batch, filled
+    assert result["projected_seconds"] == pytest.approx(batches * 0.002 * 549_367 / 25_299)
+    assert result["train_pairs_per_sec"] == pytest.approx(549_367 / result["projected_seconds"])

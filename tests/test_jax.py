@@ -71,3 +71,85 @@ def test_jax_data_parallel_on_two_cpus_matches_one_device(tmp_path):
     for a, b in zip(one, both):
         for key in ("loss", "accuracy", "val_loss", "val_accuracy"):
             assert float(b[key]) == pytest.approx(float(a[key]), rel=1e-4), key
+
+
+def probe_shapes(*args):
+    """tests/jax_shapes_probe.py under JAX: its JSON line."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3")
+    done = subprocess.run([sys.executable, "tests/jax_shapes_probe.py", *map(str, args)],
+                          capture_output=True, text=True, env=env, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_varied_lengths_compile_once_per_shape_before_fit_and_never_during_it():
+    """Real shapes, not the demo's one: pairs of SNLI's length distribution in batches of
+    a 2 x 2 length grid. XLA compiles the training and evaluation steps once per shape,
+    ahead of `fit`, and not once in two epochs of training and evaluation."""
+    result = probe_shapes(1200, 2, 2)
+    assert 2 <= result["train_shapes"] <= 4 and 2 <= result["dev_shapes"] <= 4
+    assert result["ahead"] == {"train_step": result["train_shapes"],
+                               "test_step": result["dev_shapes"]}
+    assert result["during_fit"] == {"train_step": 0, "test_step": 0}
+    assert result["steps"] == 76
+
+
+@pytest.mark.slow
+def test_a_few_hundred_steps_of_snli_lengths_use_at_most_twelve_shapes():
+    """The default grid (4 premise x 3 hypothesis lengths) over 300 steps of SNLI-like
+    lengths: at most 12 training shapes, each compiled once, none during fit."""
+    result = probe_shapes(4800)
+    assert result["train_shapes"] <= 12 and result["dev_shapes"] <= 12
+    assert result["ahead"] == {"train_step": result["train_shapes"],
+                               "test_step": result["dev_shapes"]}
+    assert result["during_fit"] == {"train_step": 0, "test_step": 0}
+    assert result["steps"] == 300
+
+
+TRAIN_ENCODED_WITHOUT_TENSORFLOW = """
+import sys
+sys.modules["tensorflow"] = None  # `import tensorflow` fails, as on the GPU machines
+sys.argv[0] = "train_encoded"
+from experiments.train_encoded import cli
+cli()
+"""
+
+
+def test_an_encoded_setting_trains_on_jax_without_tensorflow(tmp_path):
+    """The GPU road: encode_setting writes the demo's ids, vectors and configuration (with
+    TensorFlow's tokenizer); train_encoded trains them on JAX with TensorFlow unimportable,
+    in bounded shapes compiled ahead, and reaches the demo's dev accuracy."""
+    import subprocess
+    import sys
+
+    from dsan_tf.data.setting import EncodedSetting
+    from helpers import ENV, ROOT
+
+    setting = tmp_path / "demo.npz"
+    stdout = ok(cli("encode_setting", DEMO, f"--output={setting}"))
+    assert stdout.strip().splitlines()[-1] == (
+        f"encoded setting: {setting} (train 672 pairs, dev 168 pairs, 16 words)")
+    loaded = EncodedSetting.load(setting)
+    assert loaded.config.model_config.embedding_dim == 32 and loaded.word_vectors is None
+    output = tmp_path / "record.json"
+    done = subprocess.run(
+        [sys.executable, "-c", TRAIN_ENCODED_WITHOUT_TENSORFLOW, f"--setting={setting}",
+         f"--output={output}", "--nocompilation_cache"], cwd=ROOT,
+        env=dict(ENV, KERAS_BACKEND="jax"), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1].startswith("dev accuracy 1.0000 (best epoch ")
+    record = json.loads(output.read_text())
+    assert record["backend"] == "jax" and record["device"].startswith("jax cpu")
+    assert record["compile_ahead"]["train_shapes"] == 1  # the demo: one length
+    assert len(record["epochs"]) == 12 and record["dev_accuracy"] == 1.0
+
+
+def test_a_missing_setting_file_is_one_sentence(tmp_path):
+    done = cli("train_encoded", f"--setting={tmp_path / 'none.npz'}", env=JAX)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith(
+        f"error: --setting={tmp_path / 'none.npz'}: ")

@@ -73,6 +73,22 @@ class IdPairs:
         return cls(*flat(pairs.premise), *flat(pairs.hypothesis),
                    np.asarray(pairs.labels, "int32"))
 
+    @classmethod
+    def like_profile(cls, profile, count, seed=0, vocab_size=200):
+        """`count` pairs of random ids (2..vocab_size-1) whose (premise, hypothesis)
+        lengths follow a length profile (`experiments.benchmark.length_profile`, e.g.
+        docs/runs/snli25k_lengths.json): a cell drawn by its frequency, each length
+        uniform within its bucket. For timing real length distributions without the text."""
+        bounds = [0, *profile["buckets"], profile["max_length"]]
+        cells = np.array(profile["cells"])
+        rng = np.random.default_rng(seed)
+        chosen = cells[rng.choice(len(cells), count, p=cells[:, 2] / cells[:, 2].sum())]
+        lower = {upper: bounds[bounds.index(upper) - 1] + 1 for upper in bounds[1:]}
+        draw = lambda uppers: [rng.integers(2, vocab_size, rng.integers(lower[u], u + 1))  # noqa: E731
+                               for u in uppers]
+        return cls.from_lists(draw(chosen[:, 0]), draw(chosen[:, 1]),
+                              rng.integers(0, 3, count))
+
     def padded(self, side, indices, width):
         """int32 [len(indices), width]: the rows' ids, padded with PAD_ID."""
         lengths = getattr(self, f"{side}_lengths")[indices]

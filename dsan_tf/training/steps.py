@@ -91,20 +91,29 @@ def train(config, run, options):
     padding = describe_batches(inputs, prepared.preprocessor.vocabulary_size)
     model = build(task, strategy, prepared)
     write_config(run, task, prepared, model, strategy, padding, options.strategy)
-    if options.compile_ahead:
-        # Fresh batches: iterating a tf.data pipeline advances its shuffling.
-        ahead = make_inputs(task, prepared, options.strategy)
-        with strategy.scope():
-            trains, devs, seconds = compilation.compile_ahead(model, ahead["train"],
-                                                              ahead["dev"])
-        what = "compiled" if config.training.jit_compile or \
-            keras.backend.backend() == "jax" else "traced"
-        print(f"{what} the training step for {trains} batch shape(s) and the evaluation step "
-              f"for {devs} ahead, in {seconds:.1f} s")
+    # Not multi-worker: model.fit fails there (fit below).
+    ahead = compile_ahead(task, prepared, model, strategy, options) \
+        if options.compile_ahead and options.strategy != "multi_worker" else None
     shared, nan_guard = make_callbacks(run, task, prepared, inputs, options.log_every_steps,
                                        options.probe_sentence)
     fit(model, strategy, options.strategy, inputs, shared, run, config.training.epochs)
-    return finish(run, model, inputs, nan_guard, options.export_dir)
+    return finish(run, model, inputs, nan_guard, options.export_dir, ahead)
+
+
+def compile_ahead(task, prepared, model, strategy, options):
+    """Traces (TensorFlow) or compiles (XLA) the training and evaluation steps for every
+    batch shape before the first epoch (`compilation.compile_ahead`); prints and returns
+    what it did: {"train_shapes", "dev_shapes", "seconds"}."""
+    # Fresh batches: iterating a tf.data pipeline advances its shuffling.
+    batches = make_inputs(task, prepared, options.strategy)
+    with strategy.scope():
+        trains, devs, seconds = compilation.compile_ahead(model, batches["train"],
+                                                          batches["dev"])
+    what = "compiled" if task.config.training.jit_compile or \
+        keras.backend.backend() == "jax" else "traced"
+    print(f"{what} the training step for {trains} batch shape(s) and the evaluation step "
+          f"for {devs} ahead, in {seconds:.1f} s")
+    return {"train_shapes": trains, "dev_shapes": devs, "seconds": seconds}
 
 
 def make_inputs(task, prepared, strategy_name):
@@ -292,9 +301,9 @@ def weights_digest(model):
     return digest.hexdigest()
 
 
-def finish(run, model, inputs, nan_guard, export_dir=None):
-    """Evaluates the best epoch's model on dev (and test), writes results.json, exports
-    it when asked. Returns the results dict."""
+def finish(run, model, inputs, nan_guard, export_dir=None, compiled_ahead=None):
+    """Evaluates the best epoch's model on dev (and test), writes results.json (with what
+    `compile_ahead` did, when it ran), exports it when asked. Returns the results dict."""
     if nan_guard.message:
         raise UsageError(nan_guard.message)
     if not run.exists(run_files.BEST):
@@ -316,6 +325,8 @@ def finish(run, model, inputs, nan_guard, export_dir=None):
     seconds = [row["seconds"] for row in history if not math.isnan(row.get("seconds", math.nan))]
     results["seconds_per_epoch"] = sum(seconds) / len(seconds) if seconds else None
     results["epochs"] = len(history)
+    if compiled_ahead:
+        results["compiled_ahead"] = compiled_ahead
     run.write_json(run_files.RESULTS, results)
     model_card.write(run)
     if export_dir:  # the same complete export as experiments.export

@@ -1,0 +1,71 @@
+"""An encoded setting in one small file: the configuration, each split's token ids
+(`IdPairs`), the word-vector matrix and the vocabulary, as a compressed `.npz`. It is
+written where TensorFlow tokenizes (`python -m experiments.encode_setting`) and read with
+NumPy alone, so a machine without TensorFlow (the lent GPU machines) trains on exactly
+the same ids (`python -m experiments.train_encoded`). The 25k study setting takes about
+4 MB.
+"""
+
+import dataclasses
+import json
+
+import numpy as np
+
+from dsan_tf.data.batching import IdPairs
+
+FORMAT = "dsan_tf.encoded_setting/1"
+_FIELDS = ("premise", "premise_lengths", "hypothesis", "hypothesis_lengths", "labels")
+
+
+@dataclasses.dataclass
+class EncodedSetting:
+    """What a run trains on, encoded.
+
+    Attributes:
+        config: `dsan_tf.config.ExperimentConfig` (its `data` names where the ids came from).
+        splits: {"train": IdPairs, "dev": IdPairs, ...}.
+        word_vectors: float32 [V, D], or None (random vectors).
+        words: the vocabulary's V words, id order (PAD and UNK first).
+    """
+
+    config: object
+    splits: dict
+    word_vectors: np.ndarray | None
+    words: list
+
+    @property
+    def vocabulary_size(self):
+        return len(self.words)
+
+    def save(self, path):
+        """Writes the `.npz` file (ids as uint16 where the vocabulary fits)."""
+        id_type = "uint16" if self.vocabulary_size <= 65536 else "int32"
+        arrays = {"meta": np.frombuffer(json.dumps({
+            "format": FORMAT, "config": self.config.to_dict(), "words": list(self.words),
+            "splits": sorted(self.splits)}).encode(), "uint8")}
+        for name, pairs in self.splits.items():
+            for field in _FIELDS:
+                values = getattr(pairs, field)
+                arrays[f"{name}.{field}"] = (values.astype(id_type) if field in
+                                             ("premise", "hypothesis") else values)
+        if self.word_vectors is not None:
+            arrays["word_vectors"] = np.asarray(self.word_vectors, "float32")
+        with open(path, "wb") as stream:
+            np.savez_compressed(stream, **arrays)
+
+    @classmethod
+    def load(cls, path):
+        """Reads a file `save` wrote; ValueError when it is not one."""
+        from dsan_tf.config import ExperimentConfig  # plain Python, no Keras
+
+        with np.load(path) as arrays:
+            if "meta" not in arrays:
+                raise ValueError(f"{path} is no encoded setting (no 'meta' entry).")
+            meta = json.loads(arrays["meta"].tobytes().decode())
+            if meta.get("format") != FORMAT:
+                raise ValueError(f"{path} is in format {meta.get('format')!r}, not {FORMAT}.")
+            splits = {name: IdPairs(*(arrays[f"{name}.{field}"].astype("int32")
+                                      for field in _FIELDS))
+                      for name in meta["splits"]}
+            vectors = arrays["word_vectors"] if "word_vectors" in arrays else None
+        return cls(ExperimentConfig.from_dict(meta["config"]), splits, vectors, meta["words"])

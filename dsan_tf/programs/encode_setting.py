@@ -1,0 +1,57 @@
+r"""Reads, tokenizes and encodes a training setting (TensorFlow's tokenizer and vocabulary,
+the word vectors) into one small `.npz` file that a machine without TensorFlow trains on
+(`experiments.train_encoded`): the same ids, vectors and configuration.
+
+    python -m experiments.encode_setting --flagfile=experiments/configs/snli25k_glove50.cfg \
+        --output=settings/snli25k_glove50.npz
+"""
+
+import tempfile
+
+from absl import flags
+
+from dsan_tf.programs import flags as project_flags
+from dsan_tf.programs import program
+
+FLAGS = project_flags.FLAGS
+
+
+def define_flags():
+    project_flags.define_model_flags()
+    project_flags.define_data_flags()
+    project_flags.define_training_flags()
+    flags.DEFINE_string("output", None, "The .npz file to write.")
+
+
+@program.main
+def main(argv):
+    program.check_start(argv, output="the .npz file to write",
+                        train_data="the training data", dev_data="the development data")
+    config = project_flags.experiment_config()
+    # Unless given, what pays is decided where it trains (JAX: compiled, bounded shapes).
+    if not FLAGS["jit_compile"].present:
+        config.training.jit_compile = None
+    if not FLAGS["bounded_shapes"].present:
+        config.data.bounded_shapes = None
+    from dsan_tf import rundir  # TensorFlow loads here, after --help
+    from dsan_tf.data.batching import IdPairs
+    from dsan_tf.data.setting import EncodedSetting
+    from dsan_tf.task import NLITask
+    from dsan_tf.training import steps
+
+    with tempfile.TemporaryDirectory() as scratch:
+        prepared = steps.prepare_data(NLITask(config), rundir.RunDirectory(scratch))
+    setting = EncodedSetting(
+        config, {name: IdPairs.from_encoded(pairs) for name, pairs in prepared.encoded.items()},
+        prepared.word_vectors, list(prepared.preprocessor.vocabulary.words))
+    setting.save(FLAGS.output)
+    print(f"encoded setting: {FLAGS.output} ({', '.join(f'{name} {len(pairs):,} pairs' for name, pairs in setting.splits.items())}, "
+          f"{setting.vocabulary_size:,} words)")
+
+
+def cli():
+    program.run(main, define_flags)
+
+
+if __name__ == "__main__":
+    cli()

@@ -1,0 +1,57 @@
+r"""Trains on an encoded setting (`experiments.encode_setting`) with Keras and NumPy alone,
+on any backend, without TensorFlow: the way to a GPU machine that has JAX or PyTorch only.
+The same model, batches and early stopping as `experiments.train`; no run directory,
+TensorBoard or export. Writes what it measured (epoch times, dev accuracy) as JSON.
+
+    KERAS_BACKEND=jax python -m experiments.train_encoded --setting=snli25k_glove50.npz \
+        --output=jax25k.json
+"""
+
+import json
+
+from absl import flags
+
+from dsan_tf.programs import flags as project_flags
+from dsan_tf.programs import program
+
+FLAGS = project_flags.FLAGS
+
+
+def define_flags():
+    flags.DEFINE_string("setting", None, "The encoded setting (.npz) to train on.")
+    flags.DEFINE_string("output", None, "Write the measurements here as JSON.")
+    flags.DEFINE_integer("epochs", None, "At most this many epochs (default: the "
+                         "setting's).", lower_bound=1)
+    flags.DEFINE_integer("patience", None, "Early-stopping patience on dev accuracy "
+                         "(default: the setting's; 0: never).", lower_bound=0)
+    flags.DEFINE_boolean("compile_ahead", True, "Compile every batch shape before the "
+                         "first epoch.")
+    flags.DEFINE_boolean("compilation_cache", True, "JAX's persistent compilation cache.")
+
+
+@program.main(tensorflow=False)
+def main(argv):
+    program.check_start(argv, setting="the encoded setting (.npz)")
+    from dsan_tf.data.setting import EncodedSetting
+    from dsan_tf.training.encoded import train_encoded
+
+    try:
+        setting = EncodedSetting.load(FLAGS.setting)
+    except (OSError, ValueError) as error:
+        raise program.UsageError(f"--setting={FLAGS.setting}: {error}") from None
+    record = train_encoded(setting, FLAGS.epochs, FLAGS.patience, FLAGS.compile_ahead,
+                           FLAGS.compilation_cache)
+    if FLAGS.output:
+        with open(FLAGS.output, "w", encoding="utf-8") as stream:
+            json.dump(record, stream, indent=2)
+    print(f"dev accuracy {record['dev_accuracy']:.4f} (best epoch {record['best_epoch']}); "
+          f"median epoch {record['median_epoch_seconds']:.1f} s "
+          f"({record['train_pairs_per_second']:,.0f} training pairs/s) on {record['device']}")
+
+
+def cli():
+    program.run(main, define_flags)
+
+
+if __name__ == "__main__":
+    cli()

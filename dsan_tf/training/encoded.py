@@ -1,0 +1,111 @@
+"""Training on an encoded setting (`dsan_tf.data.setting`) with Keras and NumPy alone: the
+road to a GPU machine that has JAX or PyTorch and no TensorFlow. The same model, batches
+(`NLIBatches`, bounded shapes where the step is compiled), optimiser and early stopping on
+dev accuracy as `dsan_tf.training.steps`, without the run directory, TensorBoard or export
+(those need TensorFlow); it returns a record of what it measured.
+"""
+
+import statistics
+import time
+
+import keras
+import numpy as np
+
+from dsan_tf.task import NLITask
+from dsan_tf.training import compilation
+
+
+class _EpochTimes(keras.callbacks.Callback):
+    """Records each epoch's seconds (dev pass included) and metrics, and prints a line."""
+
+    def __init__(self, log):
+        super().__init__()
+        self.log, self.epochs = log, []
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._started = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        row = {"epoch": epoch + 1, "seconds": time.perf_counter() - self._started,
+               **{key: float(value) for key, value in (logs or {}).items()}}
+        self.epochs.append(row)
+        self.log(f"epoch {epoch + 1}: " + ", ".join(
+            f"{key} {value:.4f}" for key, value in row.items() if key not in ("epoch",
+                                                                               "seconds"))
+                 + f" ({row['seconds']:.1f} s)")
+
+
+def device_name():
+    """The device Keras computes on, in words (JAX's or PyTorch's name for it)."""
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax  # the backend: loaded already
+
+        device = jax.devices()[0]
+        return f"jax {device.platform}: {getattr(device, 'device_kind', device)}"
+    if backend == "torch":
+        import torch  # the backend: loaded already
+
+        return f"torch: {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() \
+            else "torch: cpu"
+    return backend
+
+
+def train_encoded(setting, epochs=None, patience=None, compile_ahead=True,
+                  compilation_cache=True, log=print):
+    """Trains `setting.config` on `setting` (`EncodedSetting`); keeps the best dev epoch's
+    weights.
+
+    Args:
+        setting: `EncodedSetting` with "train" and "dev" splits.
+        epochs, patience: override the configuration's (`TrainingConfig`).
+        compile_ahead: compile every batch shape before the first epoch
+            (`compilation.compile_ahead`).
+        compilation_cache: JAX's persistent compilation cache (`enable_jax_cache`).
+        log: called with each line of text.
+
+    Returns:
+        A dict: backend, device, batches (padding, shapes), compile-ahead seconds, the
+        epochs (seconds, metrics), the best epoch and its dev accuracy, and training pairs
+        per second of the median epoch (its dev pass included).
+    """
+    config = setting.config
+    training = config.training
+    epochs = epochs or training.epochs
+    patience = training.patience if patience is None else patience
+    keras.utils.set_random_seed(config.data.seed)
+    if compilation_cache:
+        compilation.enable_jax_cache(config.data.embeddings_cache_dir)
+    task = NLITask(config, log=log)
+    train_pairs, dev_pairs = setting.splits["train"], setting.splits["dev"]
+    train = task.numpy_batches(train_pairs, training=True)
+    dev = task.numpy_batches(dev_pairs)
+    record = {"backend": keras.backend.backend(), "device": device_name(),
+              "train_pairs": len(train_pairs), "dev_pairs": len(dev_pairs),
+              "batches": {"train": train.summary(), "dev": dev.summary()}}
+    log(f"{record['device']}; training batches: {record['batches']['train']}; dev batches: "
+        f"{record['batches']['dev']}")
+    model = task.compile(task.build_model(setting.vocabulary_size, setting.word_vectors),
+                         train_size=len(train_pairs))
+    if compile_ahead:
+        trains, devs, seconds = compilation.compile_ahead(
+            model, task.numpy_batches(train_pairs, training=True), dev)
+        record["compile_ahead"] = {"train_shapes": trains, "dev_shapes": devs,
+                                   "seconds": seconds}
+        log(f"compiled {trains} training and {devs} evaluation shape(s) ahead in "
+            f"{seconds:.1f} s")
+    times = _EpochTimes(log)
+    callbacks = [times]
+    if patience:
+        callbacks.append(keras.callbacks.EarlyStopping(
+            monitor="val_accuracy", mode="max", patience=patience, restore_best_weights=True))
+    model.fit(train, validation_data=dev, epochs=epochs, shuffle=False, verbose=0,
+              callbacks=callbacks)
+    record["epochs"] = times.epochs
+    accuracies = [row["val_accuracy"] for row in times.epochs]
+    record["best_epoch"] = int(np.argmax(accuracies)) + 1
+    record["dev_accuracy"] = float(model.evaluate(dev, verbose=0, return_dict=True)["accuracy"])
+    median = statistics.median(row["seconds"] for row in times.epochs)
+    record["median_epoch_seconds"] = median
+    record["train_pairs_per_second"] = len(train_pairs) / median
+    return record

@@ -1,0 +1,211 @@
+"""NumPy batches of bounded shapes (dsan_tf.data.batching), on any Keras backend: every pair
+once per epoch, padding to the grid only, rows that fill a batch weighted 0 and without
+effect on the loss, the seeded order, the grid's optimality, the encoded setting's file."""
+
+import collections
+import itertools
+
+import keras
+import numpy as np
+import pytest
+
+from dsan_tf.config import DataConfig, ExperimentConfig, TrainingConfig, model_config
+from dsan_tf.data.batching import (IdPairs, NLIBatches, Shapes, batch_order, length_grid,
+                                   pad_to)
+from dsan_tf.data.setting import EncodedSetting
+from dsan_tf.task import NLITask
+
+
+def varied_pairs(count=700, seed=0, vocab=50):
+    """Pairs of SNLI-like varied lengths: premises 3-60 tokens (most near 13), hypotheses
+    1-25 (most near 7)."""
+    rng = np.random.default_rng(seed)
+    premise = np.clip(rng.gamma(4.0, 3.4, count).astype(int), 3, 60)
+    hypothesis = np.clip(rng.gamma(3.0, 2.4, count).astype(int), 1, 25)
+    return IdPairs.from_lists([rng.integers(2, vocab, n) for n in premise],
+                              [rng.integers(2, vocab, n) for n in hypothesis],
+                              rng.integers(0, 3, count))
+
+
+def rows(batch):
+    """The real pairs of a batch as (premise ids, hypothesis ids, label), padding removed."""
+    inputs, labels, weights = batch
+    return [(tuple(p[p != 0]), tuple(h[h != 0]), int(y))
+            for p, h, y, w in zip(inputs["premise"], inputs["hypothesis"], labels, weights)
+            if w > 0]
+
+
+def all_pairs(pairs):
+    return collections.Counter(
+        (tuple(pairs.padded("premise", [i], 99)[0][:pairs.premise_lengths[i]]),
+         tuple(pairs.padded("hypothesis", [i], 99)[0][:pairs.hypothesis_lengths[i]]),
+         int(pairs.labels[i])) for i in range(len(pairs)))
+
+
+@pytest.mark.parametrize("order", ["plain", "sorted_chunks", "premise_buckets",
+                                   "length_buckets", "in_order"])
+def test_an_epoch_holds_every_pair_once_in_few_full_shapes(order):
+    pairs = varied_pairs()
+    batches = NLIBatches(pairs, batch_size=32, order=order, seed=3)
+    seen, shapes = [], set()
+    for index in range(len(batches)):
+        inputs, labels, weights = batches[index]
+        shapes.add((len(labels), inputs["premise"].shape[1], inputs["hypothesis"].shape[1]))
+        assert inputs["premise"].dtype == "int32" and labels.dtype == "int32"
+        assert weights.dtype == "float32" and set(np.unique(weights)) <= {0.0, 1.0}
+        # Fill rows come last and repeat a real pair of the batch.
+        real = int(weights.sum())
+        assert np.all(weights[:real] == 1) and np.all(weights[real:] == 0)
+        if real < len(weights):
+            assert np.array_equal(inputs["premise"][real], inputs["premise"][0])
+        seen += rows((inputs, labels, weights))
+    assert collections.Counter(seen) == all_pairs(pairs)
+    grids = batches.shapes
+    assert {b for b, _, _ in shapes} == {32}
+    assert {t1 for _, t1, _ in shapes} <= set(grids.premise_grid)
+    assert {t2 for _, _, t2 in shapes} <= set(grids.hypothesis_grid)
+    assert len(shapes) <= 12
+    assert grids.premise_grid[-1] == pairs.premise_lengths.max()
+
+
+def test_padding_is_only_what_the_grid_needs():
+    """Each batch is as wide as the smallest grid length that holds its longest sentence,
+    and the fitted grid pads less than one length for everything."""
+    pairs = varied_pairs()
+    batches = NLIBatches(pairs, batch_size=32, order="sorted_chunks", seed=1)
+    for indices in batches.plan(0):
+        inputs, _, _ = batches.batch(indices)
+        longest = pairs.premise_lengths[indices].max()
+        assert inputs["premise"].shape[1] == pad_to(batches.shapes.premise_grid, longest)
+    one = NLIBatches(pairs, 32, "sorted_chunks", Shapes.fit(pairs, 32, "sorted_chunks", 1,
+                                                            1, 1), seed=1)
+    free = NLIBatches(pairs, 32, "sorted_chunks", Shapes(), seed=1)
+    padding, shapes = batches.describe()
+    assert free.describe()[0] < padding < one.describe()[0] - 0.1
+    assert len(shapes) <= 12 < len(free.describe()[1])
+
+
+def test_the_order_is_seeded_per_pass_and_each_epoch_draws_the_next():
+    pairs = varied_pairs()
+    first = NLIBatches(pairs, 32, "sorted_chunks", seed=5)
+    again = NLIBatches(pairs, 32, "sorted_chunks", seed=5)
+    other = NLIBatches(pairs, 32, "sorted_chunks", seed=6)
+    epoch = lambda b: [rows(b[i]) for i in range(len(b))]  # noqa: E731
+    one = epoch(first)
+    assert one == epoch(again) and one != epoch(other)
+    first.on_epoch_end()
+    two = epoch(first)
+    assert two != one and sorted(itertools.chain(*two)) == sorted(itertools.chain(*one))
+    # The same pass k from anywhere: a resumed run can continue its order.
+    again.start_at_pass(1)
+    assert epoch(again) == two
+
+
+def test_an_epoch_of_n_steps_runs_on_through_the_passes():
+    pairs = varied_pairs(100)
+    batches = NLIBatches(pairs, 32, "plain", seed=0, steps=10)  # a pass is 4 batches
+    assert len(batches) == 10
+    seen = [rows(batches[i]) for i in range(10)]
+    assert collections.Counter(itertools.chain(*seen[:4])) == all_pairs(pairs)
+    assert collections.Counter(itertools.chain(*seen[4:8])) == all_pairs(pairs)
+
+
+def brute_force_grid(maxima, count, longest):
+    values = sorted(set(maxima) | {longest})
+    best = None
+    for size in range(1, count + 1):
+        for chosen in itertools.combinations(values[:-1], size - 1):
+            grid = (*chosen, longest)
+            cost = sum(pad_to(grid, m) - m for m in maxima)
+            if best is None or cost < best[0]:
+                best = (cost, grid)
+    return best[0]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_grid_pads_least_among_all_grids_of_its_size(seed):
+    rng = np.random.default_rng(seed)
+    maxima = list(rng.integers(3, 30, 40))
+    for count in (1, 2, 3, 4):
+        grid = length_grid(maxima, count, 30)
+        assert len(grid) <= count and grid[-1] == 30
+        assert sum(pad_to(grid, m) - m for m in maxima) == brute_force_grid(maxima, count, 30)
+
+
+def test_fill_rows_change_neither_loss_nor_accuracy():
+    """A batch filled to its fixed size with weight-0 rows gives the loss and accuracy of
+    its real rows alone (the loss divides by the weights' sum)."""
+    from dsan_tf.optimization import compile_for_training
+    task = NLITask(ExperimentConfig(model_config=model_config(
+        "dsan", embedding_dim=8, num_heads=2, ffn_dim=16, classifier_units=8)))
+    model = compile_for_training(task.build_model(60))
+    pairs = varied_pairs(20)
+    batches = NLIBatches(pairs, 32, "in_order", shuffle=False)
+    inputs, labels, weights = batches[0]
+    assert weights.sum() == 20
+    filled = model.evaluate(inputs, labels, sample_weight=weights, batch_size=32, verbose=0,
+                            return_dict=True)
+    real = {side: ids[:20, :max(pairs.premise_lengths.max(), 1)] if side == "premise"
+            else ids[:20] for side, ids in inputs.items()}
+    alone = model.evaluate(real, labels[:20], batch_size=32, verbose=0, return_dict=True)
+    assert filled["loss"] == pytest.approx(alone["loss"], rel=1e-5)
+    assert filled["accuracy"] == pytest.approx(alone["accuracy"])
+
+
+def test_the_task_batches_in_numpy_where_the_step_is_compiled():
+    pairs = varied_pairs(200)
+    compiled = NLITask(ExperimentConfig(training=TrainingConfig(jit_compile=True)))
+    assert isinstance(compiled.build_inputs(pairs, training=True), NLIBatches)
+    evaluation = compiled.build_inputs(pairs)
+    assert isinstance(evaluation, NLIBatches) and evaluation.order == "length_buckets"
+    free = NLITask(ExperimentConfig(data=DataConfig(bounded_shapes=False),
+                                    training=TrainingConfig(jit_compile=True)))
+    assert not free.numpy_batches(pairs, training=True).shapes.bounded
+    capped = NLITask(ExperimentConfig(training=TrainingConfig(jit_compile=True,
+                                                              steps_per_epoch=3)))
+    assert len(capped.build_inputs(pairs, training=True)) == 3
+
+
+def test_an_encoded_setting_round_trips_through_its_file(tmp_path):
+    config = ExperimentConfig(data=DataConfig(train_data="a.jsonl", dev_data="b.jsonl",
+                                              seed=4), model_config=model_config(
+        "dsan", embedding_dim=8, num_heads=2))
+    words = ["[PAD]", "[UNK]"] + [f"w{i}" for i in range(48)]
+    vectors = np.random.default_rng(0).normal(size=(50, 8)).astype("float32")
+    setting = EncodedSetting(config, {"train": varied_pairs(300), "dev": varied_pairs(50, 1)},
+                             vectors, words)
+    path = tmp_path / "setting.npz"
+    setting.save(path)
+    loaded = EncodedSetting.load(path)
+    assert loaded.config == config and loaded.words == words
+    assert np.array_equal(loaded.word_vectors, vectors)
+    for name, pairs in setting.splits.items():
+        for field in ("premise", "premise_lengths", "hypothesis", "hypothesis_lengths",
+                      "labels"):
+            assert np.array_equal(getattr(loaded.splits[name], field), getattr(pairs, field))
+            assert getattr(loaded.splits[name], field).dtype == "int32"
+    # The same batches from the file as from the arrays.
+    a, b = NLIBatches(setting.splits["train"], 32), NLIBatches(loaded.splits["train"], 32)
+    for i in range(len(a)):
+        assert all(np.array_equal(x, y) for x, y in zip(
+            [*a[i][0].values(), *a[i][1:]], [*b[i][0].values(), *b[i][1:]]))
+    (tmp_path / "other.npz").write_bytes(b"no numpy file")
+    with pytest.raises(Exception):
+        EncodedSetting.load(tmp_path / "other.npz")
+
+
+def test_batch_order_refuses_an_unknown_order():
+    with pytest.raises(ValueError, match="order must be one of"):
+        batch_order(varied_pairs(10), 4, "random")
+
+
+def test_keras_fits_the_batches_with_their_weights():
+    """`fit` takes NLIBatches as they are (a PyDataset of triples), on any backend."""
+    from dsan_tf.optimization import compile_for_training
+    task = NLITask(ExperimentConfig(model_config=model_config(
+        "dsan", embedding_dim=8, num_heads=2, ffn_dim=16, classifier_units=8)))
+    model = compile_for_training(task.build_model(60))
+    history = model.fit(NLIBatches(varied_pairs(100), 32, steps=4), epochs=2, verbose=0)
+    assert len(history.history["loss"]) == 2
+    assert all(np.isfinite(history.history["loss"]))
+    assert keras.ops.convert_to_numpy(model.optimizer.iterations) == 8
