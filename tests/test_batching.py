@@ -170,7 +170,7 @@ def test_an_encoded_setting_round_trips_through_its_file(tmp_path):
     config = ExperimentConfig(data=DataConfig(train_data="a.jsonl", dev_data="b.jsonl",
                                               seed=4), model_config=model_config(
         "dsan", embedding_dim=8, num_heads=2))
-    words = ["[PAD]", "[UNK]"] + [f"w{i}" for i in range(48)]
+    words = [f"w{i}" for i in range(48)]
     vectors = np.random.default_rng(0).normal(size=(50, 8)).astype("float32")
     setting = EncodedSetting(config, {"train": varied_pairs(300), "dev": varied_pairs(50, 1)},
                              vectors, words)
@@ -178,6 +178,7 @@ def test_an_encoded_setting_round_trips_through_its_file(tmp_path):
     setting.save(path)
     loaded = EncodedSetting.load(path)
     assert loaded.config == config and loaded.words == words
+    assert loaded.vocabulary_size == 50 == len(vectors)
     assert np.array_equal(loaded.word_vectors, vectors)
     for name, pairs in setting.splits.items():
         for field in ("premise", "premise_lengths", "hypothesis", "hypothesis_lengths",
@@ -189,6 +190,10 @@ def test_an_encoded_setting_round_trips_through_its_file(tmp_path):
     for i in range(len(a)):
         assert all(np.array_equal(x, y) for x, y in zip(
             [*a[i][0].values(), *a[i][1:]], [*b[i][0].values(), *b[i][1:]]))
+    setting.splits["dev"].premise[0] = 50  # an id past the vocabulary
+    setting.save(path)
+    with pytest.raises(ValueError, match="dev premise ids reach 50, past the 50 ids"):
+        EncodedSetting.load(path)
     (tmp_path / "other.npz").write_bytes(b"no numpy file")
     with pytest.raises(Exception):
         EncodedSetting.load(tmp_path / "other.npz")

@@ -132,8 +132,9 @@ def test_an_encoded_setting_trains_on_jax_without_tensorflow(tmp_path):
     setting = tmp_path / "demo.npz"
     stdout = ok(cli("encode_setting", DEMO, f"--output={setting}"))
     assert stdout.strip().splitlines()[-1] == (
-        f"encoded setting: {setting} (train 672 pairs, dev 168 pairs, 16 words)")
+        f"encoded setting: {setting} (train 672 pairs, dev 168 pairs, 16 ids)")
     loaded = EncodedSetting.load(setting)
+    assert loaded.vocabulary_size == 16  # the demo's 14 words, padding and [UNK]
     assert loaded.config.model_config.embedding_dim == 32 and loaded.word_vectors is None
     output = tmp_path / "record.json"
     done = subprocess.run(

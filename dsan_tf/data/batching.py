@@ -18,7 +18,7 @@ import dataclasses
 import keras
 import numpy as np
 
-from dsan_tf.data.vocabulary import PAD_ID
+from dsan_tf.masks import PAD_ID  # Keras only (dsan_tf.data.vocabulary needs TensorFlow)
 
 # Must agree with dsan_tf.data.pipeline (which needs TensorFlow; these do not).
 DEFAULT_BUCKETS = (8, 10, 12, 14, 16, 18, 20, 24, 28, 32, 40, 48, 64, 96, 128, 192)

@@ -14,6 +14,7 @@ import numpy as np
 from dsan_tf.data.batching import IdPairs
 
 FORMAT = "dsan_tf.encoded_setting/1"
+FIRST_WORD_ID = 2  # dsan_tf.data.Vocabulary's (which needs TensorFlow to import)
 _FIELDS = ("premise", "premise_lengths", "hypothesis", "hypothesis_lengths", "labels")
 
 
@@ -25,7 +26,8 @@ class EncodedSetting:
         config: `dsan_tf.config.ExperimentConfig` (its `data` names where the ids came from).
         splits: {"train": IdPairs, "dev": IdPairs, ...}.
         word_vectors: float32 [V, D], or None (random vectors).
-        words: the vocabulary's V words, id order (PAD and UNK first).
+        words: the vocabulary's words in id order from id 2 (`Vocabulary.words`: ids 0
+            and 1 are padding and the unknown word).
     """
 
     config: object
@@ -35,7 +37,8 @@ class EncodedSetting:
 
     @property
     def vocabulary_size(self):
-        return len(self.words)
+        """V: the words, padding and the unknown word."""
+        return len(self.words) + FIRST_WORD_ID
 
     def save(self, path):
         """Writes the `.npz` file (ids as uint16 where the vocabulary fits)."""
@@ -68,4 +71,20 @@ class EncodedSetting:
                                       for field in _FIELDS))
                       for name in meta["splits"]}
             vectors = arrays["word_vectors"] if "word_vectors" in arrays else None
-        return cls(ExperimentConfig.from_dict(meta["config"]), splits, vectors, meta["words"])
+        setting = cls(ExperimentConfig.from_dict(meta["config"]), splits, vectors,
+                      meta["words"])
+        setting.check(path)
+        return setting
+
+    def check(self, path="the setting"):
+        """ValueError unless every id has a row (an embedding lookup past its table is
+        not an error on every backend: JAX clamps it silently)."""
+        size = self.vocabulary_size
+        if self.word_vectors is not None and len(self.word_vectors) != size:
+            raise ValueError(f"{path}: {len(self.word_vectors)} word vectors for {size} ids.")
+        for name, pairs in self.splits.items():
+            for side in ("premise", "hypothesis"):
+                ids = getattr(pairs, side)
+                if len(ids) and (ids.min() < 0 or ids.max() >= size):
+                    raise ValueError(f"{path}: {name} {side} ids reach {ids.max()}, past "
+                                     f"the {size} ids of its vocabulary.")

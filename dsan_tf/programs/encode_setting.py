@@ -46,7 +46,7 @@ def main(argv):
         prepared.word_vectors, list(prepared.preprocessor.vocabulary.words))
     setting.save(FLAGS.output)
     print(f"encoded setting: {FLAGS.output} ({', '.join(f'{name} {len(pairs):,} pairs' for name, pairs in setting.splits.items())}, "
-          f"{setting.vocabulary_size:,} words)")
+          f"{setting.vocabulary_size:,} ids)")
 
 
 def cli():
