@@ -1,4 +1,5 @@
-"""Run under KERAS_BACKEND=jax by tests/test_jax.py: trains a small DSAN for two epochs on
+"""Under KERAS_BACKEND=jax (tests/test_compile_shapes.py in-process, tests/test_jax.py in a
+subprocess): trains a small DSAN for two epochs on
 pairs of SNLI's length distribution (docs/runs/snli25k_lengths.json) with the training
 program's batches and compile-ahead, and prints, as JSON, the shapes an epoch used and
 how often XLA compiled the training and evaluation steps before and during `fit`."""
@@ -36,7 +37,8 @@ class Compiles(logging.Handler):
                 self.counts[name] += 1
 
 
-def main(pairs_count, premise_lengths=PREMISE_LENGTHS, hypothesis_lengths=HYPOTHESIS_LENGTHS):
+def probe(pairs_count, premise_lengths=PREMISE_LENGTHS, hypothesis_lengths=HYPOTHESIS_LENGTHS):
+    """What the module docstring says, as a dict."""
     config = ExperimentConfig(
         model_config=model_config("dsan", embedding_dim=16, num_heads=2, ffn_dim=32,
                                   classifier_units=16, vocab_size=200),
@@ -56,13 +58,15 @@ def main(pairs_count, premise_lengths=PREMISE_LENGTHS, hypothesis_lengths=HYPOTH
         model, task.build_inputs(train, training=True, shapes=grids["train"]), dev_batches)
     ahead = dict(handler.counts)
     history = model.fit(batches, validation_data=dev_batches, epochs=2, verbose=0)
-    print(json.dumps({
+    logging.getLogger("jax").removeHandler(handler)
+    jax.config.update("jax_log_compiles", False)
+    return {
         "train_shapes": len(batches.describe()[1]), "dev_shapes": len(dev_batches.describe()[1]),
         "ahead": ahead, "compiled_ahead": [trains, devs],
         "during_fit": {name: handler.counts[name] - ahead[name] for name in ahead},
         "steps": len(batches) * 2,
-        "loss": history.history["loss"]}))
+        "loss": history.history["loss"]}
 
 
 if __name__ == "__main__":
-    main(*map(int, sys.argv[1:]))
+    print(json.dumps(probe(*map(int, sys.argv[1:]))))

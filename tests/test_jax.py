@@ -86,18 +86,6 @@ def probe_shapes(*args):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_varied_lengths_compile_once_per_shape_before_fit_and_never_during_it():
-    """Real shapes, not the demo's one: pairs of SNLI's length distribution in batches of
-    a 2 x 2 length grid. XLA compiles the training and evaluation steps once per shape,
-    ahead of `fit`, and not once in two epochs of training and evaluation."""
-    result = probe_shapes(1200, 2, 2)
-    assert 2 <= result["train_shapes"] <= 4 and 2 <= result["dev_shapes"] <= 4
-    assert result["ahead"] == {"train_step": result["train_shapes"],
-                               "test_step": result["dev_shapes"]}
-    assert result["during_fit"] == {"train_step": 0, "test_step": 0}
-    assert result["steps"] == 76
-
-
 @pytest.mark.slow
 def test_a_few_hundred_steps_of_snli_lengths_use_at_most_twelve_shapes():
     """The default grid (4 premise x 3 hypothesis lengths) over 300 steps of SNLI-like

@@ -157,6 +157,24 @@ def define_evaluation_flags():
     TOPIC_OF["save_predictions"] = "output"
 
 
+def _define_batching_flags():
+    """How training pairs become batches (`DataConfig`'s batching fields)."""
+    flags.DEFINE_enum("batching", _DATA.batching, BATCHINGS, "Training batches: shuffled "
+                      "pairs sorted by premise length within chunks of 50 batches (32% "
+                      "padding, full batches), plain shuffled batches (59%), pairs of similar "
+                      "premise length (32%) or of similar premise and hypothesis length (7%, "
+                      "label-skewed); SNLI 25k dev 71.0/70.4/69.1/67.5% (FIDELITY row 44).")
+    flags.DEFINE_boolean("pad_to_bucket", _DATA.pad_to_bucket, "Pad batches to their length "
+                         "bucket's boundary (fewer shapes for XLA).")
+    flags.DEFINE_boolean("bounded_shapes", _DATA.bounded_shapes, "Batch in NumPy to a small "
+                         "fixed set of shapes (lengths fitted to the data, full batches), the "
+                         "same with or without TensorFlow. Unset: on when the training step is "
+                         "compiled (--jit_compile, JAX's default), which compiles once per "
+                         "shape.")
+    flags.DEFINE_boolean("deterministic", _DATA.deterministic, "Deterministic TF ops and "
+                         "input order (same seed, same data -> same run).")
+
+
 @_once("data")
 def define_data_flags():
     """Data sources, text processing, batching and word vectors (`DataConfig`)."""
@@ -179,20 +197,7 @@ def define_data_flags():
                          "(false: file order; tf.distribute reorders a seeded shuffle, so "
                          "compare strategies without it).")
     flags.DEFINE_integer("seed", _DATA.seed, "Seed of shuffling and initialisation.")
-    flags.DEFINE_enum("batching", _DATA.batching, BATCHINGS, "Training batches: shuffled "
-                      "pairs sorted by premise length within chunks of 50 batches (32% "
-                      "padding, full batches), plain shuffled batches (59%), pairs of similar "
-                      "premise length (32%) or of similar premise and hypothesis length (7%, "
-                      "label-skewed); SNLI 25k dev 71.0/70.4/69.1/67.5% (FIDELITY row 44).")
-    flags.DEFINE_boolean("pad_to_bucket", _DATA.pad_to_bucket, "Pad batches to their length "
-                         "bucket's boundary (fewer shapes for XLA).")
-    flags.DEFINE_boolean("bounded_shapes", _DATA.bounded_shapes, "Batch in NumPy to a small "
-                         "fixed set of shapes (lengths fitted to the data, full batches), the "
-                         "same with or without TensorFlow. Unset: on when the training step is "
-                         "compiled (--jit_compile, JAX's default), which compiles once per "
-                         "shape.")
-    flags.DEFINE_boolean("deterministic", _DATA.deterministic, "Deterministic TF ops and "
-                         "input order (same seed, same data -> same run).")
+    _define_batching_flags()
     flags.DEFINE_string("embeddings", None, "Word vectors: a GloVe-format file "
                         "(.txt/.gz/.zip), glove:840B.300d (downloaded once into "
                         "--embeddings_cache_dir) or 'random' (trained from scratch).")

@@ -94,6 +94,14 @@ def train_encoded(setting, epochs=None, patience=None, compile_ahead=True,
                                    "seconds": seconds}
         log(f"compiled {trains} training and {devs} evaluation shape(s) ahead in "
             f"{seconds:.1f} s")
+    record.update(_fit(model, train, dev, epochs, patience, log))
+    record["train_pairs_per_second"] = len(train_pairs) / record["median_epoch_seconds"]
+    return record
+
+
+def _fit(model, train, dev, epochs, patience, log):
+    """Trains with early stopping on dev accuracy, the best epoch's weights kept; returns
+    the epochs, the best epoch, its dev accuracy and the median epoch's seconds."""
     times = _EpochTimes(log)
     callbacks = [times]
     if patience:
@@ -101,11 +109,8 @@ def train_encoded(setting, epochs=None, patience=None, compile_ahead=True,
             monitor="val_accuracy", mode="max", patience=patience, restore_best_weights=True))
     model.fit(train, validation_data=dev, epochs=epochs, shuffle=False, verbose=0,
               callbacks=callbacks)
-    record["epochs"] = times.epochs
     accuracies = [row["val_accuracy"] for row in times.epochs]
-    record["best_epoch"] = int(np.argmax(accuracies)) + 1
-    record["dev_accuracy"] = float(model.evaluate(dev, verbose=0, return_dict=True)["accuracy"])
-    median = statistics.median(row["seconds"] for row in times.epochs)
-    record["median_epoch_seconds"] = median
-    record["train_pairs_per_second"] = len(train_pairs) / median
-    return record
+    return {"epochs": times.epochs, "best_epoch": int(np.argmax(accuracies)) + 1,
+            "dev_accuracy": float(model.evaluate(dev, verbose=0,
+                                                 return_dict=True)["accuracy"]),
+            "median_epoch_seconds": statistics.median(row["seconds"] for row in times.epochs)}
