@@ -45,6 +45,9 @@ class Progress:
         self.what, self.total, self.unit = what, total, unit
         self.stream = stream or sys.stderr
         self.done, self.started = 0, time.perf_counter()
+        # (time, units) when the first update came: rates and ETAs count from there, since
+        # a first step carries one-time costs (tracing, compiling, filling buffers).
+        self.first = None
         self.last_line, self.every = self.started, interval()
         self.bar, self.enabled = None, enabled
         if enabled and self.stream.isatty():
@@ -62,6 +65,8 @@ class Progress:
     def update(self, count=1, **values):
         """`count` more units done; `values` (e.g. loss=0.71) are shown beside."""
         self.done += count
+        if self.first is None:
+            self.first = (time.perf_counter(), self.done)
         if not self.enabled:
             return
         if self.bar is not None:
@@ -85,6 +90,8 @@ class Progress:
     def _line(self, now, values, final=False):
         elapsed = max(now - self.started, 1e-9)
         rate = self.done / elapsed
+        if not final and self.first and self.done > self.first[1] and now > self.first[0]:
+            rate = (self.done - self.first[1]) / (now - self.first[0])
         parts = [f"{self.done:,}/{self.total:,} {self.unit}" if self.total
                  else f"{self.done:,} {self.unit}"]
         if self.total:

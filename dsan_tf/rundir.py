@@ -185,13 +185,18 @@ def write_json(path, value):
 
 
 def read_history(path):
-    """Rows of a CSVLogger file (history.csv) as dicts of floats (epoch and steps as int);
-    [] when there is none."""
+    """Rows of history.csv as dicts of floats (epoch and steps as int), epochs counted from
+    1; [] when there is none. Files written before epochs were counted from 1 (their first
+    epoch is 0) are read the same way."""
     if not os.path.exists(path):
         return []
     with open(path, newline="") as stream:
-        return [{k: (int(float(v)) if k in ("epoch", "steps") else float(v))
+        rows = [{k: (int(float(v)) if k in ("epoch", "steps") else float(v))
                  for k, v in row.items()} for row in csv.DictReader(stream)]
+    if rows and rows[0].get("epoch") == 0:
+        for row in rows:
+            row["epoch"] += 1
+    return rows
 
 
 def read_json(path):

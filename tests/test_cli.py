@@ -47,7 +47,8 @@ def test_demo_trains_and_leaves_a_complete_run_directory(demo):
         assert config["provenance"]["git_commit"]
     assert "--embedding_dim=32" in (workdir / "flags.txt").read_text()
     rows = history(workdir)
-    assert [int(r["epoch"]) for r in rows] == [0, 1, 2, 3]
+    # Counted from 1, as the log, results.json and the model card count them (issue 37.7).
+    assert [int(r["epoch"]) for r in rows] == [1, 2, 3, 4]
     assert all(float(r["seconds"]) > 0 for r in rows)
     events = list((workdir / "tensorboard").rglob("events.out.tfevents.*"))
     assert {p.parent.name for p in events} >= {"train", "validation", "tensorboard", "probe"}
@@ -256,7 +257,7 @@ def test_killed_run_resumes_from_the_last_completed_epoch(tmp_path):
     epochs = [line.split()[1] for line in resumed.splitlines() if line.startswith("Epoch ")]
     assert epochs and epochs[0] != "1/5" and epochs[-1] == "5/5"
     assert int(epochs[0].split("/")[0]) >= completed
-    assert [int(r["epoch"]) for r in history(tmp_path)][-1] == 4
+    assert [int(r["epoch"]) for r in history(tmp_path)][-1] == 5
 
 
 PROGRAMS = ("train", "evaluate", "embed", "ensemble", "export", "predict", "summary",
@@ -558,7 +559,7 @@ def test_a_run_directory_never_describes_another_model(demo, tmp_path):
            "--overwrite"))
     assert "--dropout=0.3" in (copy / "flags.txt").read_text()
     assert json.loads((copy / "config.json").read_text())["model_config"]["dropout"] == 0.3
-    assert [int(r["epoch"]) for r in history(copy)] == [0]
+    assert [int(r["epoch"]) for r in history(copy)] == [1]
 
 
 def test_a_failed_run_leaves_no_directory(tmp_path):

@@ -142,7 +142,7 @@ def test_study_is_written_resumed_and_reproducible(tmp_path):
     assert outputs["history_output"].read_bytes().startswith(b"\x89PNG")
     # Every record keeps its per-epoch history, with the steps and learning rate.
     history = record["history"]
-    assert len(history) == record["epochs"] and history[0]["epoch"] == 0
+    assert len(history) == record["epochs"] and history[0]["epoch"] == 1
     assert [row["steps"] for row in history] == sorted({row["steps"] for row in history})
     for key in ("loss", "accuracy", "val_accuracy", "learning_rate", "seconds"):
         assert all(key in row for row in history), key

@@ -10,6 +10,8 @@ import contextlib
 import functools
 import json
 import os
+import re
+import shlex
 import sys
 import tempfile
 
@@ -20,6 +22,25 @@ from dsan_tf.errors import UsageError
 from dsan_tf.programs import flags as project_flags
 
 FLAGS = project_flags.FLAGS
+
+
+def sentence(text):
+    """`text` as one sentence: one full stop at its end unless it ends in '.', '?' or '!',
+    and absl's "Did you mean: epochs ?" closed up; nothing else in it changes (paths such
+    as ../shared/... stay as given)."""
+    text = re.sub(r"\s+\?$", "?", text.strip())
+    return text if text.endswith((".", "?", "!")) else text + "."
+
+
+class Interrupted(Exception):
+    """Ctrl-C, with what the user should know (e.g. the command that resumes)."""
+
+
+def command_line():
+    """The command that started this program, as a user would type it again."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    start = f"python -m {spec.name}" if spec and spec.name else os.path.basename(sys.argv[0])
+    return " ".join([start, *map(shlex.quote, sys.argv[1:])])
 
 
 def fail(message):
@@ -102,6 +123,17 @@ def load_tensorflow(tensorflow=True):
             import tensorflow  # noqa: F401
 
 
+def _load_backend(tensorflow):
+    """`load_tensorflow`, with a missing framework said in one sentence."""
+    try:
+        load_tensorflow(tensorflow)
+    except ImportError as error:
+        backend = os.environ.get("KERAS_BACKEND", "tensorflow")
+        hint = {"jax": " (pip install -r requirements-jax.txt)"}.get(backend, "")
+        raise UsageError(f"KERAS_BACKEND={backend} needs {error.name or backend} installed"
+                         f"{hint}: {error}") from None
+
+
 def main(function=None, *, tensorflow=True):
     """Decorates a program's `main(argv)`: absl logging at WARNING unless --verbosity is
     given, TensorFlow loaded quietly (with `tensorflow=False`, only where Keras runs on
@@ -115,10 +147,15 @@ def main(function=None, *, tensorflow=True):
         if not FLAGS["verbosity"].present:
             logging.set_verbosity(logging.WARNING)
         try:
-            load_tensorflow(tensorflow)
+            _load_backend(tensorflow)
             return function(argv)
         except (UsageError, DataError, flags.ValidationError) as error:
             fail(str(error))
+        except (KeyboardInterrupt, Interrupted) as error:
+            # Ctrl-C: one line, no traceback, the shell's status for SIGINT.
+            print(f"interrupted{': ' + str(error) if str(error) else '.'}", file=sys.stderr,
+                  flush=True)
+            sys.exit(130)
     return wrapper
 
 
@@ -138,7 +175,7 @@ def parse_flags(argv, doc=""):
     try:
         return FLAGS(argv)
     except flags.Error as error:
-        fail(f"{error}.".replace("..", "."))
+        fail(sentence(str(error)))
 
 
 def run(main_function, define_flags):

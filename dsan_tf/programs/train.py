@@ -81,7 +81,11 @@ def main(argv):
         trainable_embeddings=config.model_config.trainable_embeddings)
     from dsan_tf.training import steps  # TensorFlow loads here, after --help
 
-    outcome = steps.train_run(FLAGS.workdir, config, options, lines, FLAGS.overwrite)
+    try:
+        outcome = steps.train_run(FLAGS.workdir, config, options, lines, FLAGS.overwrite)
+    except KeyboardInterrupt:
+        raise program.Interrupted(steps.interrupted_message(
+            FLAGS.workdir, program.command_line())) from None
     if outcome.state == "finished":
         print(f"{outcome.workdir} is a finished run of these flags: nothing trained (add "
               "--overwrite to train it again).")

@@ -36,6 +36,14 @@ class EpochLog(keras.callbacks.Callback):
         logs["steps"] = int(keras.ops.convert_to_numpy(optimizer.iterations))
 
 
+class HistoryCSV(keras.callbacks.CSVLogger):
+    """Keras' CSVLogger (history.csv, appended to on resume) with epochs counted from 1, as
+    the log, results.json and the model card count them."""
+
+    def on_epoch_end(self, epoch, logs=None):
+        super().on_epoch_end(epoch + 1, logs)
+
+
 class TensorBoard(keras.callbacks.TensorBoard):
     """Keras' TensorBoard callback whose epoch summaries (`epoch_loss`, `epoch_accuracy`,
     `epoch_learning_rate` under train/, and `epoch_loss`, `epoch_accuracy` under
@@ -46,6 +54,15 @@ class TensorBoard(keras.callbacks.TensorBoard):
     last step's number is a multiple of `update_freq` (tensorflow/tensorboard#4975): for
     most runs never.
     """
+
+    def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)
+        # A resumed run continues its steps: BackupAndRestore, earlier in the callbacks,
+        # has restored the optimizer's step count (Keras starts from 0 in every process).
+        self._global_train_batch = int(keras.ops.convert_to_numpy(
+            self.model.optimizer.iterations))
+        self._pop_writer()
+        self._push_writer(self._train_writer, self._global_train_batch)
 
     def _log_epoch_metrics(self, epoch, logs):
         # Keras writes its own epoch_learning_rate; the step count is not a metric.

@@ -68,6 +68,9 @@ def train_run(workdir, config, options, flag_lines, overwrite=False):
     state = run.claim(flag_lines, overwrite=overwrite)
     if state == "finished":
         return TrainOutcome(state, workdir, run.read_json(run_files.RESULTS))
+    if state == "resume":
+        done = len(run_files.read_history(run.path(run_files.HISTORY)))
+        print(f"resuming {workdir}: {done} epoch(s) done, training from epoch {done + 1}")
     try:
         results = train(config, run, options)
     except BaseException:
@@ -75,6 +78,15 @@ def train_run(workdir, config, options, flag_lines, overwrite=False):
             run.discard(remove_directory=created)
         raise
     return TrainOutcome(state, workdir, results)
+
+
+def interrupted_message(workdir, command):
+    """What Ctrl-C during `train_run` leaves, for the user: the command that resumes."""
+    done = len(run_files.read_history(os.path.join(workdir, run_files.HISTORY)))
+    if not done:
+        return f"no epoch had finished, so nothing was kept; `{command}` starts it again."
+    return (f"{done} epoch(s) of {workdir} are kept; `{command}` resumes from epoch "
+            f"{done + 1}.")
 
 
 def train(config, run, options):
@@ -257,7 +269,7 @@ def make_callbacks(run, task, prepared, inputs, log_every_steps, probe_sentence=
         callbacks.EpochLog(),
         nan_guard,
         callbacks.KeepBest(run.path(run_files.BEST), run.path(run_files.BEST_INFO)),
-        keras.callbacks.CSVLogger(run.path(run_files.HISTORY), append=True),
+        callbacks.HistoryCSV(run.path(run_files.HISTORY), append=True),
         callbacks.TensorBoard(run.path("tensorboard"), update_freq=log_every_steps),
         callbacks.HParams(run.path("tensorboard"), hparams,
                           trial=os.path.basename(os.path.abspath(run.workdir))),

@@ -1,0 +1,140 @@
+"""What a new user meets in the first hour (issue 37), checked as the user sees it: the
+message and exit status, the numbers printed, the rows of history.csv."""
+
+import io
+import subprocess
+import sys
+
+import pytest
+
+from dsan_tf import progress
+from dsan_tf.rundir import read_history
+from helpers import ENV, ROOT, cli
+
+
+def test_messages_keep_the_paths_the_user_gave(tmp_path):
+    """A path with ../ (the README's own ../shared/...) is reported as given, not as ./."""
+    done = cli("evaluate", f"--workdir={tmp_path}", "--data=../nowhere/dev.jsonl")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "'../nowhere/dev.jsonl']: no such file." in done.stderr
+    assert "'./nowhere" not in done.stderr
+
+
+def test_an_unknown_flag_is_one_sentence_with_its_suggestion():
+    done = cli("train", "--epoch=3")
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == (
+        "error: Unknown command line flag 'epoch'. Did you mean: epochs?")
+
+
+BACKEND_MISSING = """
+import sys
+sys.modules["jax"] = None  # as where JAX is not installed
+sys.argv[0] = "summary"
+from experiments.summary import cli
+cli()
+"""
+
+
+def test_a_backend_that_is_not_installed_is_one_sentence():
+    done = subprocess.run([sys.executable, "-c", BACKEND_MISSING], cwd=ROOT,
+                          env=dict(ENV, KERAS_BACKEND="jax"), capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith(
+        "error: KERAS_BACKEND=jax needs jax installed (pip install -r requirements-jax.txt)")
+
+
+def test_the_eta_counts_from_after_the_first_step(monkeypatch):
+    """A first step of 10 s (tracing, buffers) then 1 s a step: after 5 of 100 steps the
+    ETA is 95 s, not the 266 s that the average with the first step would give."""
+    now = [0.0]
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: now[0])
+    monkeypatch.setenv("DSAN_PROGRESS_SECONDS", "0")
+    stream = io.StringIO()
+    shown = progress.Progress("epoch 1/3, training", 100, "steps", stream=stream)
+    for seconds in (10, 1, 1, 1, 1):
+        now[0] += seconds
+        shown.update()
+    last = stream.getvalue().splitlines()[-1]
+    assert last == "epoch 1/3, training: 5/100 steps (5%), 1.0 steps/s, ETA 0:01:35"
+    now[0] += 1
+    shown.close()
+    assert stream.getvalue().splitlines()[-1] == (
+        "epoch 1/3, training: 5/100 steps (5%), 0.3 steps/s, took 0:00:15")  # all of it
+
+
+def test_history_counts_epochs_from_one_also_in_older_files(tmp_path):
+    """history.csv is written from epoch 1 (test_cli checks a run's); a file of an older run,
+    counted from 0, reads the same."""
+    older = tmp_path / "history.csv"
+    older.write_text("epoch,accuracy,steps\n0,0.5,10\n1,0.6,20\n")
+    assert [row["epoch"] for row in read_history(older)] == [1, 2]
+    newer = tmp_path / "new.csv"
+    newer.write_text("epoch,accuracy,steps\n1,0.5,10\n2,0.6,20\n")
+    assert [row["epoch"] for row in read_history(newer)] == [1, 2]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("flag --x: no such file", "flag --x: no such file."),
+    ("ends well.", "ends well."),
+    ("Did you mean: epochs ?", "Did you mean: epochs?"),
+    ("--train_data=../shared/a.jsonl is bad", "--train_data=../shared/a.jsonl is bad."),
+])
+def test_a_message_becomes_one_sentence_and_nothing_else_changes(text, expected):
+    from dsan_tf.programs.program import sentence
+    assert sentence(text) == expected
+
+
+def event_steps(folder, tag):
+    """Every (step) of scalar `tag` in every event file of a TensorBoard run folder, file
+    by file in the order they were written (a resumed run adds a file)."""
+    import tensorflow as tf
+
+    steps = []
+    for path in sorted(folder.glob("events.out.tfevents.*"), key=lambda p: p.stat().st_mtime):
+        for event in tf.compat.v1.train.summary_iterator(str(path)):
+            steps += [event.step for value in event.summary.value if value.tag == tag]
+    return steps
+
+
+def test_ctrl_c_exits_130_naming_the_command_that_resumes_and_steps_go_on(tmp_path):
+    """Ctrl-C during training: exit status 130, one line naming the command that resumes
+    (no traceback). That command says from which epoch it resumes, and TensorBoard's batch
+    steps go on from where they were instead of starting again at 0."""
+    import os
+    import signal
+    import time
+
+    workdir = tmp_path / "run"
+    args = [sys.executable, "-m", "experiments.train",
+            "--flagfile=experiments/configs/demo.cfg", f"--workdir={workdir}",
+            "--epochs=12", "--log_every_steps=5"]
+    process = subprocess.Popen(  # as a terminal's Ctrl-C reaches it: SIGINT not ignored
+        args, cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.time() + 240
+    while time.time() < deadline and process.poll() is None:
+        if len(read_history(workdir / "history.csv")) >= 2:
+            break
+        time.sleep(0.05)
+    assert process.poll() is None, "training ended before it could be interrupted"
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130 and "Traceback" not in stderr
+    done = len(read_history(workdir / "history.csv"))
+    command = "python -m experiments.train " + " ".join(args[3:])
+    assert stderr.strip().splitlines()[-1] == (
+        f"interrupted: {done} epoch(s) of {workdir} are kept; `{command}` resumes from "
+        f"epoch {done + 1}.")
+    resumed = subprocess.run(args, cwd=ROOT, env=ENV, capture_output=True, text=True,
+                             timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert (f"resuming {workdir}: {done} epoch(s) done, training from epoch {done + 1}"
+            in resumed.stdout)
+    assert [row["epoch"] for row in read_history(workdir / "history.csv")] == \
+        list(range(1, 13))
+    steps = event_steps(workdir / "tensorboard" / "train", "batch_loss")
+    # Every 5th of the 12 x 21 steps, once each (a restart at 0 would repeat 5, 10, ...).
+    assert steps == list(range(5, 12 * 21 + 1, 5))
+    assert os.path.exists(workdir / "results.json")
