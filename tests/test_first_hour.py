@@ -138,3 +138,56 @@ def test_ctrl_c_exits_130_naming_the_command_that_resumes_and_steps_go_on(tmp_pa
     # Every 5th of the 12 x 21 steps, once each (a restart at 0 would repeat 5, 10, ...).
     assert steps == list(range(5, 12 * 21 + 1, 5))
     assert os.path.exists(workdir / "results.json")
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A demo run, trained briefly: what predict reads."""
+    workdir = tmp_path_factory.mktemp("trained")
+    done = cli("train", "--flagfile=experiments/configs/demo.cfg", f"--workdir={workdir}",
+               "--epochs=1", "--steps_per_epoch=3", "--nocompile_ahead")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return workdir
+
+
+@pytest.mark.parametrize("name, text", [
+    ("pairs.csv", 'pairID,premise,hypothesis\nq1,"the dog, the café",the cat\nq2,a b,c d\n'),
+    ("pairs.tsv", "sentence1\tsentence2\nthe dog, the café\tthe cat\na b\tc d\n"),
+    ("pairs.jsonl", '{"premise": "the dog, the café", "hypothesis": "the cat"}\n'
+                    '{"sentence1": "a b", "sentence2": "c d"}\n'),
+])
+def test_predict_reads_csv_tsv_and_jsonl_and_writes_text_as_it_is(trained, tmp_path, name,
+                                                                   text):
+    """The same two pairs from each format give the same labels; non-ASCII text is written
+    as UTF-8 (café), not escaped; pairIDs are kept, else the line number."""
+    import json
+
+    source = tmp_path / name
+    source.write_text(text, encoding="utf-8")
+    output = tmp_path / "out.jsonl"
+    done = cli("predict", f"--workdir={trained}", f"--input={source}", f"--output={output}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    raw = output.read_text(encoding="utf-8")
+    assert '"premise": "the dog, the café"' in raw and "\\u00e9" not in raw
+    rows = [json.loads(line) for line in raw.splitlines()]
+    expected_ids = {"pairs.csv": ["q1", "q2"], "pairs.tsv": ["2", "3"],
+                    "pairs.jsonl": ["1", "2"]}[name]
+    assert [row["pairID"] for row in rows] == expected_ids
+    assert [row["hypothesis"] for row in rows] == ["the cat", "c d"]
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("bad.csv", "id,text_a,text_b\n1,a,b\n", "bad.csv:1: the header must name the columns "
+     "premise,hypothesis (or sentence1,sentence2), optionally pairID; it has id,text_a,text_b."),
+    ("short.tsv", "premise\thypothesis\na\tb\nonly one\n", "short.tsv:3: 1 column(s), the "
+     "header has 2."),
+    ("null.jsonl", '{"sentence1": "a", "sentence2": "b"}\n{"sentence1": 7, "sentence2": "b"}\n',
+     "null.jsonl:2: the premise must be a sentence, got 7."),
+])
+def test_a_bad_prediction_input_is_one_sentence_naming_the_line(trained, tmp_path, name, text,
+                                                                 message):
+    source = tmp_path / name
+    source.write_text(text)
+    done = cli("predict", f"--workdir={trained}", f"--input={source}")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == f"error: {source.parent}/{message}"

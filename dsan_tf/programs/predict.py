@@ -3,8 +3,10 @@
     python -m experiments.predict --workdir=DIR --premise="A man sleeps." --hypothesis="A person rests."
     python -m experiments.predict --workdir=DIR --input=pairs.jsonl [--output=FILE] [--format=csv]
 
---input is a .jsonl (or .jsonl.gz) file with `sentence1` and `sentence2` per line (SNLI, MultiNLI, HANS
-in their jsonl form); each pair keeps its `pairID` (the line number when it has none).
+--input is a .jsonl file with `sentence1` and `sentence2` (or `premise` and `hypothesis`) per
+line (SNLI, MultiNLI, HANS in their jsonl form), or a .csv or .tsv file whose header names
+premise,hypothesis or sentence1,sentence2 (each may be gzipped); each pair keeps its `pairID`
+(the line number when it has none).
 Output: one JSON object per pair (id, premise, hypothesis, label, probabilities), or with
 --format=csv the `pairID,gold_label` file that MultiNLI's leaderboard and HANS expect. The
 file is read and written in batches (memory stays bounded), with a progress bar on stderr
@@ -36,37 +38,84 @@ def define_flags():
     project_flags.define_finished_workdir_flag()
     flags.DEFINE_string("premise", None, "A premise.")
     flags.DEFINE_string("hypothesis", None, "A hypothesis.")
-    flags.DEFINE_string("input", None, "A .jsonl file of sentence1/sentence2 objects "
-                        "(pairID kept when present).")
+    flags.DEFINE_string("input", None, "A .jsonl file of sentence1/sentence2 objects, or a "
+                        ".csv/.tsv file with a premise,hypothesis (or sentence1,sentence2) "
+                        "header (pairID kept when present).")
     project_flags.require_existing("input")
     flags.DEFINE_string("output", None, "Write the predictions here (default: stdout).")
     flags.DEFINE_enum("format", "jsonl", ["jsonl", "csv"], "jsonl: one JSON object per pair; "
                       "csv: pairID,gold_label (MultiNLI leaderboard, HANS).")
 
 
+# Column names a CSV/TSV header may give each side (SNLI's own or plain words).
+COLUMNS = {"premise": ("premise", "sentence1"), "hypothesis": ("hypothesis", "sentence2")}
+
+
 def read_pairs(path):
-    """Yields (id, premise, hypothesis) from a .jsonl file; `UsageError` naming the file and
-    line of a bad one. Blank lines are skipped (and counted in `read_pairs.blank`)."""
+    """Yields (id, premise, hypothesis) from a .jsonl, .csv or .tsv file (optionally .gz):
+    JSON objects with sentence1/sentence2 (premise/hypothesis), or a header row naming
+    premise,hypothesis or sentence1,sentence2 (pairID optional). Each pair keeps its
+    pairID, else its line number. `UsageError` names the file and line of a bad record;
+    blank lines are skipped."""
     opener = gzip.open if path.endswith(".gz") else open
     try:
-        stream = opener(path, "rt", encoding="utf-8")
+        stream = opener(path, "rt", encoding="utf-8", newline="")
     except FileNotFoundError:
         raise program.UsageError(f"input file {path} does not exist.") from None
+    name = path[:-3] if path.endswith(".gz") else path
     with stream:
         try:
-            for number, line in enumerate(stream, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                    yield (str(record.get("pairID", number)), record["sentence1"],
-                           record["sentence2"])
-                except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
-                    raise program.UsageError(
-                        f"{path}:{number}: expected a JSON object with sentence1 and "
-                        f"sentence2 ({error}).") from None
+            if name.endswith((".csv", ".tsv")):
+                yield from _table_pairs(stream, path, "\t" if name.endswith(".tsv") else ",")
+            else:
+                yield from _json_pairs(stream, path)
         except UnicodeDecodeError:
             raise program.UsageError(f"{path} is not valid UTF-8.") from None
+
+
+def _json_pairs(stream, path):
+    for number, line in enumerate(stream, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            premise, hypothesis = (next(record[name] for name in names if name in record)
+                                   for names in ((*COLUMNS["premise"][::-1],),
+                                                 (*COLUMNS["hypothesis"][::-1],)))
+        except (json.JSONDecodeError, TypeError, StopIteration, RuntimeError) as error:
+            reason = f" ({error})" if isinstance(error, json.JSONDecodeError) else ""
+            raise program.UsageError(f"{path}:{number}: expected a JSON object with "
+                                     f"sentence1 and sentence2{reason}.") from None
+        yield _checked(path, number, record.get("pairID", number), premise, hypothesis)
+
+
+def _table_pairs(stream, path, delimiter):
+    rows = csv.reader(stream, delimiter=delimiter)
+    header = [name.strip() for name in next(rows, [])]
+    found = {side: next((header.index(n) for n in names if n in header), None)
+             for side, names in COLUMNS.items()}
+    if None in found.values():
+        raise program.UsageError(
+            f"{path}:1: the header must name the columns premise,hypothesis (or sentence1,"
+            f"sentence2), optionally pairID; it has {','.join(header) or 'nothing'}.")
+    pair_id = header.index("pairID") if "pairID" in header else None
+    for row in rows:
+        number = rows.line_num  # the file's line, also after a quoted cell of several
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) < len(header):
+            raise program.UsageError(f"{path}:{number}: {len(row)} column(s), the header "
+                                     f"has {len(header)}.")
+        yield _checked(path, number, row[pair_id] if pair_id is not None else number,
+                       row[found["premise"]], row[found["hypothesis"]])
+
+
+def _checked(path, number, pair_id, premise, hypothesis):
+    for side, text in (("premise", premise), ("hypothesis", hypothesis)):
+        if not isinstance(text, str):
+            raise program.UsageError(f"{path}:{number}: the {side} must be a sentence, got "
+                                     f"{json.dumps(text)}.")
+    return str(pair_id), premise, hypothesis
 
 
 def batches(pairs, size=BATCH):
@@ -96,7 +145,8 @@ class Writer:
             self.stream.write(json.dumps({"pairID": pair_id, "premise": premise,
                                           "hypothesis": hypothesis, "label": label,
                                           "probabilities": probabilities,
-                                          "truncated": truncated}) + "\n")
+                                          "truncated": truncated},
+                                         ensure_ascii=False) + "\n")
 
 
 @contextlib.contextmanager
@@ -144,7 +194,8 @@ def predict_all(model, pairs, writer, total, show_progress=True):
 def main(argv):
     program.check_start(argv)
     if bool(FLAGS.input) == bool(FLAGS.premise or FLAGS.hypothesis):
-        raise program.UsageError("give either --premise and --hypothesis, or --input=FILE.jsonl.")
+        raise program.UsageError("give either --premise and --hypothesis, or --input=FILE "
+                                 "(.jsonl, .csv or .tsv).")
     if not FLAGS.input and not (FLAGS.premise and FLAGS.hypothesis):
         raise program.UsageError("give both --premise and --hypothesis.")
     total = sum(1 for _ in read_pairs(FLAGS.input)) if FLAGS.input else 1
