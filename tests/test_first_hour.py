@@ -191,3 +191,20 @@ def test_a_bad_prediction_input_is_one_sentence_naming_the_line(trained, tmp_pat
     done = cli("predict", f"--workdir={trained}", f"--input={source}")
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines()[-1] == f"error: {source.parent}/{message}"
+
+
+def test_summary_counts_the_model_a_run_trained(trained):
+    """--workdir=RUN: the parameter count of the trained model (its results.json's), the
+    same as the model flags that made it give; model flags beside it are refused."""
+    import json
+
+    from_run = cli("summary", f"--workdir={trained}")
+    assert from_run.returncode == 0, from_run.stderr[-3000:]
+    last = from_run.stdout.strip().splitlines()[-1]
+    results = json.loads((trained / "results.json").read_text())
+    assert last == f"params_excluding_embeddings={results['parameters']['params_excluding_embeddings']}"
+    from_flags = cli("summary", "--flagfile=experiments/configs/demo.cfg", "--vocab_size=16")
+    assert from_flags.stdout.strip().splitlines()[-1] == last
+    refused = cli("summary", f"--workdir={trained}", "--num_heads=2")
+    assert refused.returncode == 1 and refused.stderr.strip().splitlines()[-1] == (
+        "error: --workdir counts the model the run trained; leave out --num_heads.")

@@ -2,12 +2,16 @@
 
     python -m experiments.summary [--flagfile=experiments/configs/dsan_snli.cfg] [model flags]
     python -m experiments.summary --model=disan
+    python -m experiments.summary --workdir=runs/dsan     # the model a run trained
 
 The last line is `params_excluding_embeddings=N` (trainable, word embeddings excluded).
 """
 
+import os
+
 from absl import flags
 
+from dsan_tf import rundir
 from dsan_tf.models import registry
 from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program
@@ -22,25 +26,46 @@ def define_flags():
     project_flags.define_data_flags()
     project_flags.define_training_flags()
     flags.DEFINE_integer("vocab_size", 2, "Vocabulary size (the word embedding's rows).")
+    flags.DEFINE_string("workdir", None, "A run directory of experiments.train: count the "
+                        "model it trained (its config.json) instead of the model flags.")
+    project_flags.require_existing("workdir", directory=True)
 
 
 @program.main
 def main(argv):
     program.check_start(argv)
-    config = project_flags.model_config(vocab_size=FLAGS.vocab_size)
+    model, config = run_model(FLAGS.workdir) if FLAGS.workdir else (
+        FLAGS.model, project_flags.model_config(vocab_size=FLAGS.vocab_size))
     from dsan_tf import build_model  # TensorFlow loads here, not for --help
 
-    parts = build_model(FLAGS.model, config).parameter_breakdown()
-    print(f"model: {FLAGS.model}, {config.to_dict()}")
+    parts = build_model(model, config).parameter_breakdown()
+    print(f"model: {model}, {config.to_dict()}")
     total = parts.pop("params_excluding_embeddings")
     for name, count in parts.items():
         note = " (excluded below)" if name == "word_embedding" else ""
         label = f"  - {name.split('.')[1]}" if "." in name else name
         print(f"  {label:<20} {count:>12,}{note}")
     # As its paper reports it, excluding word embeddings (Im & Cho 2017, Table 2).
-    reported = registry.family(FLAGS.model).paper_parameters
+    reported = registry.family(model).paper_parameters
     print(f"  {'total':<20} {total:>12,}" + (f"  (paper: {reported})" if reported else ""))
     print(f"params_excluding_embeddings={total}")
+
+
+def run_model(workdir):
+    """(family, configuration with its vocabulary size) of the run in `workdir`;
+    `UsageError` when model flags are given too or it holds no config.json."""
+    given = [name for name in ("model", "vocab_size", *project_flags.model_hyperparameters())
+             if FLAGS[name].present]
+    if given:
+        raise program.UsageError(f"--workdir counts the model the run trained; leave out "
+                                 f"{', '.join('--' + name for name in given)}.")
+    path = os.path.join(workdir, rundir.CONFIG)
+    if not os.path.exists(path):
+        raise program.UsageError(f"--workdir={workdir} holds no {rundir.CONFIG} (give a run "
+                                 "directory of experiments.train).")
+    recorded = rundir.read_json(path)
+    values = dict(recorded["model_config"], vocab_size=recorded["vocab_size"])
+    return recorded["model"], registry.family(recorded["model"]).config.from_dict(values)
 
 
 def cli():
