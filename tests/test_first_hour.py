@@ -208,3 +208,20 @@ def test_summary_counts_the_model_a_run_trained(trained):
     refused = cli("summary", f"--workdir={trained}", "--num_heads=2")
     assert refused.returncode == 1 and refused.stderr.strip().splitlines()[-1] == (
         "error: --workdir counts the model the run trained; leave out --num_heads.")
+
+
+@pytest.mark.parametrize("record, message", [
+    ('{"sentence1": 3, "sentence2": "b", "gold_label": "neutral"}',
+     "the premise (sentence1) must be a sentence, got 3."),
+    ('{"sentence1": "a", "sentence2": "b", "gold_label": null}',
+     "gold_label must be a label name such as 'entailment', got null."),
+])
+def test_a_record_of_the_wrong_type_is_one_sentence_naming_file_and_line(trained, tmp_path,
+                                                                        record, message):
+    """A number or null where a sentence or label belongs, given to evaluate."""
+    source = tmp_path / "dev.jsonl"
+    source.write_text('{"sentence1": "a b", "sentence2": "c", "gold_label": "neutral"}\n'
+                      + record + "\n")
+    done = cli("evaluate", f"--workdir={trained}", f"--data={source}")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == f"error: {source}:2: {message}"

@@ -75,6 +75,7 @@ def read_examples(spec, tfds_data_dir=None):
         records = _file_records(spec)
     examples = []
     for where, premise, hypothesis, label, extra in records:
+        _check_types(where, premise, hypothesis, label)
         label_id = _label_id(label, where)
         if label_id is None:
             report.dropped[NO_GOLD_LABEL] += 1
@@ -85,6 +86,20 @@ def read_examples(spec, tfds_data_dir=None):
                                     tuple(sorted(extra.items()))))
     report.kept = len(examples)
     return examples, report
+
+
+def _check_types(where, premise, hypothesis, label):
+    """`DataError` naming the record when a sentence is no string or a label no name (a
+    number or null in a .jsonl file, say); integer labels come from TFDS."""
+    def shown(value):
+        return json.dumps(value) if isinstance(value, (int, float, list, dict, type(None))) \
+            else repr(value)
+    for side, value in (("premise (sentence1)", premise), ("hypothesis (sentence2)", hypothesis)):
+        if not isinstance(value, str):
+            raise DataError(f"{where}: the {side} must be a sentence, got {shown(value)}.")
+    if isinstance(label, bool) or not isinstance(label, (str, int)):
+        raise DataError(f"{where}: gold_label must be a label name such as "
+                        f"{LABELS[0]!r}, got {shown(label)}.")
 
 
 def _label_id(label, where):
