@@ -80,6 +80,7 @@ def test_history_counts_epochs_from_one_also_in_older_files(tmp_path):
     ("ends well.", "ends well."),
     ("Did you mean: epochs ?", "Did you mean: epochs?"),
     ("--train_data=../shared/a.jsonl is bad", "--train_data=../shared/a.jsonl is bad."),
+    ("ERROR:: Unable to open flagfile: x", "Unable to open flagfile: x."),
 ])
 def test_a_message_becomes_one_sentence_and_nothing_else_changes(text, expected):
     from dsan_tf.programs.program import sentence

@@ -130,8 +130,14 @@ def test_tfds_failure_says_what_to_do(monkeypatch):
     monkeypatch.setattr(tfds, "load", offline)
     monkeypatch.setattr(sources, "_reachable", lambda url, timeout=10.0: None)
     with pytest.raises(DataError, match=r"could not load TFDS dataset snli/train .*"
-                                        r"pass their local path, e.g. --train_data="):
+                                        r"give the local file where tfds:snli/train was "
+                                        r"given, e\.g\. snli_1\.0/snli_1\.0_train\.jsonl"):
         read_examples("tfds:snli/train")
+    # Whichever flag named it (evaluate's --data, say): no flag of another program.
+    with pytest.raises(DataError) as raised:
+        read_examples("tfds:snli/validation")
+    assert "--train_data" not in str(raised.value) and "snli_1.0_validation.jsonl" in \
+        str(raised.value)
     with pytest.raises(DataError, match="must look like tfds:NAME/SPLIT"):
         read_examples("tfds:snli")
 
@@ -152,7 +158,7 @@ def test_tfds_without_internet_says_so_at_once(monkeypatch, tmp_path):
         read_examples("tfds:snli/train", tfds_data_dir=str(tmp_path / "tfds"))
     message = str(refused.value)
     assert "needs internet" in message and "Connection refused" in message
-    assert "--train_data=" in message and asked == [
+    assert "give the local file where tfds:snli/train was given" in message and asked == [
         "https://nlp.stanford.edu/projects/snli/snli_1.0.zip"]
     assert not (tmp_path / "tfds").exists()
 

@@ -229,8 +229,9 @@ def _tfds_download(tfds, name, split, data_dir):
     except Exception as error:  # noqa: BLE001  (unknown name, bad config)
         raise DataError(f"unknown TFDS dataset in {spec} ({type(error).__name__}: "
                         f"{_first_line(error)}).") from None
-    local = ("instead, download the official files and pass their local path, e.g. "
-             "--train_data=snli_1.0/snli_1.0_train.jsonl")
+    # No flag named: the same spec may come from --train_data, --dev_data or --data.
+    local = (f"instead, download the official files and give the local file where {spec} "
+             f"was given, e.g. snli_1.0/snli_1.0_{split}.jsonl")
     for url in list(builder.url_infos or {})[:1]:
         reason = _reachable(url)
         if reason:

@@ -26,9 +26,9 @@ FLAGS = project_flags.FLAGS
 
 def sentence(text):
     """`text` as one sentence: one full stop at its end unless it ends in '.', '?' or '!',
-    and absl's "Did you mean: epochs ?" closed up; nothing else in it changes (paths such
+    absl's "Did you mean: epochs ?" closed up and its "ERROR::" prefix dropped; nothing else in it changes (paths such
     as ../shared/... stay as given)."""
-    text = re.sub(r"\s+\?$", "?", text.strip())
+    text = re.sub(r"^ERROR::?\s*", "", re.sub(r"\s+\?$", "?", text.strip()))
     return text if text.endswith((".", "?", "!")) else text + "."
 
 
