@@ -45,8 +45,8 @@ def main(argv):
         config, {name: IdPairs.from_encoded(pairs) for name, pairs in prepared.encoded.items()},
         prepared.word_vectors, list(prepared.preprocessor.vocabulary.words))
     setting.save(FLAGS.output)
-    print(f"encoded setting: {FLAGS.output} ({', '.join(f'{name} {len(pairs):,} pairs' for name, pairs in setting.splits.items())}, "
-          f"{setting.vocabulary_size:,} ids)")
+    splits = ", ".join(f"{name} {len(pairs):,} pairs" for name, pairs in setting.splits.items())
+    print(f"encoded setting: {FLAGS.output} ({splits}, {setting.vocabulary_size:,} ids)")
 
 
 def cli():
