@@ -103,13 +103,16 @@ def train(config, run, options):
     padding = describe_batches(inputs, prepared.preprocessor.vocabulary_size)
     model = build(task, strategy, prepared)
     write_config(run, task, prepared, model, strategy, padding, options.strategy)
-    # Not multi-worker: model.fit fails there (fit below).
+    # One device only: tf.distribute's variables and per-replica batches need their own
+    # handling (a mirrored variable is no NumPy array; model.fit fails multi-worker).
+    one_device = options.strategy == "default"
     ahead = compile_ahead(task, prepared, model, strategy, options) \
-        if options.compile_ahead and options.strategy != "multi_worker" else None
+        if options.compile_ahead and one_device else None
     shared, nan_guard = make_callbacks(run, task, prepared, inputs, options.log_every_steps,
                                        options.probe_sentence)
     fit(model, strategy, options.strategy, inputs, shared, run, config.training.epochs)
-    return finish(run, model, inputs, nan_guard, options.export_dir, ahead)
+    return finish(run, model if one_device else None, inputs, nan_guard, options.export_dir,
+                  ahead)
 
 
 def compile_ahead(task, prepared, model, strategy, options):
@@ -314,7 +317,8 @@ def weights_digest(model):
 
 
 def finish(run, model, inputs, nan_guard, export_dir=None, compiled_ahead=None):
-    """Evaluates the best epoch's model on dev (and test), writes results.json (with what
+    """Evaluates the best epoch's model on dev (and test) with the trained `model`'s
+    compiled steps (None: the loaded best model's own), writes results.json (with what
     `compile_ahead` did, when it ran), exports it when asked. Returns the results dict."""
     if nan_guard.message:
         raise UsageError(nan_guard.message)
@@ -323,10 +327,13 @@ def finish(run, model, inputs, nan_guard, export_dir=None, compiled_ahead=None):
                          f"{run.workdir}.")
     best = load_model(run.path(run_files.BEST))
     results = {"best_epoch": run.read_json(run_files.BEST_INFO)["epoch"],
-               "parameters": model.parameter_breakdown(),
+               "parameters": best.parameter_breakdown(),
                "best_weights_sha256": weights_digest(best)}
-    # The trained model with the best weights: its evaluation step is compiled already.
-    model.set_weights(best.get_weights())
+    if model is not None:
+        # The trained model with the best weights: its evaluation step is compiled already.
+        model.set_weights(best.get_weights())
+    else:  # under tf.distribute: the loaded model, as a whole
+        model = best
     for split in ("dev", "test"):
         if split in inputs:
             shown = callbacks.EvaluationProgress(f"best model on {split}",
