@@ -281,14 +281,9 @@ def bounded_epoch(model, task, path, seconds, steps=3):
     batches = batching.NLIBatches(pairs, settings.batch_size, settings.batching, shapes,
                                   seed=settings.seed)
     padding, counts = batches.describe()
-    first = {}
-    for indices in batches.plan(0):
-        inputs, labels, weights = batches.batch(indices)
-        first.setdefault((len(labels), *(ids.shape[1] for ids in inputs.values())),
-                         (inputs, labels, weights))
     compile_seconds = step_seconds = 0.0
     per_shape = {}
-    for key, (inputs, labels, weights) in sorted(first.items()):
+    for key, (inputs, labels, weights) in sorted(batches.first_of_each_shape().items()):
         started = time.perf_counter()
         model.train_on_batch(inputs, labels, sample_weight=weights)
         compile_seconds += time.perf_counter() - started

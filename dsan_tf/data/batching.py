@@ -20,8 +20,11 @@ import numpy as np
 
 from dsan_tf.masks import PAD_ID  # Keras only (dsan_tf.data.vocabulary needs TensorFlow)
 
-# Must agree with dsan_tf.data.pipeline (which needs TensorFlow; these do not).
+# Length buckets of the grouped orders (also dsan_tf.data.pipeline's, with TensorFlow);
+# SNLI's median sentence is about 13 tokens.
 DEFAULT_BUCKETS = (8, 10, 12, 14, 16, 18, 20, 24, 28, 32, 40, 48, 64, 96, 128, 192)
+# Chunks of `--batching=sorted_chunks`: 50 batches of 64 is 3,200 pairs, enough that a batch
+# spans one or two premise lengths.
 SORT_CHUNK_BATCHES = 50
 # Lengths per side of the grid (`length_grid`): at most 4 x 3 shapes per dataset.
 PREMISE_LENGTHS = 4
@@ -286,21 +289,37 @@ class NLIBatches(keras.utils.PyDataset):
     def __getitem__(self, index):
         return self.batch(self._epoch_batches()[index])
 
+    @staticmethod
+    def shape_of(batch):
+        """(B, T1, T2) of a batch."""
+        inputs, _, weights = batch
+        return (len(weights), *(inputs[side].shape[1] for side in ("premise", "hypothesis")))
+
+    def first_of_each_shape(self):
+        """{(B, T1, T2): the first batch of that shape} in pass 0's order."""
+        chosen = {}
+        for indices in self.plan(0):
+            batch = self.batch(indices)
+            chosen.setdefault(self.shape_of(batch), batch)
+        return chosen
+
     def describe(self):
         """(padding fraction, {(B, T1, T2): batches}) of one pass (pass 0's order): the
         share of token slots that hold padding (fill rows included) and the shapes."""
         shapes, padded, real = {}, 0, 0
         for indices in self.plan(0):
-            inputs, _, weights = self.batch(indices)
-            key = (len(weights), *(inputs[side].shape[1] for side in ("premise", "hypothesis")))
+            batch = self.batch(indices)
+            inputs, _, weights = batch
+            key = self.shape_of(batch)
             shapes[key] = shapes.get(key, 0) + 1
             padded += sum(ids.size for ids in inputs.values())
             real += sum(int(np.count_nonzero(ids[weights > 0])) for ids in inputs.values())
         return 1.0 - real / max(padded, 1), shapes
 
-    def summary(self):
-        """A log line: padding, the number of distinct shapes, the grids."""
-        padding, shapes = self.describe()
+    def summary(self, description=None):
+        """A log line: padding, the number of distinct shapes, the grids (`description`:
+        what `describe` gave, when it was asked already)."""
+        padding, shapes = description or self.describe()
         text = f"{padding:.1%} padding, {len(shapes)} batch shape(s) per epoch"
         if self.shapes.bounded:
             text += (f" (lengths {'/'.join(map(str, self.shapes.premise_grid))} x "

@@ -12,13 +12,9 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
+# One definition, in the module that needs no TensorFlow.
+from dsan_tf.data.batching import DEFAULT_BUCKETS, SORT_CHUNK_BATCHES  # noqa: F401
 from dsan_tf.data.vocabulary import PAD_ID
-
-# Pairs are grouped by their longer sentence; SNLI's median is about 13 tokens.
-DEFAULT_BUCKETS = (8, 10, 12, 14, 16, 18, 20, 24, 28, 32, 40, 48, 64, 96, 128, 192)
-# Chunks of `--batching=sorted_chunks`: 50 batches of 64 is 3,200 pairs, enough that a batch
-# spans one or two premise lengths.
-SORT_CHUNK_BATCHES = 50
 DEFAULT_MAX_LENGTH = 256
 
 

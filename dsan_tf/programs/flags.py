@@ -265,6 +265,18 @@ def define_workdir_flag():
                         "vocabulary, checkpoints, TensorBoard logs, best model.")
 
 
+@_once("training")
+def define_compilation_flags():
+    """--compile_ahead and --compilation_cache (`RunOptions`): what the training programs
+    do before the first epoch, and where JAX keeps compiled steps."""
+    flags.DEFINE_boolean("compile_ahead", True, "Before the first epoch, trace or compile the "
+                         "training and evaluation steps for every batch shape an epoch uses "
+                         "(the model's state is restored afterwards), so no epoch pays for it.")
+    flags.DEFINE_boolean("compilation_cache", True, "JAX: keep compiled steps in "
+                         "EMBEDDINGS_CACHE_DIR/jax, so that a repeated or resumed run does not "
+                         "compile them again.")
+
+
 @_once("output")
 def define_finished_workdir_flag():
     """--workdir of the programs that read a finished run (or an export): it must exist."""

@@ -79,14 +79,24 @@ def _json_pairs(stream, path):
             continue
         try:
             record = json.loads(line)
-            premise, hypothesis = (next(record[name] for name in names if name in record)
-                                   for names in ((*COLUMNS["premise"][::-1],),
-                                                 (*COLUMNS["hypothesis"][::-1],)))
-        except (json.JSONDecodeError, TypeError, StopIteration, RuntimeError) as error:
+            # JSON lines name them as SNLI does first (sentence1), then plainly.
+            premise, hypothesis = (_field(record, names[::-1]) for names in COLUMNS.values())
+        except (json.JSONDecodeError, TypeError, KeyError) as error:
             reason = f" ({error})" if isinstance(error, json.JSONDecodeError) else ""
             raise program.UsageError(f"{path}:{number}: expected a JSON object with "
                                      f"sentence1 and sentence2{reason}.") from None
         yield _checked(path, number, record.get("pairID", number), premise, hypothesis)
+
+
+def _field(record, names):
+    """The value of the first of `names` a JSON record has (KeyError: none; TypeError: it
+    is no object)."""
+    if not isinstance(record, dict):
+        raise TypeError("not a JSON object")
+    for name in names:
+        if name in record:
+            return record[name]
+    raise KeyError(names[0])
 
 
 def _table_pairs(stream, path, delimiter):

@@ -27,6 +27,7 @@ def define_flags():
     project_flags.define_data_flags()
     project_flags.define_training_flags()
     project_flags.define_workdir_flag()
+    project_flags.define_compilation_flags()
     flags.DEFINE_integer("log_every_steps", 100,
                          "TensorBoard: log training metrics every N steps.",
                          lower_bound=1)
@@ -40,12 +41,6 @@ def define_flags():
                          lower_bound=0)
     flags.DEFINE_string("export_dir", None, "Export the best model as a SavedModel in "
                         "EXPORT_DIR/<next version>/ (TF Serving's layout).")
-    flags.DEFINE_boolean("compile_ahead", True, "Before the first epoch, trace or compile the "
-                         "training and evaluation steps for every batch shape an epoch uses "
-                         "(the model's state is restored afterwards), so no epoch pays for it.")
-    flags.DEFINE_boolean("compilation_cache", True, "JAX: keep compiled steps in "
-                         "EMBEDDINGS_CACHE_DIR/jax, so that a repeated or resumed run does not "
-                         "compile them again.")
     flags.DEFINE_boolean("overwrite", False, "Replace what an earlier run left in --workdir "
                          "(its files only) and train afresh; without it, a --workdir holding "
                          "a run of other flags is refused.")

@@ -24,9 +24,7 @@ def define_flags():
                          "setting's).", lower_bound=1)
     flags.DEFINE_integer("patience", None, "Early-stopping patience on dev accuracy "
                          "(default: the setting's; 0: never).", lower_bound=0)
-    flags.DEFINE_boolean("compile_ahead", True, "Compile every batch shape before the "
-                         "first epoch.")
-    flags.DEFINE_boolean("compilation_cache", True, "JAX's persistent compilation cache.")
+    project_flags.define_compilation_flags()
 
 
 @program.main(tensorflow=False)

@@ -52,12 +52,7 @@ def one_batch_per_shape(batches):
     every shape)."""
     if not isinstance(batches, batching.NLIBatches):
         return batches.take(1)
-    chosen = {}
-    for indices in batches.plan(0):
-        batch = batches.batch(indices)
-        key = (len(batch[2]), *(ids.shape[1] for ids in batch[0].values()))
-        chosen.setdefault(key, batch)
-    return _Batches(list(chosen.values()))
+    return _Batches(list(batches.first_of_each_shape().values()))
 
 
 def compile_ahead(model, train_batches, dev_batches):

@@ -155,12 +155,13 @@ def describe_batches(inputs, vocabulary_size):
         print(f"vocabulary: {vocabulary_size:,} ids; training batches hold {padding:.1%} "
               "padding")
         return padding
-    padding, _ = train.describe()
-    print(f"vocabulary: {vocabulary_size:,} ids; training batches: {train.summary()}")
+    description = train.describe()  # a pass of batches: once
+    print(f"vocabulary: {vocabulary_size:,} ids; training batches: "
+          f"{train.summary(description)}")
     for split in ("dev", "test"):
         if split in inputs:
             print(f"{split} batches: {inputs[split].summary()}")
-    return padding
+    return description[0]
 
 
 @dataclasses.dataclass
