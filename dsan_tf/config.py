@@ -22,17 +22,6 @@ def model_config(model, **values):
     return registry.family(model).config(**values)
 
 
-def check_model(model, config):
-    """Raises ValueError when `model` is no family or `config` is not its configuration
-    (each configuration checks its own values when made)."""
-    check_choice("model", model, MODELS)
-    expected = registry.family(model).config
-    if not isinstance(config, expected):
-        raise ValueError(f"model {model!r} needs its configuration class "
-                         f"{expected.__name__}, got a {type(config).__name__} "
-                         f"(dsan_tf.model_config({model!r}, ...) makes one).")
-
-
 @dataclasses.dataclass
 class DataConfig:
     """Where the pairs and word vectors come from and how they become batches.
@@ -196,7 +185,7 @@ class ExperimentConfig:
     def __post_init__(self):
         if self.model_config is None:
             self.model_config = model_config(self.model)
-        check_model(self.model, self.model_config)
+        registry.check_config(self.model, self.model_config)
 
     def to_dict(self):
         return dataclasses.asdict(self)

@@ -30,10 +30,11 @@ import dsan_tf
 from dsan_tf import data, models
 from dsan_tf.errors import UsageError
 
-CONFIG, VOCAB, BEST, BEST_INFO = "config.json", "vocab.json", "best.keras", "best.json"
+CONFIG, BEST, BEST_INFO = "config.json", "best.keras", "best.json"
+# The preprocessor's files (its own names: the data package writes and reads them).
+VOCAB, PREPROCESSOR = data.VOCABULARY_FILE, data.PREPROCESSOR_FILE
 MODEL, MEMBERS = "model.keras", "members"  # an export's model and ensemble members
-PREPROCESSOR, HISTORY, RESULTS, FLAGFILE = (
-    "preprocessor.json", "history.csv", "results.json", "flags.txt")
+HISTORY, RESULTS, FLAGFILE = "history.csv", "results.json", "flags.txt"
 CARD, BACKUP, TENSORBOARD = "MODEL_CARD.md", "backup", "tensorboard"
 # Everything train writes into a run directory (--overwrite removes these, nothing else).
 RUN_FILES = (FLAGFILE, CONFIG, VOCAB, PREPROCESSOR, BEST, BEST_INFO, HISTORY, RESULTS, CARD,

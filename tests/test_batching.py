@@ -12,7 +12,7 @@ import pytest
 from dsan_tf.config import DataConfig, ExperimentConfig, TrainingConfig, model_config
 from dsan_tf.data.batching import (IdPairs, NLIBatches, Shapes, batch_order, length_grid,
                                    pad_to)
-from dsan_tf.data.setting import EncodedSetting
+from dsan_tf.training.setting import EncodedSetting
 from dsan_tf.task import NLITask
 
 

@@ -19,3 +19,24 @@ def test_no_function_is_longer_than_50_lines():
                         long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} "
                                     f"({lines} lines)")
     assert not long, "functions longer than 50 lines: " + "; ".join(long)
+
+
+def test_the_layering_contracts_hold_and_the_package_has_no_import_cycle():
+    """.importlinter's contracts (the layers of docs/DEVELOPMENT.md, the families apart),
+    checked as CI checks them, and no cycle between the package's first-level modules."""
+    import subprocess
+    import sys
+
+    import grimp
+
+    lint = ("import sys; from importlinter.cli import lint_imports; "
+            "sys.exit(lint_imports(no_cache=True, no_logo=True))")
+    checked = subprocess.run([sys.executable, "-c", lint], cwd=ROOT,
+                             capture_output=True, text=True, timeout=300)
+    assert checked.returncode == 0 and "0 broken" in checked.stdout, checked.stdout[-3000:]
+    graph = grimp.build_graph("dsan_tf")
+    first_level = {m for m in graph.modules if m.count(".") == 1}
+    cycles = [(a, b) for a in first_level for b in first_level if a < b
+              and graph.chain_exists(a, b, as_packages=True)
+              and graph.chain_exists(b, a, as_packages=True)]
+    assert not cycles, f"import cycles between packages: {cycles}"

@@ -114,7 +114,7 @@ def test_an_encoded_setting_trains_on_jax_without_tensorflow(tmp_path):
     import subprocess
     import sys
 
-    from dsan_tf.data.setting import EncodedSetting
+    from dsan_tf.training.setting import EncodedSetting
     from helpers import ENV, ROOT
 
     setting = tmp_path / "demo.npz"

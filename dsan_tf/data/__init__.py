@@ -12,6 +12,9 @@ batches do.
 
 import importlib
 
+# The preprocessor's two files (`NLIPreprocessor.save`), in a run directory and an export.
+VOCABULARY_FILE, PREPROCESSOR_FILE = "vocab.json", "preprocessor.json"
+
 # name -> module of dsan_tf.data that defines it
 _EXPORTS = {
     "EmbeddingReport": "embeddings", "download_glove": "embeddings",
@@ -26,7 +29,7 @@ _EXPORTS = {
     "PAD_ID": "vocabulary", "UNK_ID": "vocabulary", "Vocabulary": "vocabulary",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted([*_EXPORTS, "PREPROCESSOR_FILE", "VOCABULARY_FILE"])
 
 
 def __getattr__(name):

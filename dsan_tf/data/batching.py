@@ -8,7 +8,7 @@ compiling. Here every batch is padded to a length of a short grid chosen from th
 size (rows added to a partial batch repeat a real pair with sample weight 0, so losses
 and metrics are those of the real pairs). The order is drawn by NumPy from the seed and
 the pass number alone, so the batches are the same with or without TensorFlow (the GPU
-machines have none) and `IdPairs` travel as a small `.npz` file (`dsan_tf.data.setting`).
+machines have none) and `IdPairs` travel as a small `.npz` file (`dsan_tf.training.setting`).
 
 Shape legend: N pairs, B batch, T1 premise tokens, T2 hypothesis tokens.
 """

@@ -9,14 +9,11 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from dsan_tf import rundir
+from dsan_tf.data import PREPROCESSOR_FILE as SETTINGS_FILE, VOCABULARY_FILE
 from dsan_tf.data.examples import DataError
 from dsan_tf.data.pipeline import DEFAULT_MAX_LENGTH, EncodedPairs, EncodeReport
 from dsan_tf.data.tokenizer import tokenize
 from dsan_tf.data.vocabulary import PAD_ID, UNK_ID, Vocabulary
-
-# The run directory's and the export's names for the preprocessor's two files.
-VOCABULARY_FILE, SETTINGS_FILE = rundir.VOCAB, rundir.PREPROCESSOR
 
 
 class NLIPreprocessor:

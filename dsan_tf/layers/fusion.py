@@ -7,7 +7,7 @@ Shape legend: B batch, T tokens, D width.
 import keras
 from keras import ops
 
-from dsan_tf.models.config import FUSIONS
+from dsan_tf.choices import FUSIONS
 from dsan_tf.layers.layer_norm import LayerNorm
 from dsan_tf.layers.utils import clone_initializer
 

@@ -59,12 +59,11 @@ def build_model(name=registry.DEFAULT, config=None, word_vectors=None):
     """
     import numpy as np
 
-    from dsan_tf.config import check_model
     from dsan_tf.models.nli_classifier import NLIClassifier
 
     chosen = family(name)
     config = config or chosen.config()
-    check_model(name, config)
+    registry.check_config(name, config)
     vocabulary_size = config.vocab_size
     if word_vectors is not None:
         shape, width = np.shape(word_vectors), chosen.feature_width(config)

@@ -7,10 +7,7 @@ from these without loading Keras.
 import dataclasses
 import json
 
-# How attention favours nearby words (dsan_tf.layers.DistancePrior): DSAN's linear α·M_dis,
-# none (its Table 1 ablation), and the Gaussian Transformer paper's alternatives.
-PRIORS = ("linear", "gaussian", "gaussian_variant", "zipf", "learned", "none")
-FUSIONS = ("projected", "raw")  # what the fusion gate reads (dsan_tf.layers.FusionGate)
+from dsan_tf.choices import FUSIONS, PRIORS  # noqa: F401 (the families import them here)
 
 
 def hyperparameter(default, help, **limits):

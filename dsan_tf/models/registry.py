@@ -87,6 +87,16 @@ def family(name):
     return _FAMILIES[name]
 
 
+def check_config(name, config):
+    """Raises ValueError when `name` is no family or `config` is not its configuration
+    (each configuration checks its own values when made)."""
+    expected = family(name).config
+    if not isinstance(config, expected):
+        raise ValueError(f"model {name!r} needs its configuration class "
+                         f"{expected.__name__}, got a {type(config).__name__} "
+                         f"(dsan_tf.model_config({name!r}, ...) makes one).")
+
+
 def import_keras_classes():
     """Imports every family's Keras classes (registering them for `.keras` files)."""
     for name in names():

@@ -35,7 +35,7 @@ def main(argv):
         config.data.bounded_shapes = None
     from dsan_tf import rundir  # TensorFlow loads here, after --help
     from dsan_tf.data.batching import IdPairs
-    from dsan_tf.data.setting import EncodedSetting
+    from dsan_tf.training.setting import EncodedSetting
     from dsan_tf.task import NLITask
     from dsan_tf.training import steps
 

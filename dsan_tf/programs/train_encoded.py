@@ -30,7 +30,7 @@ def define_flags():
 @program.main(tensorflow=False)
 def main(argv):
     program.check_start(argv, setting="the encoded setting (.npz)")
-    from dsan_tf.data.setting import EncodedSetting
+    from dsan_tf.training.setting import EncodedSetting
     from dsan_tf.training.encoded import train_encoded
 
     try:

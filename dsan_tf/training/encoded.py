@@ -1,4 +1,4 @@
-"""Training on an encoded setting (`dsan_tf.data.setting`) with Keras and NumPy alone: the
+"""Training on an encoded setting (`dsan_tf.training.setting`) with Keras and NumPy alone: the
 road to a GPU machine that has JAX or PyTorch and no TensorFlow. The same model, batches
 (`NLIBatches`, bounded shapes where the step is compiled), optimiser and early stopping on
 dev accuracy as `dsan_tf.training.steps`, without the run directory, TensorBoard or export
