@@ -26,7 +26,16 @@ _EXPORTS = {
 _SUBMODULES = ("analysis", "config", "data", "labels", "layers", "masks", "metrics", "models",
                "optimization", "plots", "serving", "task")
 
-__all__ = sorted(_EXPORTS) + list(_SUBMODULES)
+__all__ = sorted(_EXPORTS) + list(_SUBMODULES) + ["presets"]
+
+
+def presets():
+    """{name: what it is} of the named configurations (`ExperimentConfig.from_preset(name,
+    **overrides)`; every program's `--preset=NAME`): the papers' configurations, the
+    study's setting and the demo."""
+    from dsan_tf import preset_configs
+
+    return preset_configs.describe()
 
 
 def __getattr__(name):

@@ -6,14 +6,19 @@ without loading either.
 
 import dataclasses
 
+from dsan_tf import preset_configs
 from dsan_tf.models import registry
-from dsan_tf.models.config import ModelConfig, check_choice
+from dsan_tf.models.config import (
+    ModelConfig, check_fields, described_fields, documented, hyperparameter)
 
 MODELS = registry.names()  # the model families (dsan_tf.models.registry.PACKAGES)
 OOV_INITS = ("random", "zeros")
 BATCHINGS = ("plain", "sorted_chunks", "premise_buckets", "length_buckets")
 PRECISIONS = ("none", "mixed_float16", "mixed_bfloat16")
 OPTIMIZERS = ("adam", "adamw")
+STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
+# Source specs that name no local file (dsan_tf.data.sources).
+DATA_PREFIXES = ("tfds:", "synthetic:")
 
 
 def model_config(model, **values):
@@ -22,135 +27,137 @@ def model_config(model, **values):
     return registry.family(model).config(**values)
 
 
+@documented
 @dataclasses.dataclass
 class DataConfig:
-    """Where the pairs and word vectors come from and how they become batches.
+    """Where the pairs and word vectors come from and how they become batches. Source specs
+    are a file, `tfds:NAME/SPLIT` or `synthetic:word_order/SPLIT` (`dsan_tf.data.read_examples`)."""
 
-    Attributes:
-        train_data, dev_data, test_data: source specs (a file, `tfds:NAME/SPLIT` or
-            `synthetic:word_order/SPLIT`; see `dsan_tf.data.read_examples`); None: unused.
-        train_subset: train on a random subset of this many training pairs, the same for
-            every model and seed (for learning curves); 0: all of them.
-        tfds_data_dir: TFDS's data directory (None: TFDS's own).
-        lowercase: lower-case text before tokenizing.
-        min_count: keep training words seen at least this often.
-        max_length: truncate sentences to this many tokens (counted); 0 or None: never.
-        batch_size: the global batch size (Section 5.2: 64).
-        shuffle: shuffle the training pairs every epoch.
-        seed: seed of shuffling, initialisation and random word vectors.
-        batching: how training pairs are batched (docs/FIDELITY.md row 44):
-            "sorted_chunks", shuffled pairs cut into chunks of 50 batches, each sorted by
-            premise length, then batched and the batches shuffled (32% padding, every batch
-            full but the last, label-balanced); "plain", shuffled pairs padded to each
-            batch's longest sentence (59% padding); "premise_buckets", pairs of similar
-            premise length (32%; SNLI gives every premise a hypothesis of each label);
-            "length_buckets", by premise and hypothesis length (7% padding, but a
-            hypothesis's length predicts its label). Both bucketings end every epoch with
-            their partial batches (14 and 124 at the 25k setting). SNLI dev at that
-            setting, seed 0: 71.0, 70.4, 69.1 and 67.5%. Evaluation always uses length
-            buckets.
-        pad_to_bucket: pad batches to their length bucket's boundary (fewer shapes; the
-            `tf.data` batches of an uncompiled step).
-        bounded_shapes: batch in NumPy (`dsan_tf.data.batching`) to a small fixed set of
-            shapes, lengths from a grid fitted to the data and full batches (partial ones
-            filled with rows of weight 0), in the same order with or without TensorFlow;
-            None: when the training step is compiled (`TrainingConfig.jit_compile`: JAX's
-            default), since XLA compiles once per shape (docs/PERFORMANCE.md).
-        deterministic: deterministic TF ops and input order.
-        embeddings: a GloVe-format file, `glove:NAME` (downloaded) or "random"/None.
-        embeddings_cache_dir: cache of matrices read from vector files.
-        extend_vocabulary: give ids to dev/test words the vector file covers.
-        vocab_from_vectors: also give ids to the vector file's first N words.
-        oov_init: vectors of words the file lacks: "random" U(±oov_scale) or "zeros".
-        oov_scale: range of random vectors (0.05; AF-DMN, Section 5.2: 0.01).
-    """
-
-    train_data: str | None = None
-    dev_data: str | None = None
-    test_data: str | None = None
-    train_subset: int = 0
-    tfds_data_dir: str | None = None
-    lowercase: bool = False
-    min_count: int = 1
-    max_length: int | None = 256
-    batch_size: int = 64
-    shuffle: bool = True
-    seed: int = 0
-    batching: str = "sorted_chunks"
-    pad_to_bucket: bool = False
-    bounded_shapes: bool | None = None
-    deterministic: bool = True
-    embeddings: str | None = None
-    embeddings_cache_dir: str = "~/.cache/dsan_tf"
-    extend_vocabulary: bool = True
-    vocab_from_vectors: int = 0
-    oov_init: str = "random"
-    oov_scale: float = 0.05
+    train_data: str | None = hyperparameter(
+        None, "Training data source spec: a file, tfds:NAME/SPLIT or "
+        "synthetic:word_order/SPLIT.", exists="file", prefixes=DATA_PREFIXES)
+    dev_data: str | None = hyperparameter(
+        None, "Development data source spec (model selection).", exists="file",
+        prefixes=DATA_PREFIXES)
+    test_data: str | None = hyperparameter(
+        None, "Test data source spec (evaluated once at the end).", exists="file",
+        prefixes=DATA_PREFIXES)
+    train_subset: int = hyperparameter(
+        0, "Train on a random subset of this many train_data pairs, the same whatever the "
+        "seed and model (learning curves); 0: all.", lower_bound=0)
+    tfds_data_dir: str | None = hyperparameter(
+        None, "TFDS data directory (unset: TFDS's own).")
+    lowercase: bool = hyperparameter(
+        False, "Lower-case text before tokenizing (GloVe 840B is cased: keep false).")
+    min_count: int = hyperparameter(
+        1, "Keep training words seen at least this often.", lower_bound=1)
+    max_length: int | None = hyperparameter(
+        256, "Truncate sentences to this many tokens (counted and reported); 0: never.",
+        lower_bound=0)
+    batch_size: int = hyperparameter(64, "Global batch size (Section 5.2: 64).",
+                                     lower_bound=1)
+    shuffle: bool = hyperparameter(
+        True, "Shuffle the training pairs every epoch (false: file order; tf.distribute "
+        "reorders a seeded shuffle, so compare strategies without it).")
+    seed: int = hyperparameter(
+        0, "Seed of shuffling, initialisation and random word vectors.")
+    batching: str = hyperparameter(
+        "sorted_chunks", "Training batches: sorted_chunks, shuffled pairs sorted by premise "
+        "length within chunks of 50 batches, the batches shuffled (32% padding, full "
+        "batches); plain, shuffled batches (59%); premise_buckets, pairs of similar premise "
+        "length (32%); length_buckets, of similar premise and hypothesis length (7%, but a "
+        "hypothesis's length predicts its label). SNLI 25k dev, seed 0: 71.0/70.4/69.1/67.5% "
+        "(docs/FIDELITY.md row 44). Evaluation always uses length buckets.",
+        choices=BATCHINGS)
+    pad_to_bucket: bool = hyperparameter(
+        False, "Pad batches to their length bucket's boundary (fewer shapes for XLA; the "
+        "tf.data batches of an uncompiled step).")
+    bounded_shapes: bool | None = hyperparameter(
+        None, "Batch in NumPy (dsan_tf.data.batching) to a small fixed set of shapes, "
+        "lengths from a grid fitted to the data and full batches (partial ones filled with "
+        "rows of weight 0), the same with or without TensorFlow. Unset: when the training "
+        "step is compiled (jit_compile, JAX's default), since XLA compiles once per shape "
+        "(docs/PERFORMANCE.md).")
+    deterministic: bool = hyperparameter(
+        True, "Deterministic TF ops and input order (same seed, same data: same run).")
+    embeddings: str | None = hyperparameter(
+        None, "Word vectors: a GloVe-format file (.txt/.gz/.zip), glove:840B.300d "
+        "(downloaded once into embeddings_cache_dir) or random (trained from scratch).",
+        exists="file", prefixes=("glove:",), values=("random",))
+    embeddings_cache_dir: str = hyperparameter(
+        "~/.cache/dsan_tf", "Cache of embedding matrices read from vector files (and JAX's "
+        "compiled steps).")
+    extend_vocabulary: bool = hyperparameter(
+        True, "Give ids to the dev/test words that the embeddings have a vector for (they "
+        "would otherwise all be the one unknown word).")
+    vocab_from_vectors: int = hyperparameter(
+        0, "Also give ids to the first N words of the embeddings file (GloVe is ordered by "
+        "frequency), so an exported model covers unseen text.", lower_bound=0)
+    oov_init: str = hyperparameter(
+        "random", "Vectors of words missing from the vector file: U(-oov_scale, oov_scale) "
+        "(random) or zeros.", choices=OOV_INITS)
+    oov_scale: float = hyperparameter(
+        0.05, "Range of random vectors: U(-oov_scale, oov_scale) (AF-DMN, Section 5.2: "
+        "0.01).", lower_bound=0.0)
 
     def __post_init__(self):
-        if self.train_subset < 0:
-            raise ValueError(f"train_subset must be >= 0, got {self.train_subset}.")
-        if self.batch_size < 1:
-            raise ValueError(f"batch_size must be positive, got {self.batch_size}.")
-        check_choice("oov_init", self.oov_init, OOV_INITS)
-        check_choice("batching", self.batching, BATCHINGS)
+        check_fields(self)
 
 
+@documented
 @dataclasses.dataclass
 class TrainingConfig:
     """How the model is optimised (DSAN, Section 5.2: Adam, learning rate 1e-3; the
-    Gaussian Transformer: AdamWR, Loshchilov & Hutter 2017).
+    Gaussian Transformer: AdamWR, Loshchilov & Hutter 2017)."""
 
-    Attributes:
-        learning_rate: the learning rate (with restarts, the top of each cosine cycle).
-        epochs: at most this many epochs.
-        patience: stop after this many epochs without a better dev accuracy (0: never);
-            with `restart_epochs`, only at the end of a cosine cycle.
-        steps_per_epoch: at most this many batches per epoch (0: all).
-        schedule_epoch_pairs: how many training pairs an epoch is, for everything counted
-            in epochs (dev evaluation, `patience`, `restart_epochs`, `halve_on_dev_drop`,
-            `epochs`, normalized weight decay): 0, one pass over the training data (a
-            schedule carried to another data size by epochs); N, N pairs (carried by
-            examples seen: 549,367 is SNLI's training set, an epoch of the papers), the
-            batches drawn from the shuffled data repeated. docs/TRAINING.md, "Schedules".
-        jit_compile: compile the training step (XLA; `torch.compile` on PyTorch); None:
-            what pays on the backend (`dsan_tf.optimization.default_jit_compile`).
-        mixed_precision: one of `PRECISIONS`.
-        optimizer: "adam" or "adamw" (decoupled weight decay).
-        normalized_weight_decay: AdamW's λ_norm; the decay per step is
-            λ_norm·sqrt(b / (B·T)) for batch b, B training pairs and T epochs per cycle.
-        restart_epochs: T, epochs per cosine cycle of the learning rate, restarted at the
-            top each time (SGDR); 0: a constant learning rate.
-        min_learning_rate: the bottom of each cosine cycle.
-        halve_on_dev_drop: halve the learning rate after an epoch whose dev accuracy fell
-            (AF-DMN, Section 5.2).
-    """
-
-    learning_rate: float = 1e-3
-    epochs: int = 20
-    patience: int = 0
-    steps_per_epoch: int = 0
-    schedule_epoch_pairs: int = 0
-    jit_compile: bool | None = None
-    mixed_precision: str = "none"
-    optimizer: str = "adam"
-    normalized_weight_decay: float = 0.0
-    restart_epochs: int = 0
-    min_learning_rate: float = 0.0
-    halve_on_dev_drop: bool = False
+    learning_rate: float = hyperparameter(
+        1e-3, "Learning rate (with restart_epochs, the top of each cosine cycle).",
+        lower_bound=0.0)
+    epochs: int = hyperparameter(
+        20, "Training epochs (at most, with patience). A finished run given more trains "
+        "on from its last epoch.", lower_bound=1)
+    patience: int = hyperparameter(
+        0, "Stop when dev accuracy has not improved for this many epochs (0: train all "
+        "epochs); the best epoch's model is kept. With restart_epochs it stops only at the "
+        "end of a cosine cycle.", lower_bound=0)
+    steps_per_epoch: int = hyperparameter(
+        0, "Train on at most this many batches per epoch (0: all of them).", lower_bound=0)
+    schedule_epoch_pairs: int = hyperparameter(
+        0, "How many training pairs an epoch is, for all that counts epochs (dev checks, "
+        "patience, restart_epochs, halve_on_dev_drop, epochs, normalized weight decay): 0, "
+        "one pass over train_data (schedules carried by epochs, the study's choice); N, N "
+        "pairs, the batches drawn from the shuffled data repeated (carried by examples "
+        "seen: 549367 is an epoch of full SNLI, the papers' own). docs/TRAINING.md, "
+        "\"Schedules\".", lower_bound=0)
+    jit_compile: bool | None = hyperparameter(
+        None, "Compile the training step (XLA; torch.compile on PyTorch). Unset: what pays "
+        "on the backend, off on TensorFlow and PyTorch, on under JAX.")
+    mixed_precision: str = hyperparameter(
+        "none", "Compute in half precision, keep float32 weights. For GPUs with fast half "
+        "precision (float16: Volta and later; bfloat16: Ampere and later, TPUs); Pascal "
+        "cards such as the paper's GTX 1080Ti are slower in float16.", choices=PRECISIONS)
+    optimizer: str = hyperparameter(
+        "adam", "Adam (DSAN) or AdamW, Adam with decoupled weight decay (with "
+        "restart_epochs: AdamWR, the Gaussian Transformer's).", choices=OPTIMIZERS)
+    normalized_weight_decay: float = hyperparameter(
+        0.0, "AdamW: normalized weight decay lambda_norm; per step lambda_norm * sqrt(b / "
+        "(B * T)) for batch b, B training pairs and T epochs per cycle.", lower_bound=0.0)
+    restart_epochs: int = hyperparameter(
+        0, "Cosine learning-rate cycles of this many epochs, restarted at the top (SGDR; "
+        "0: a constant learning rate).", lower_bound=0)
+    min_learning_rate: float = hyperparameter(
+        0.0, "Bottom of each cosine learning-rate cycle.", lower_bound=0.0)
+    halve_on_dev_drop: bool = hyperparameter(
+        False, "Halve the learning rate after an epoch whose dev accuracy fell (AF-DMN, "
+        "Section 5.2).")
 
     def __post_init__(self):
+        check_fields(self)
         if self.halve_on_dev_drop and self.restart_epochs:
             raise ValueError("halve_on_dev_drop needs a constant learning rate, not "
                              "restart_epochs.")
-        check_choice("mixed_precision", self.mixed_precision, PRECISIONS)
-        check_choice("optimizer", self.optimizer, OPTIMIZERS)
-        if self.normalized_weight_decay < 0 or self.restart_epochs < 0:
-            raise ValueError("normalized_weight_decay and restart_epochs must be >= 0.")
-        if not 0 <= self.min_learning_rate <= self.learning_rate:
+        if not self.min_learning_rate <= self.learning_rate:
             raise ValueError("min_learning_rate must be in [0, learning_rate].")
-        if self.schedule_epoch_pairs < 0 or self.steps_per_epoch < 0:
-            raise ValueError("schedule_epoch_pairs and steps_per_epoch must be >= 0.")
         if self.schedule_epoch_pairs and self.steps_per_epoch:
             raise ValueError("give schedule_epoch_pairs (an epoch of N pairs) or "
                              "steps_per_epoch (a cap on the batches of a pass), not both.")
@@ -164,10 +171,17 @@ class TrainingConfig:
         return (min(self.steps_per_epoch, passes or self.steps_per_epoch)
                 if self.steps_per_epoch else passes)
 
+    def epochs_may_change(self):
+        """Whether `epochs` can change without changing the epochs already trained: not
+        when the weight decay is normalized by them (AdamW without restarts)."""
+        return not (self.optimizer == "adamw" and self.normalized_weight_decay
+                    and not self.restart_epochs)
+
 
 @dataclasses.dataclass
 class ExperimentConfig:
-    """Everything `dsan_tf.task.NLITask` builds an experiment from.
+    """Everything `dsan_tf.task.NLITask` builds an experiment from: the one description of
+    a run (its run directory records it as config.json and compares a re-run with it).
 
     Attributes:
         model: one of `MODELS`.
@@ -175,6 +189,10 @@ class ExperimentConfig:
             paper's hyperparameters.
         data: `DataConfig`.
         training: `TrainingConfig`.
+
+    Every field has one name across the four parts (a flag of that name in the programs):
+    `flat()` and `from_flat` see the configuration as {name: value}, `from_preset` starts
+    from a named preset (`dsan_tf.presets()`).
     """
 
     model: str = registry.DEFAULT
@@ -210,31 +228,141 @@ class ExperimentConfig:
                        values.get("model_config") or {}),
                    **{name: part(**values.get(name, {})) for name, part in parts.items()})
 
+    def flat(self):
+        """{field name: value} of every part: "model", the family's fields, data's and
+        training's (the names of the flags)."""
+        return {"model": self.model, **dataclasses.asdict(self.model_config),
+                **dataclasses.asdict(self.data), **dataclasses.asdict(self.training)}
 
+    @classmethod
+    def from_flat(cls, values, lenient=()):
+        """The configuration of {field name: value} (`flat()`'s names); fields left out
+        take the family's, data's and training's defaults.
+
+        Args:
+            values: {name: value}; "model" picks the family (default: DSAN).
+            lenient: names that may be left out when the chosen family has no such field
+                (a preset's or a flagfile's fields of another family); any other name that
+                is no field raises ValueError.
+        """
+        values = dict(values)
+        model = values.pop("model", registry.DEFAULT)
+        family = registry.family(model).config
+        parts = {"model_config": family, "data": DataConfig, "training": TrainingConfig}
+        names = {name: {f.name for f in dataclasses.fields(part)}
+                 for name, part in parts.items()}
+        unknown = sorted(n for n in values if not any(n in known for known in names.values()))
+        unknown = [n for n in unknown if n not in lenient or not _any_family_has(n)]
+        if unknown:
+            raise ValueError(f"no field {', '.join(unknown)} in the configuration of model "
+                             f"{model!r} (dsan_tf.config: model, its model_config, data, "
+                             "training).")
+        return cls(model=model, **{
+            name: part(**{n: v for n, v in values.items() if n in names[name]})
+            for name, part in parts.items()})
+
+    def replace(self, **overrides):
+        """This configuration with the fields `overrides` names changed (`flat()`'s
+        names); a new `model` keeps the fields its family shares and drops the others."""
+        return ExperimentConfig.from_flat({**self.flat(), **overrides}, lenient=self.flat())
+
+    @classmethod
+    def from_preset(cls, name, **overrides):
+        """The named preset (`dsan_tf.presets()`: the papers' configurations, the study's
+        setting, the demo) with `overrides` by field name on top."""
+        values = preset_configs.values(name)
+        unknown = sorted(set(overrides) - set(ExperimentConfig.field_names()))
+        if unknown:
+            raise ValueError(f"no field {', '.join(unknown)} in any configuration "
+                             "(dsan_tf.config).")
+        return cls.from_flat({**values, **overrides},
+                             lenient=set(values) - set(overrides))
+
+    @staticmethod
+    def field_names():
+        """Every field name of every part and family (the flags' names)."""
+        names = ["model", *(f.name for f in dataclasses.fields(DataConfig)),
+                 *(f.name for f in dataclasses.fields(TrainingConfig))]
+        for family in MODELS:
+            names += [f.name for f in dataclasses.fields(registry.family(family).config)]
+        return list(dict.fromkeys(names))
+
+    def resolved(self):
+        """This configuration with its "unset" (None) fields as they will run on the
+        current Keras backend: `jit_compile` (what pays there), `bounded_shapes` (with a
+        compiled step) and `trainable_embeddings` (trained when the vectors start random).
+        A run directory records the resolved configuration."""
+        from dsan_tf.optimization import default_jit_compile  # loads Keras
+
+        jit = self.training.jit_compile
+        jit = default_jit_compile() if jit is None else jit
+        bounded = jit if self.data.bounded_shapes is None else self.data.bounded_shapes
+        trainable = self.model_config.trainable_embeddings
+        if trainable is None:
+            trainable = self.data.embeddings in (None, "random")
+        return dataclasses.replace(
+            self, training=dataclasses.replace(self.training, jit_compile=jit),
+            data=dataclasses.replace(self.data, bounded_shapes=bounded),
+            model_config=dataclasses.replace(self.model_config,
+                                             trainable_embeddings=trainable))
+
+    def differences(self, other):
+        """[(field name, this value, `other`'s value)] of the fields that differ, in
+        `flat()`'s order (a field one of them lacks counts as None there)."""
+        mine, theirs = self.flat(), other.flat()
+        names = list(dict.fromkeys([*mine, *theirs]))
+        return [(n, mine.get(n), theirs.get(n)) for n in names
+                if _comparable(mine.get(n)) != _comparable(theirs.get(n))]
+
+
+def _comparable(value):
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _any_family_has(name):
+    return any(name in {f.name for f in dataclasses.fields(registry.family(family).config)}
+               for family in MODELS)
+
+
+def fields_of(config_class):
+    """The fields of a configuration class that are flags (`hyperparameter` fields)."""
+    return described_fields(config_class)
+
+
+@documented
 @dataclasses.dataclass(frozen=True)
 class RunOptions:
-    """How a run is carried out, beside what it trains (`ExperimentConfig`).
+    """How a run is carried out, beside what it trains (`ExperimentConfig`); none of it
+    changes what the run is (a re-run may change them)."""
 
-    Args:
-        strategy: "default", "mirrored", "multi_worker" or "tpu" (tf.distribute).
-        tpu: the TPU's name or grpc:// address for strategy "tpu" ("" for this VM's).
-        logical_cpus: split the CPU into this many logical devices (0 or 1: don't).
-        log_every_steps: TensorBoard's training summaries every N steps.
-        probe_sentence: log this sentence's analysis figures at every epoch end.
-        export_dir: export the best model to EXPORT_DIR/<next version>/ at the end.
-        compile_ahead: before the first epoch, trace (TensorFlow) or compile (XLA) the
-            training and evaluation steps for every batch shape an epoch will use, so that
-            no epoch pays for it; the state is restored afterwards.
-        compilation_cache: JAX's persistent compilation cache in a `jax` folder of the
-            data's `embeddings_cache_dir`: a repeated or resumed run loads its compiled
-            steps instead of compiling them again.
-    """
+    strategy: str = hyperparameter(
+        "default", "tf.distribute strategy: one device, all local GPUs (mirrored), several "
+        "machines (multi_worker, TF_CONFIG) or a TPU; batch_size is the global batch.",
+        choices=STRATEGIES, topic="training")
+    tpu: str = hyperparameter(
+        "", "strategy tpu: the TPU's name or grpc:// address (empty: the TPU of this VM).",
+        topic="training")
+    logical_cpus: int = hyperparameter(
+        0, "Split the CPU into this many logical devices, so that the mirrored strategy "
+        "runs without GPUs (trying it, tests); 0 or 1: don't.", lower_bound=0,
+        topic="training")
+    log_every_steps: int = hyperparameter(
+        100, "TensorBoard: log training metrics every N steps.", lower_bound=1,
+        topic="output")
+    probe_sentence: str | None = hyperparameter(
+        None, "Log the analysis figures of this sentence to TensorBoard at every epoch end "
+        "(models that show a sentence's attention: dsan).", topic="output")
+    export_dir: str | None = hyperparameter(
+        None, "Export the best model as a SavedModel in EXPORT_DIR/<next version>/ (TF "
+        "Serving's layout) at the end; given on a finished run, it exports that run.",
+        topic="output")
+    compile_ahead: bool = hyperparameter(
+        True, "Before the first epoch, trace or compile the training and evaluation steps "
+        "for every batch shape an epoch uses (the model's state is restored afterwards), "
+        "so no epoch pays for it.", topic="training")
+    compilation_cache: bool = hyperparameter(
+        True, "JAX: keep compiled steps in EMBEDDINGS_CACHE_DIR/jax, so that a repeated or "
+        "resumed run does not compile them again.", topic="training")
 
-    strategy: str = "default"
-    tpu: str = ""
-    logical_cpus: int = 0
-    log_every_steps: int = 100
-    probe_sentence: str | None = None
-    export_dir: str | None = None
-    compile_ahead: bool = True
-    compilation_cache: bool = True
+    def __post_init__(self):
+        check_fields(self)

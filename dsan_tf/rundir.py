@@ -1,8 +1,10 @@
 """The run directory that train writes and evaluate, export, predict and visualize read,
 and the file names of an export (`dsan_tf.export` writes it): every name, in one place.
 
-    WORKDIR/flags.txt        the resolved flags, usable as --flagfile to repeat the run
-    WORKDIR/config.json      model name, model configuration, text settings, data reports
+    WORKDIR/flags.txt        the configuration as flags, usable as --flagfile to repeat it
+    WORKDIR/config.json      the configuration (model, model_config, data, training: what
+                             the run is, compared with a re-run's) and what the run found
+                             (vocabulary size, word vectors, parameters, data read, ...)
     WORKDIR/vocab.json       the vocabulary, and preprocessor.json the truncation length
                              (together: dsan_tf.data.NLIPreprocessor)
     WORKDIR/best.keras       the model with the best dev accuracy; best.json says when
@@ -20,6 +22,7 @@ Nothing here loads TensorFlow until a model is loaded (the study tools read hist
 """
 
 import csv
+import dataclasses
 import json
 import os
 import shutil
@@ -28,7 +31,9 @@ import sys
 
 import dsan_tf
 from dsan_tf import data, models
+from dsan_tf.config import ExperimentConfig
 from dsan_tf.errors import UsageError
+from dsan_tf.models.config import described_fields
 
 CONFIG, BEST, BEST_INFO = "config.json", "best.keras", "best.json"
 # The preprocessor's files (its own names: the data package writes and reads them).
@@ -39,25 +44,41 @@ CARD, BACKUP, TENSORBOARD = "MODEL_CARD.md", "backup", "tensorboard"
 # Everything train writes into a run directory (--overwrite removes these, nothing else).
 RUN_FILES = (FLAGFILE, CONFIG, VOCAB, PREPROCESSOR, BEST, BEST_INFO, HISTORY, RESULTS, CARD,
              BACKUP, TENSORBOARD)
-# Flags that say where outputs go, not what the run is: they may change between sittings.
-NOT_RUN_FLAGS = ("workdir", "export_dir")
+# The configuration's parts in config.json (`ExperimentConfig.to_dict`); the rest of it is
+# what the run found.
+CONFIG_PARTS = ("model", "model_config", "data", "training")
+# Fields that may change between sittings of one run: where things are, not what the run
+# is, and the number of epochs (more trains a finished run on; docs/TRAINING.md).
+MAY_CHANGE = ("tfds_data_dir", "embeddings_cache_dir", "epochs")
 
 
-def read_flagfile(path):
-    """{flag name: value as written} of a flags.txt (`--name=value`, `--name`, `--noname`)."""
-    with open(path, encoding="utf-8") as stream:
-        return read_flagfile_lines(stream)
-
-
-def _normalized(values):
-    """`--noname` as name=false, so that a boolean compares with its other spelling."""
-    result = {}
+def flag_lines(config, options=None):
+    """The lines of flags.txt: every field of `config` (`ExperimentConfig`, its family's
+    fields only) and the `RunOptions` that differ from their defaults, as flags that
+    repeat the run (`--flagfile=flags.txt`)."""
+    flagged = {field.name for part in (config.model_config, config.data, config.training)
+               for field in described_fields(type(part))}
+    values = {name: value for name, value in config.flat().items()
+              if name == "model" or name in flagged}
+    if options is not None:
+        defaults = type(options)()
+        values.update({f.name: getattr(options, f.name) for f in dataclasses.fields(options)
+                       if getattr(options, f.name) != getattr(defaults, f.name)})
+    lines = []
     for name, value in values.items():
-        if name.startswith("no") and value == "true" and name[2:] not in values:
-            result[name[2:]] = "false"
-        else:
-            result[name] = value
-    return {name: value for name, value in result.items() if name not in NOT_RUN_FLAGS}
+        if isinstance(value, bool):
+            lines.append(f"--{'' if value else 'no'}{name}")
+        elif value is not None:
+            lines.append(f"--{name}={value}")
+    return lines
+
+
+def recorded_config(values):
+    """The `ExperimentConfig` a config.json's `values` hold, or None where it holds none
+    (a run directory of dsan_tf 0.2 and earlier)."""
+    if not all(part in values for part in CONFIG_PARTS):
+        return None
+    return ExperimentConfig.from_dict({part: values[part] for part in CONFIG_PARTS})
 
 
 class RunDirectory:
@@ -84,41 +105,65 @@ class RunDirectory:
     def read_json(self, name):
         return read_json(self.path(name))
 
-    def claim(self, flag_lines, overwrite=False):
-        """Makes this directory the run `flag_lines` (a flags.txt's lines) describe, before
-        anything else is written: a new or emptied directory gets flags.txt; a directory
-        whose flags.txt names the same run is resumed (returns "finished" once its
-        results.json exists, else "resume"); any other flags are refused with one sentence
-        naming them, so that a directory never describes a model it does not hold.
-        `overwrite` first removes what an earlier run wrote (train's files, nothing else).
+    def claim(self, config, options=None, overwrite=False):
+        """Makes this directory the run of `config` (`ExperimentConfig`, resolved), before
+        anything else is written. A new or emptied directory gets config.json (the
+        configuration) and flags.txt (the same as flags, and `options`' own). A directory
+        whose config.json holds the same configuration, field by field but `MAY_CHANGE`,
+        is that run: "resume" (no results.json yet), "finished", or "extend" (finished
+        after all its epochs, and `config` asks for more). Any other configuration is
+        refused with one sentence naming each differing field and both values, so that a
+        directory never describes a model it does not hold. `overwrite` first removes what
+        an earlier run wrote (train's files, nothing else).
 
-        Returns: "new", "resume" or "finished".
+        Returns: "new", "resume", "extend" or "finished".
         """
         if overwrite:
             self.discard()
-        elif self.exists(FLAGFILE):
-            recorded = _normalized(read_flagfile(self.path(FLAGFILE)))
-            wanted = _normalized(read_flagfile_lines(flag_lines))
-            changed = sorted(set(recorded) | set(wanted),
-                             key=lambda n: (n not in recorded or n not in wanted, n))
-            changed = [n for n in changed if recorded.get(n) != wanted.get(n)]
-            if changed:
-                shown = "; ".join(f"--{n}: {recorded.get(n, 'unset')} there, "
-                                  f"{wanted.get(n, 'unset')} now" for n in changed[:5])
-                more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
-                raise UsageError(
-                    f"--workdir={self.workdir} holds a run trained with other flags ({shown}"
-                    f"{more}); give a new --workdir for a new run, or add --overwrite to "
-                    "replace this one.")
-            return "finished" if self.exists(RESULTS) else "resume"
-        elif any(self.exists(name) for name in (CONFIG, BEST, HISTORY, BACKUP)):
-            raise UsageError(f"--workdir={self.workdir} holds files of a run but no "
-                             f"{FLAGFILE}, so it cannot be resumed safely; give a new "
-                             "--workdir, or add --overwrite to replace it.")
+        elif self.exists(CONFIG):
+            return self._same_run(config, options)
+        elif any(self.exists(name) for name in (FLAGFILE, BEST, HISTORY, BACKUP)):
+            raise UsageError(f"workdir {self.workdir} holds files of a run but no "
+                             f"{CONFIG}, so it cannot be resumed safely; give another "
+                             "workdir, or overwrite to replace it.",
+                             fields=("workdir", "overwrite"))
         os.makedirs(self.workdir, exist_ok=True)
-        with open(self.path(FLAGFILE), "w", encoding="utf-8") as stream:
-            stream.write("\n".join(flag_lines) + "\n")
+        self.record(config, options)
         return "new"
+
+    def record(self, config, options=None):
+        """Writes config.json's configuration (keeping what the run found) and flags.txt."""
+        found = self.read_json(CONFIG) if self.exists(CONFIG) else {}
+        self.write_json(CONFIG, {**found, **config.to_dict()})
+        with open(self.path(FLAGFILE), "w", encoding="utf-8") as stream:
+            stream.write("\n".join(flag_lines(config, options)) + "\n")
+
+    def _same_run(self, config, options):
+        """`claim` of a directory that holds a run: its state, or the refusal."""
+        recorded = recorded_config(self.read_json(CONFIG))
+        if recorded is None:
+            raise UsageError(f"workdir {self.workdir} holds a run of dsan_tf 0.2 or earlier, "
+                             f"whose {CONFIG} does not record its whole configuration, so a "
+                             "re-run cannot be compared with it; give another workdir, or "
+                             "overwrite to replace it.", fields=("workdir", "overwrite"))
+        changed = [(name, there, now) for name, there, now in recorded.differences(config)
+                   if name not in MAY_CHANGE or (name == "epochs"
+                                                 and not config.training.epochs_may_change())]
+        if changed:
+            shown = "; ".join(f"{name}: {there} there, {now} now"
+                              for name, there, now in changed)
+            raise UsageError(
+                f"workdir {self.workdir} holds a run of another configuration ({shown}); "
+                "give another workdir for a new run, or overwrite to replace this one.",
+                fields=("workdir", "overwrite", *(name for name, _, _ in changed)))
+        done = len(read_history(self.path(HISTORY)))
+        state = "resume"
+        if self.exists(RESULTS):
+            ran_all = done >= recorded.training.epochs  # not stopped early by patience
+            state = "extend" if ran_all and config.training.epochs > done else "finished"
+        if state != "finished":
+            self.record(config, options)
+        return state
 
     def discard(self, remove_directory=False):
         """Removes what train writes here (`RUN_FILES`), and the directory itself when
@@ -165,16 +210,6 @@ def load_model_files(directory):
     # is not needed.
     model = models.load_model(path, compile=False)  # Keras loads here
     return model, data.NLIPreprocessor.load(directory)
-
-
-def read_flagfile_lines(lines):
-    """As `read_flagfile`, from the lines themselves (comments and blank lines skipped)."""
-    values = {}
-    for line in lines:
-        if line.strip().startswith("--"):
-            name, has_value, value = line.strip()[2:].partition("=")
-            values[name] = value if has_value else "true"
-    return values
 
 
 def write_json(path, value):

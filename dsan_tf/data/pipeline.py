@@ -35,12 +35,16 @@ class EncodeReport:
         """The fraction of tokens mapped to the unknown word ([UNK])."""
         return self.unknown_tokens / max(self.tokens, 1)
 
+    def to_dict(self):
+        """The counts as numbers (JSON reports carry these, not the sentence)."""
+        return {**dataclasses.asdict(self), "oov_rate": self.oov_rate}
+
     def summary(self):
         text = (f"{self.examples:,} pairs, longest sentence {self.longest} tokens, "
                 f"oov_rate {self.oov_rate:.2%} ({self.unknown_tokens:,} of {self.tokens:,} "
                 "tokens unknown)")
         if self.truncated_premises or self.truncated_hypotheses:
-            text += (f"; truncated to --max_length={self.max_length}: "
+            text += (f"; truncated to max_length={self.max_length}: "
                      f"{self.truncated_premises:,} premises, "
                      f"{self.truncated_hypotheses:,} hypotheses")
         return text

@@ -44,6 +44,11 @@ class ReadReport:
     kept: int = 0
     dropped: collections.Counter = dataclasses.field(default_factory=collections.Counter)
 
+    def to_dict(self):
+        """{"source", "kept", "dropped": {reason: count}}: numbers, for JSON reports."""
+        return {"source": self.source, "kept": self.kept,
+                "dropped": dict(sorted(self.dropped.items()))}
+
     def summary(self):
         text = f"{self.source}: {self.kept:,} examples"
         if self.dropped:

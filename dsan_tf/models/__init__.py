@@ -46,7 +46,8 @@ def build_model(name=registry.DEFAULT, config=None, word_vectors=None):
     Args:
         name: a registered family (`names()`).
         config: the family's configuration (`dsan_tf.config.model_config(name, ...)`); its
-            paper's hyperparameters when None. Its `vocab_size` may be None when
+            paper's hyperparameters when None. An unset `trainable_embeddings` trains the
+            embeddings when no `word_vectors` are given and freezes given ones. Its `vocab_size` may be None when
             `word_vectors` are given.
         word_vectors: optional float array [V, W] (row 0, padding, becomes zeros), W the
             family's `feature_width` (the Gaussian Transformer: word vectors and character
@@ -57,6 +58,8 @@ def build_model(name=registry.DEFAULT, config=None, word_vectors=None):
         `NLIClassifier` with int32 inputs {"premise": [B, T1], "hypothesis": [B, T2]} and
         float32 logits [B, C] in the order of `dsan_tf.labels.LABELS`.
     """
+    import dataclasses
+
     import numpy as np
 
     from dsan_tf.models.nli_classifier import NLIClassifier
@@ -64,6 +67,8 @@ def build_model(name=registry.DEFAULT, config=None, word_vectors=None):
     chosen = family(name)
     config = config or chosen.config()
     registry.check_config(name, config)
+    if config.trainable_embeddings is None:  # unset: random vectors must be learned
+        config = dataclasses.replace(config, trainable_embeddings=word_vectors is None)
     vocabulary_size = config.vocab_size
     if word_vectors is not None:
         shape, width = np.shape(word_vectors), chosen.feature_width(config)

@@ -6,19 +6,55 @@ from these without loading Keras.
 
 import dataclasses
 import json
+import textwrap
 
 from dsan_tf.choices import FUSIONS, PRIORS  # noqa: F401 (the families import them here)
 
 
 def hyperparameter(default, help, **limits):
-    """A config field that is also a flag of the same name. `help` is the flag's help;
-    `limits` are `lower_bound`, `upper_bound` (numbers) or `choices` (strings)."""
+    """A config field that is also a flag of the same name. `help` is the field's
+    documentation and the flag's help; `limits` are `lower_bound`, `upper_bound`
+    (numbers, checked by `check_fields` and by the flag parser), `choices` (strings),
+    `exists` ("file" or "directory": a flag's value must name one, unless it starts with
+    one of `prefixes` or is one of `values`) and `topic` (its group in `--help`)."""
     return dataclasses.field(default=default, metadata={"help": help, **limits})
 
 
 def check_choice(name, value, choices):
     if value not in choices:
         raise ValueError(f"{name} must be one of {choices}, got {value!r}.")
+
+
+def described_fields(config_class):
+    """The fields of `config_class` declared with `hyperparameter` (they are flags)."""
+    return [field for field in dataclasses.fields(config_class) if "help" in field.metadata]
+
+
+def check_fields(config):
+    """Raises ValueError, naming the field, when a value of `config` is outside its
+    field's `choices`, `lower_bound` or `upper_bound` (None values are "unset")."""
+    for field in described_fields(type(config)):
+        value, limits = getattr(config, field.name), field.metadata
+        if value is None:
+            continue
+        if "choices" in limits:
+            check_choice(field.name, value, limits["choices"])
+        if "lower_bound" in limits and value < limits["lower_bound"]:
+            raise ValueError(f"{field.name} must be >= {limits['lower_bound']}, got {value}.")
+        if "upper_bound" in limits and value > limits["upper_bound"]:
+            raise ValueError(f"{field.name} must be <= {limits['upper_bound']}, got {value}.")
+
+
+def documented(config_class):
+    """Decorates a configuration dataclass: its docstring ends with an `Attributes:`
+    section made of its fields' `help`, so that the documentation is written once (the
+    flags show the same text)."""
+    lines = ["", "", "    Attributes:"]
+    for field in described_fields(config_class):
+        lines += textwrap.wrap(f"{field.name}: {field.metadata['help']}", 88,
+                               initial_indent="        ", subsequent_indent="            ")
+    config_class.__doc__ = (config_class.__doc__ or "").rstrip() + "\n".join(lines) + "\n"
+    return config_class
 
 
 @dataclasses.dataclass
@@ -30,7 +66,8 @@ class ModelConfig:
         vocab_size: int or None; None takes it from the embedding matrix.
         embedding_dim: width of the word vectors (DSAN's d_e: 300).
         dropout: rate; where it applies is each family's paper's (docs/FIDELITY.md).
-        trainable_embeddings: fine-tune the word vectors (DSAN freezes GloVe).
+        trainable_embeddings: fine-tune the word vectors; None: only when they start
+            random (no vectors given), as DSAN freezes GloVe.
         layer_norm_epsilon: epsilon of every LayerNorm.
         num_classes: 3 (entailment, neutral, contradiction).
     """
@@ -40,9 +77,9 @@ class ModelConfig:
     dropout: float = hyperparameter(
         0.1, "Dropout rate (where it applies: the model's paper, docs/FIDELITY.md).",
         lower_bound=0.0, upper_bound=0.99)
-    trainable_embeddings: bool = hyperparameter(
-        False, "Fine-tune the word vectors (DSAN keeps GloVe frozen; --embeddings=random "
-        "makes them trainable unless this is given).")
+    trainable_embeddings: bool | None = hyperparameter(
+        None, "Fine-tune the word vectors. Unset: trained when there are none to start from "
+        "(random vectors), frozen otherwise (DSAN keeps GloVe frozen).")
     layer_norm_epsilon: float = hyperparameter(1e-5, "LayerNorm epsilon.")
     num_classes: int = 3
 
@@ -50,7 +87,9 @@ class ModelConfig:
         self.validate()
 
     def validate(self):
-        """Raises ValueError, naming the field, when a value cannot work."""
+        """Raises ValueError, naming the field, when a value cannot work (every field's
+        declared limits, then a family's own rules)."""
+        check_fields(self)
         if self.embedding_dim <= 0:
             raise ValueError("embedding_dim must be positive.")
         if not 0.0 <= self.dropout < 1.0:
@@ -62,7 +101,7 @@ class ModelConfig:
     @classmethod
     def hyperparameters(cls):
         """The fields that are flags (those declared with `hyperparameter`)."""
-        return [field for field in dataclasses.fields(cls) if "help" in field.metadata]
+        return described_fields(cls)
 
     def to_dict(self):
         return dataclasses.asdict(self)

@@ -1,24 +1,28 @@
 """The flags several programs share, defined by functions (after TF Model Garden's
 `official/common/flags.py`); each program calls the ones it needs and defines its own.
 
-Defaults come from the configuration dataclasses (`dsan_tf.config`: the paper's values), so
-flags and Python API cannot drift. This module imports no TensorFlow: `--help` is fast.
+Every flag of a configuration is derived from its field (`dsan_tf.config`, the families'
+configurations, `RunOptions`): the same name, default, type, limits, choices and help
+(`hyperparameter`), so a hyperparameter is written once, in its configuration. The flags a
+program was given become an `ExperimentConfig` here, once: a `--preset`'s values, the given
+flags on top. This module imports no TensorFlow: `--help` is fast.
 """
 
 import dataclasses
 import os
 import re
+import sys
 import textwrap
+import types
 
 from absl import flags
 
-from dsan_tf.config import (
-    BATCHINGS, MODELS, OOV_INITS, OPTIMIZERS, PRECISIONS, DataConfig, ExperimentConfig,
-    ModelConfig, TrainingConfig)
+from dsan_tf import preset_configs
+from dsan_tf.config import DATA_PREFIXES, MODELS, DataConfig, ExperimentConfig, RunOptions, TrainingConfig
 from dsan_tf.models import registry
+from dsan_tf.models.config import ModelConfig, described_fields
 
 FLAGS = flags.FLAGS
-_DATA, _TRAINING = DataConfig(), TrainingConfig()
 # --help's groups: absl lists a program's flags by the module name they were defined under.
 MODEL_GROUP = "model"
 
@@ -58,8 +62,6 @@ _DEFINED = set()
 # shown under the program); the model flags are filed per family.
 TOPIC_OF = {}
 TOPICS = ("model", "data", "training", "output")
-# Source specs that name no local file (dsan_tf.data.sources).
-DATA_PREFIXES = ("tfds:", "synthetic:")
 
 
 def require_existing(name, directory=False, prefixes=(), values=()):
@@ -102,33 +104,64 @@ def _group(flag_name, defaults):
     return f"{MODEL_GROUP}: {', '.join(defaults)}"
 
 
-def _define_hyperparameter(field, defaults):
-    """One flag for a configuration field: its type, bounds or choices; the first
-    family's default, and a note where families' defaults differ."""
-    default = next(iter(defaults.values()))
-    help_text = field.metadata["help"]
-    if len(set(defaults.values())) > 1:
-        help_text += " Default per model: " + ", ".join(
-            f"{family} {value}" for family, value in defaults.items()) + "."
-    common = dict(module_name=_group(field.name, defaults))
-    bounds = {key: field.metadata[key] for key in ("lower_bound", "upper_bound")
-              if key in field.metadata}
-    if "choices" in field.metadata:
-        flags.DEFINE_enum(field.name, default, field.metadata["choices"], help_text, **common)
-    elif isinstance(default, bool):
+def _value_type(field):
+    """bool, int, float or str: the type of a field's values (`int | None` is int)."""
+    kind = field.type
+    if isinstance(kind, types.UnionType):
+        kind = next(arg for arg in kind.__args__ if arg is not type(None))
+    return kind
+
+
+def define_field(field, default=None, module_name=None, help_text=None):
+    """One flag for a configuration field: its name, type, bounds or choices, its help,
+    and its default (`default`, when given, else the field's); a field declared with
+    `exists` is checked to name an existing file or directory when flags are parsed."""
+    default = field.default if default is None else default
+    help_text = help_text or field.metadata["help"]
+    common = {"module_name": module_name} if module_name else {}
+    limits = field.metadata
+    bounds = {key: limits[key] for key in ("lower_bound", "upper_bound") if key in limits}
+    kind = _value_type(field)
+    if "choices" in limits:
+        flags.DEFINE_enum(field.name, default, limits["choices"], help_text, **common)
+    elif kind is bool:
         flags.DEFINE_boolean(field.name, default, help_text, **common)
-    elif isinstance(default, int):
+    elif kind is int:
         flags.DEFINE_integer(field.name, default, help_text, **bounds, **common)
-    elif isinstance(default, float):
+    elif kind is float:
         flags.DEFINE_float(field.name, default, help_text, **bounds, **common)
     else:
         flags.DEFINE_string(field.name, default, help_text, **common)
+    if "exists" in limits:
+        require_existing(field.name, directory=limits["exists"] == "directory",
+                         prefixes=limits.get("prefixes", ()), values=limits.get("values", ()))
+
+
+def define_config_flags(config_class, topic, names=None):
+    """A flag for each field of `config_class` (those of `names` only, when given) not
+    defined yet, filed under the field's `topic` or `topic` for `--help`."""
+    for field in described_fields(config_class):
+        if (names is None or field.name in names) and field.name not in FLAGS:
+            define_field(field)
+            TOPIC_OF.setdefault(field.name, field.metadata.get("topic", topic))
+
+
+def _define_hyperparameter(field, defaults):
+    """A model flag: the first family's default, and a note where families' differ."""
+    help_text = field.metadata["help"]
+    if len({repr(value) for value in defaults.values()}) > 1:
+        help_text += " Default per model: " + ", ".join(
+            f"{family} {value}" for family, value in defaults.items()) + "."
+    define_field(field, next(iter(defaults.values())), _group(field.name, defaults),
+                 help_text)
 
 
 @_once("model")
 def define_model_flags():
-    """--model and one flag per hyperparameter of the families' configurations, same
-    name; a flag left unset takes the chosen family's default (its paper's value)."""
+    """--preset, --model and one flag per hyperparameter of the families' configurations,
+    same name; a flag left unset takes the preset's value, else the chosen family's
+    default (its paper's value)."""
+    define_preset_flag()
     flags.DEFINE_enum("model", registry.DEFAULT, MODELS, "The model family; the model flags left "
                       "unset take its paper's values (docs/FIDELITY.md: each paper).",
                       module_name=MODEL_GROUP)
@@ -139,9 +172,10 @@ def define_model_flags():
 
 @_once("data")
 def define_reading_flags():
-    """What every program that reads data needs: TFDS's directory and the batch size."""
-    flags.DEFINE_string("tfds_data_dir", None, "TFDS data directory (default: TFDS's own).")
-    flags.DEFINE_integer("batch_size", _DATA.batch_size, "Global batch size.", lower_bound=1)
+    """What every program that reads data needs: TFDS's directory and the batch size (a
+    `--preset`'s, unless given)."""
+    define_preset_flag()
+    define_config_flags(DataConfig, "data", ("tfds_data_dir", "batch_size"))
 
 
 @_once("data")
@@ -157,106 +191,16 @@ def define_evaluation_flags():
     TOPIC_OF["save_predictions"] = "output"
 
 
-def _define_batching_flags():
-    """How training pairs become batches (`DataConfig`'s batching fields)."""
-    flags.DEFINE_enum("batching", _DATA.batching, BATCHINGS, "Training batches: shuffled "
-                      "pairs sorted by premise length within chunks of 50 batches (32% "
-                      "padding, full batches), plain shuffled batches (59%), pairs of similar "
-                      "premise length (32%) or of similar premise and hypothesis length (7%, "
-                      "label-skewed); SNLI 25k dev 71.0/70.4/69.1/67.5% (FIDELITY row 44).")
-    flags.DEFINE_boolean("pad_to_bucket", _DATA.pad_to_bucket, "Pad batches to their length "
-                         "bucket's boundary (fewer shapes for XLA).")
-    flags.DEFINE_boolean("bounded_shapes", _DATA.bounded_shapes, "Batch in NumPy to a small "
-                         "fixed set of shapes (lengths fitted to the data, full batches), the "
-                         "same with or without TensorFlow. Unset: on when the training step is "
-                         "compiled (--jit_compile, JAX's default), which compiles once per "
-                         "shape.")
-    flags.DEFINE_boolean("deterministic", _DATA.deterministic, "Deterministic TF ops and "
-                         "input order (same seed, same data -> same run).")
-
-
 @_once("data")
 def define_data_flags():
-    """Data sources, text processing, batching and word vectors (`DataConfig`)."""
-    define_reading_flags()
-    flags.DEFINE_string("train_data", None, "Training data source spec: a file, "
-                        "tfds:NAME/SPLIT or synthetic:word_order/SPLIT.")
-    flags.DEFINE_string("dev_data", None, "Development data source spec (model selection).")
-    flags.DEFINE_string("test_data", None,
-                        "Test data source spec (evaluated once at the end).")
-    flags.DEFINE_integer("train_subset", _DATA.train_subset, "Train on a random subset of "
-                         "this many --train_data pairs, the same whatever --seed and --model "
-                         "(learning curves); 0: all.", lower_bound=0)
-    flags.DEFINE_boolean("lowercase", _DATA.lowercase, "Lower-case text before tokenizing "
-                         "(GloVe 840B is cased: keep false).")
-    flags.DEFINE_integer("min_count", _DATA.min_count,
-                         "Keep training words seen at least this often.", lower_bound=1)
-    flags.DEFINE_integer("max_length", _DATA.max_length, "Truncate sentences to this many "
-                         "tokens (counted and reported); 0: never.", lower_bound=0)
-    flags.DEFINE_boolean("shuffle", _DATA.shuffle, "Shuffle the training pairs every epoch "
-                         "(false: file order; tf.distribute reorders a seeded shuffle, so "
-                         "compare strategies without it).")
-    flags.DEFINE_integer("seed", _DATA.seed, "Seed of shuffling and initialisation.")
-    _define_batching_flags()
-    flags.DEFINE_string("embeddings", None, "Word vectors: a GloVe-format file "
-                        "(.txt/.gz/.zip), glove:840B.300d (downloaded once into "
-                        "--embeddings_cache_dir) or 'random' (trained from scratch).")
-    flags.DEFINE_string("embeddings_cache_dir", _DATA.embeddings_cache_dir,
-                        "Cache of embedding matrices read from vector files.")
-    flags.DEFINE_boolean("extend_vocabulary", _DATA.extend_vocabulary, "Give ids to the "
-                         "dev/test words that --embeddings has a vector for (they would "
-                         "otherwise all be the one unknown word).")
-    flags.DEFINE_integer("vocab_from_vectors", _DATA.vocab_from_vectors, "Also give ids to "
-                         "the first N words of the --embeddings file (GloVe is ordered by "
-                         "frequency), so an exported model covers unseen text.", lower_bound=0)
-    for name in ("train_data", "dev_data", "test_data"):
-        require_existing(name, prefixes=DATA_PREFIXES)
-    require_existing("embeddings", prefixes=("glove:",), values=("random",))
-    flags.DEFINE_enum("oov_init", _DATA.oov_init, OOV_INITS, "Vectors of words missing from "
-                      "the vector file: U(-oov_scale, oov_scale) or zeros.")
-    flags.DEFINE_float("oov_scale", _DATA.oov_scale, "--oov_init=random draws vectors from "
-                       "U(-oov_scale, oov_scale) (AF-DMN: 0.01).")
+    """Data sources, text processing, batching and word vectors: `DataConfig`'s fields."""
+    define_config_flags(DataConfig, "data")
 
 
 @_once("training")
 def define_training_flags():
-    """Optimisation and precision (`TrainingConfig`)."""
-    flags.DEFINE_float("learning_rate", _TRAINING.learning_rate, "Learning rate (with "
-                       "--restart_epochs, the top of each cosine cycle).", lower_bound=0.0)
-    flags.DEFINE_enum("optimizer", _TRAINING.optimizer, OPTIMIZERS,
-                      "Adam (DSAN) or AdamW, Adam with decoupled weight decay (with "
-                      "--restart_epochs: AdamWR, the Gaussian Transformer's).")
-    flags.DEFINE_float("normalized_weight_decay", _TRAINING.normalized_weight_decay,
-                       "AdamW: normalized weight decay; per step lambda * sqrt(batch / "
-                       "(training pairs * epochs per cycle)).")
-    flags.DEFINE_integer("restart_epochs", _TRAINING.restart_epochs, "Cosine learning-rate "
-                         "cycles of this many epochs, restarted at the top (0: constant).")
-    flags.DEFINE_float("min_learning_rate", _TRAINING.min_learning_rate,
-                       "Bottom of each cosine learning-rate cycle.")
-    flags.DEFINE_boolean("halve_on_dev_drop", _TRAINING.halve_on_dev_drop, "Halve the "
-                         "learning rate after an epoch whose dev accuracy fell (AF-DMN).")
-    flags.DEFINE_integer("epochs", _TRAINING.epochs,
-                         "Training epochs (at most, with --patience).", lower_bound=1)
-    flags.DEFINE_integer("patience", _TRAINING.patience, "Stop when dev accuracy has not "
-                         "improved for this many epochs (0: train all --epochs); the best "
-                         "epoch's model is kept. With --restart_epochs it stops only at the "
-                         "end of a cosine cycle.", lower_bound=0)
-    flags.DEFINE_integer("steps_per_epoch", _TRAINING.steps_per_epoch, "Train on at most "
-                         "this many batches per epoch (0: all of them).", lower_bound=0)
-    flags.DEFINE_integer("schedule_epoch_pairs", _TRAINING.schedule_epoch_pairs, "How many "
-                         "training pairs an epoch is, for all that counts epochs (dev checks, "
-                         "--patience, --restart_epochs, --halve_on_dev_drop, --epochs): 0, one "
-                         "pass over --train_data (schedules carried by epochs, the study's "
-                         "choice); N, N pairs (carried by examples seen: 549367 is an epoch of "
-                         "full SNLI, the papers' own).", lower_bound=0)
-    flags.DEFINE_boolean("jit_compile", _TRAINING.jit_compile,
-                         "Compile the training step (XLA; torch.compile on PyTorch). Unset: "
-                         "off on TensorFlow and PyTorch, on under JAX (what pays there).")
-    flags.DEFINE_enum("mixed_precision", _TRAINING.mixed_precision, PRECISIONS,
-                      "Compute in half precision, keep float32 weights. For GPUs with fast "
-                      "half precision (float16: Volta and later; bfloat16: Ampere and later, "
-                      "TPUs); Pascal cards such as the paper's GTX 1080Ti are slower in "
-                      "float16.")
+    """Optimisation and precision: `TrainingConfig`'s fields."""
+    define_config_flags(TrainingConfig, "training")
 
 
 @_once("output")
@@ -269,12 +213,22 @@ def define_workdir_flag():
 def define_compilation_flags():
     """--compile_ahead and --compilation_cache (`RunOptions`): what the training programs
     do before the first epoch, and where JAX keeps compiled steps."""
-    flags.DEFINE_boolean("compile_ahead", True, "Before the first epoch, trace or compile the "
-                         "training and evaluation steps for every batch shape an epoch uses "
-                         "(the model's state is restored afterwards), so no epoch pays for it.")
-    flags.DEFINE_boolean("compilation_cache", True, "JAX: keep compiled steps in "
-                         "EMBEDDINGS_CACHE_DIR/jax, so that a repeated or resumed run does not "
-                         "compile them again.")
+    define_config_flags(RunOptions, "training", ("compile_ahead", "compilation_cache"))
+
+
+@_once("training")
+def define_run_flags():
+    """How a training run is carried out: `RunOptions`' fields."""
+    define_config_flags(RunOptions, "training")
+
+
+@_once("model")
+def define_preset_flag():
+    """--preset: a named configuration (`dsan_tf.presets()`) under the flags given."""
+    flags.DEFINE_enum("preset", None, preset_configs.names(), "A named configuration (the "
+                      "papers', the study's setting, the demo; docs/TRAINING.md lists "
+                      "them): its values are the defaults, the flags given go on top.",
+                      module_name=MODEL_GROUP)
 
 
 @_once("output")
@@ -290,23 +244,66 @@ def define_output_flag():
     flags.DEFINE_string("output", None, "Write the results to this JSON file.")
 
 
-def model_config(values=FLAGS, **overrides):
-    """The configuration of the --model family that the model flags describe: a flag left
-    unset takes the family's default; a bad combination raises `flags.ValidationError`
-    with one sentence."""
-    name = values["model"].value if "model" in values else registry.DEFAULT
-    config_class = registry.family(name).config
-    config = {field.name: values[field.name].value
-              for field in config_class.hyperparameters()
-              if field.name in values and values[field.name].present}
-    if ("embeddings" in values and values["embeddings"].value == "random"
-            and not values["trainable_embeddings"].present):
-        config["trainable_embeddings"] = True  # random vectors must be learned
-    config.update(overrides)
+def as_flags(message, fields=()):
+    """A library message in flag syntax: each configuration field it names becomes the
+    flag of the same name (`num_heads must divide` -> `--num_heads must divide`). The
+    names replaced are `fields` and the project's flag names that hold an underscore or
+    begin the message (a plain word such as "model" elsewhere stays a word)."""
+    names = {flag.name for flag in project_flags(FLAGS)}
+    chosen = set(fields) | {name for name in names if "_" in name}
+    first = re.match(r"\w+", message)
+    if first and first.group(0) in names:
+        chosen.add(first.group(0))
+    for name in sorted(chosen, key=len, reverse=True):
+        message = re.sub(rf"(?<![\w\-./=]){re.escape(name)}(?![\w/])", f"--{name}", message)
+    return message
+
+
+def given_values(values=FLAGS):
+    """{field name: value} of `--preset`'s values with the configuration flags given on
+    top (a flag left unset takes the preset's value, else its field's default)."""
+    preset = values["preset"].value if "preset" in values else None
+    given = {name: values[name].value for name in ExperimentConfig.field_names()
+             if name in values and values[name].present}
+    return {**(preset_configs.values(preset) if preset else {}), **given}
+
+
+def experiment_config(values=FLAGS):
+    """The `ExperimentConfig` of the flags a program defined and was given (`--preset`
+    under them; others keep their defaults). The model flags of other families (a shared
+    flagfile's) are left out, and said so on stderr; a bad value or combination raises
+    `flags.ValidationError` with the library's sentence in flag syntax."""
+    chosen = given_values(values)
     try:
-        return config_class(**config)
+        config = ExperimentConfig.from_flat(chosen, lenient=set(chosen))
     except ValueError as error:
-        raise flags.ValidationError(f"bad model flags: {error}") from None
+        raise flags.ValidationError(as_flags(str(error))) from None
+    unused = sorted(set(chosen) - set(config.flat()))
+    if unused:
+        print(f"not used by --model={config.model}: "
+              f"{', '.join('--' + name for name in unused)}", file=sys.stderr)
+    return config
+
+
+def model_config(values=FLAGS, **overrides):
+    """The configuration of the --model family that the model flags (and `--preset`)
+    describe, with `overrides` (field names) on top."""
+    return dataclasses.replace(experiment_config(values).model_config, **overrides)
+
+
+def reading_config(values=FLAGS, model=registry.DEFAULT):
+    """The `ExperimentConfig` of a program that reads data for a trained `model`: its
+    --tfds_data_dir and --batch_size (`define_reading_flags`, a `--preset`'s under
+    them), defaults otherwise."""
+    chosen = given_values(values)
+    return ExperimentConfig(model=model, data=DataConfig(**{
+        name: chosen[name] for name in ("tfds_data_dir", "batch_size") if name in chosen}))
+
+
+def run_options(values=FLAGS):
+    """The `RunOptions` of the flags a program defined (`define_run_flags`)."""
+    return RunOptions(**{field.name: values[field.name].value
+                         for field in dataclasses.fields(RunOptions) if field.name in values})
 
 
 def family_defaults(values=FLAGS):
@@ -318,38 +315,6 @@ def family_defaults(values=FLAGS):
     return {field.name: field.default for field in config_class.hyperparameters()
             if field.name in values and not values[field.name].present
             and values[field.name].value != field.default}
-
-
-def _from_flags(config_class, values):
-    """`config_class` with the fields the program has flags for taken from them."""
-    names = [f.name for f in dataclasses.fields(config_class)]
-    return config_class(**{name: values[name].value for name in names if name in values})
-
-
-def experiment_config(values=FLAGS, **model_overrides):
-    """The `ExperimentConfig` of the flags a program defined (others keep the defaults);
-    an unset --jit_compile becomes what pays on the Keras backend."""
-    from dsan_tf.optimization import default_jit_compile  # loads Keras
-
-    try:
-        training = _from_flags(TrainingConfig, values)
-        if training.jit_compile is None:
-            training.jit_compile = default_jit_compile()
-        data = _from_flags(DataConfig, values)
-        if data.bounded_shapes is None:
-            data.bounded_shapes = training.jit_compile
-        return ExperimentConfig(
-            model=values["model"].value, model_config=model_config(values, **model_overrides),
-            data=data, training=training)
-    except ValueError as error:
-        raise flags.ValidationError(str(error)) from None
-
-
-def reading_config(values=FLAGS, model=registry.DEFAULT):
-    """The `ExperimentConfig` of a program that reads data for a trained `model`: its
-    --tfds_data_dir and --batch_size (`define_reading_flags`), defaults otherwise."""
-    return ExperimentConfig(model=model, data=DataConfig(
-        tfds_data_dir=values["tfds_data_dir"].value, batch_size=values["batch_size"].value))
 
 
 def flagfile_lines(values=FLAGS, exclude=(), **resolved):

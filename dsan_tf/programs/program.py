@@ -150,7 +150,8 @@ def main(function=None, *, tensorflow=True):
             _load_backend(tensorflow)
             return function(argv)
         except (UsageError, DataError, flags.ValidationError) as error:
-            fail(str(error))
+            # The library names configuration fields; here they are flags.
+            fail(project_flags.as_flags(str(error), getattr(error, "fields", ())))
         except (KeyboardInterrupt, Interrupted) as error:
             # Ctrl-C: one line, no traceback, the shell's status for SIGINT.
             print(f"interrupted{': ' + str(error) if str(error) else '.'}", file=sys.stderr,

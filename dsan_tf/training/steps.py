@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from dsan_tf import data, model_card, progress
 from dsan_tf import rundir as run_files
+from dsan_tf.config import RunOptions
 from dsan_tf.labels import LABELS, NON_ENTAILMENT_ID
 from dsan_tf.errors import UsageError
 from dsan_tf.export import export_run
@@ -43,33 +44,49 @@ class TrainOutcome:
                 f"{os.path.join(self.workdir, run_files.BEST)}")
 
 
-def train_run(workdir, config, options, flag_lines, overwrite=False):
+def train_run(workdir, config, options=RunOptions(), overwrite=False):
     """Trains `config` in the run directory `workdir`, resuming what an interrupted run of
-    the same `flag_lines` (flags.txt) left there; a finished run is not trained again.
+    the same configuration left there (its config.json is compared field by field); a
+    finished run is not trained again, unless `config` gives it more epochs, when it
+    trains on from its last one. `options.export_dir` exports a finished run too.
 
     Args:
         workdir: the run directory (each worker's own under strategy "multi_worker").
-        config: `ExperimentConfig`, what to train.
+        config: `ExperimentConfig`, what to train; its unset fields are resolved for the
+            current backend (`ExperimentConfig.resolved`) and recorded so.
         options: `dsan_tf.config.RunOptions`, how.
-        flag_lines: the resolved flags as flags.txt lines: what the run is.
         overwrite: replace what an earlier run left in `workdir` (its files only).
 
     Returns:
         `TrainOutcome`.
+
+    Raises:
+        UsageError: naming the configuration fields at fault (another configuration in
+            `workdir`, a probe sentence for a model that shows none, ...).
     """
+    config = config.resolved()
     if options.probe_sentence and not registry.family(config.model).sentence_figures:
         showing = [name for name in registry.names() if registry.family(name).sentence_figures]
-        raise UsageError(f"--probe_sentence needs --model={'|'.join(showing)} (the figures "
-                         "show one sentence's attention).")
+        raise UsageError(f"probe_sentence needs a model that shows a sentence's attention "
+                         f"({', '.join(showing)}), not {config.model}.",
+                         fields=("probe_sentence",))
     if options.strategy == "multi_worker":
         workdir = distribute.worker_dir(workdir)
     created = not os.path.isdir(workdir)
     run = run_files.RunDirectory(workdir)
-    state = run.claim(flag_lines, overwrite=overwrite)
+    state = run.claim(config, options, overwrite=overwrite)
+    done = len(run_files.read_history(run.path(run_files.HISTORY)))
     if state == "finished":
+        if options.export_dir:
+            print(f"SavedModel, model.keras, the preprocessor and {model_card.CARD}: "
+                  f"{export_run(run, options.export_dir)}")
         return TrainOutcome(state, workdir, run.read_json(run_files.RESULTS))
-    if state == "resume":
-        done = len(run_files.read_history(run.path(run_files.HISTORY)))
+    if state == "extend":
+        print(f"extending {workdir}: {done} epoch(s) done, training epochs {done + 1} to "
+              f"{config.training.epochs}")
+        for name in (run_files.RESULTS, run_files.CARD):
+            os.remove(run.path(name)) if run.exists(name) else None
+    elif state == "resume":
         print(f"resuming {workdir}: {done} epoch(s) done, training from epoch {done + 1}")
     try:
         results = train(config, run, options)
@@ -246,19 +263,20 @@ def build(task, strategy, prepared):
 
 
 def write_config(run, task, prepared, model, strategy, padding, strategy_name):
-    """config.json: what the run is, for evaluate/export/predict and for readers."""
-    config = task.config
+    """config.json: the configuration (`ExperimentConfig.to_dict`) and what the run found,
+    as numbers: the text settings, vocabulary, word vectors, parameters, each split's
+    pairs read and dropped (`read`) and tokens (`tokens`: unknown words, truncation)."""
     run.write_json(run_files.CONFIG, {
-        "model": config.model, "model_config": dataclasses.asdict(config.model_config),
+        **task.config.to_dict(),
         "max_length": prepared.preprocessor.max_length,
         "lowercase": prepared.preprocessor.lowercase, "label_names": list(LABELS),
         "vocab_size": prepared.preprocessor.vocabulary_size,
         "embeddings": prepared.embeddings, "parameters": model.parameter_breakdown(),
-        "padding_fraction": padding, "mixed_precision": config.training.mixed_precision,
+        "padding_fraction": padding,
         "strategy": strategy_name, "replicas": strategy.num_replicas_in_sync,
         "provenance": run_files.provenance(),
-        "data": {name: report.summary() for name, report in prepared.reports.items()
-                 if name != "test"}})
+        "read": {name: report.to_dict() for name, report in prepared.reports.items()},
+        "tokens": {name: pairs.report.to_dict() for name, pairs in prepared.encoded.items()}})
 
 
 def make_callbacks(run, task, prepared, inputs, log_every_steps, probe_sentence=None):
