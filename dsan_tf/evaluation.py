@@ -51,8 +51,10 @@ def evaluate(task, model, preprocessor, spec, save_predictions=False, group_by=(
             value: {"examples": int(np.sum(values == value)),
                     "accuracy": float(np.mean(correct[values == value]))}
             for value in sorted(set(values.tolist()))}
-    result["read"] = report.summary()
-    result["tokens"] = pairs.report.summary()
+    # Numbers, not sentences: {"source", "kept", "dropped": {reason: count}} and the
+    # token counts (unknown words, truncation) of `EncodeReport`.
+    result["read"] = report.to_dict()
+    result["tokens"] = pairs.report.to_dict()
     result["oov_rate"] = pairs.report.oov_rate
     if save_predictions:
         for key, values in (("predictions", predictions), ("labels", labels)):
@@ -103,7 +105,7 @@ def evaluate_ensemble(task, members, spec, save_predictions=False):
     def scored(probabilities):
         predictions, result = metrics.score(first.labels, np.argmax(probabilities, axis=-1),
                                             first.premise_lengths, first.hypothesis_lengths)
-        result["read"] = report.summary()
+        result["read"] = report.to_dict()
         if save_predictions:
             result["predictions"] = "".join(map(str, predictions.tolist()))
             result["labels"] = "".join(map(str, np.asarray(first.labels).tolist()))

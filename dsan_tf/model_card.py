@@ -4,10 +4,12 @@ where it stops being trustworthy. Training writes MODEL_CARD.md into the run dir
 every export (`dsan_tf.export`) writes it beside the SavedModel.
 """
 
+import dataclasses
 import os
-import re
 
 from dsan_tf import rundir as run_files
+from dsan_tf.config import ExperimentConfig
+from dsan_tf.errors import UsageError
 from dsan_tf.models import registry
 
 CARD = run_files.CARD
@@ -21,59 +23,95 @@ def _paper(model):
         return "see docs/FIDELITY.md"
 
 
-def _flags(run):
-    path = run.path(run_files.FLAGFILE)
-    if not os.path.exists(path):
-        return ""
-    with open(path, encoding="utf-8") as stream:
-        return " ".join(line.strip() for line in stream if line.strip())
+def command(config, workdir):
+    """The command that repeats the run of `config`: its fields that differ from its
+    family's defaults (the preset-free flags, its own family's only)."""
+    defaults = ExperimentConfig(model=config.model).flat()
+    parts = [run_files.as_flag(name, value)
+             for name, value in run_files.flag_values(config).items()
+             if name == "model" or value != defaults.get(name)]
+    return f"python -m experiments.train {' '.join(p for p in parts if p)} --workdir={workdir}"
 
 
-def text(run):
-    """The card of a finished run (`RunDirectory`) as Markdown."""
-    config = run.read_json(run_files.CONFIG)
-    results = run.read_json(run_files.RESULTS) if run.exists(run_files.RESULTS) else {}
-    data = config.get("data", {})
-    embeddings = config.get("embeddings", {})
-    model = config.get("model", "?")
-    params = config.get("parameters", {}).get("params_excluding_embeddings")
-    metrics = [f"- {split} accuracy: {results[f'{split}_accuracy']:.4f} (best epoch "
-               f"{results.get('best_epoch')} of {results.get('epochs')})"
-               for split in ("dev", "test") if f"{split}_accuracy" in results]
-    limits = ["- Trained for natural language inference on English sentence pairs "
-              "(entailment, neutral, contradiction); other tasks, languages or label sets "
-              "are out of scope.",
-              "- NLI models learn annotation artifacts (e.g. negation words signalling "
-              "contradiction); check it on a stress set before trusting it elsewhere.",
-              f"- Words outside its vocabulary ({config.get('vocab_size', '?'):,} ids) are "
-              "read as one unknown word."]
-    train = data.get("train", "")
-    found = re.search(r"([\d,]+) examples", train)
-    pairs = int(found.group(1).replace(",", "")) if found else None
-    if "snli" in train.lower() and pairs and pairs < PAPER_SNLI_PAIRS:
+def _read(report, pairs=None):
+    """A split's line: its source, the pairs read and dropped (and used, when fewer)."""
+    if not report:
+        return "none"
+    dropped = report.get("dropped", {})
+    text = f"{report['source']}, {report['kept']:,} pairs read"
+    if dropped:
+        text += (f", {sum(dropped.values()):,} dropped (" +
+                 ", ".join(f"{why}: {count:,}" for why, count in dropped.items()) + ")")
+    if pairs is not None and pairs != report["kept"]:
+        text += f", a random subset of {pairs:,} trained on"
+    return text
+
+
+def _vectors(embeddings, trainable):
+    state = "trained" if trainable else "frozen"
+    if embeddings.get("source", "random") == "random":
+        return f"random, {state} (no vector file)"
+    return (f"{embeddings['source']}, {state}: {embeddings['types_found']:,} of "
+            f"{embeddings['vocab_types']:,} vocabulary words found")
+
+
+def _limits(config, facts, pairs):
+    width = config.model_config.embedding_dim
+    tokens = facts.get("tokens", {}).get("train", {})
+    limits = [
+        "- Trained for natural language inference on English sentence pairs (entailment, "
+        "neutral, contradiction); other tasks, languages or label sets are out of scope.",
+        "- NLI models learn annotation artifacts (e.g. negation words signalling "
+        "contradiction); check it on a stress set before trusting it elsewhere.",
+        f"- Words outside its vocabulary ({facts['vocab_size']:,} ids) are read as one "
+        "unknown word."]
+    if tokens.get("truncated_premises") or tokens.get("truncated_hypotheses"):
+        limits.append(f"- Sentences are cut at {tokens['max_length']} tokens: "
+                      f"{tokens['truncated_premises']:,} premises and "
+                      f"{tokens['truncated_hypotheses']:,} hypotheses of the training pairs "
+                      "were.")
+    if width != 300:
+        limits.insert(0, f"- {width}-d word vectors, not the papers' 300-d.")
+    if "snli" in (config.data.train_data or "").lower() and pairs and \
+            pairs < PAPER_SNLI_PAIRS:
         limits.insert(0, f"- Trained on {pairs:,} SNLI pairs ({pairs / PAPER_SNLI_PAIRS:.1%} "
                          "of SNLI train): not the paper's setting; expect accuracy far below "
                          "the paper's.")
-    width = config.get("model_config", {}).get("embedding_dim")
-    if width and width != 300:
-        limits.insert(0, f"- {width}-d word vectors, not the papers' 300-d.")
+    return limits
+
+
+def text(run):
+    """The card of a finished run (`RunDirectory`) as Markdown, from its configuration
+    and what it found (config.json) and its results."""
+    facts = run.read_json(run_files.CONFIG)
+    config = run_files.recorded_config(facts)
+    if config is None:
+        raise UsageError(f"{run.path(run_files.CONFIG)} does not record the run's "
+                         "configuration (dsan_tf 0.2 or earlier): no card can be written.")
+    results = run.read_json(run_files.RESULTS) if run.exists(run_files.RESULTS) else {}
+    read = facts.get("read", {})
+    pairs = facts.get("tokens", {}).get("train", {}).get("examples")
+    params = facts["parameters"]["params_excluding_embeddings"]
+    metrics = [f"- {split} accuracy: {results[f'{split}_accuracy']:.4f} (best epoch "
+               f"{results.get('best_epoch')} of {results.get('epochs')})"
+               for split in ("dev", "test") if f"{split}_accuracy" in results]
+    vectors = _vectors(facts.get("embeddings", {}), config.model_config.trainable_embeddings)
+    hyper = ", ".join(f"{name}={value}" for name, value
+                      in dataclasses.asdict(config.model_config).items() if value is not None)
     lines = [
-        f"# Model card: {model}", "",
-        f"- Model: `{model}` ({_paper(model)}), "
-        f"{params:,} trainable parameters excluding word embeddings." if params else
-        f"- Model: `{model}`.",
-        f"- Training data: {train or 'unknown'}.",
-        f"- Selected on: {data.get('dev', 'unknown')}.",
-        f"- Word vectors: {embeddings.get('source', 'random')} "
-        f"({embeddings.get('types_found', '?')} of {embeddings.get('vocab_types', '?')} "
-        "vocabulary words found); lower-cased: "
-        f"{config.get('lowercase')}; at most {config.get('max_length')} tokens a sentence.",
-        f"- Trained with: `python -m experiments.train {_flags(run)}`", "",
+        f"# Model card: {config.model}", "",
+        f"- Model: `{config.model}` ({_paper(config.model)}), {params:,} trainable "
+        "parameters excluding word embeddings.",
+        f"- Hyperparameters: {hyper}.",
+        f"- Training data: {_read(read.get('train'), pairs)}.",
+        f"- Selected on: {_read(read.get('dev'))}.",
+        f"- Word vectors: {vectors}; lower-cased: {facts['lowercase']}; at most {facts['max_length']} tokens a sentence.",
+        f"- Trained with: `{command(config, run.workdir)}`", "",
         "## Metrics", "", *(metrics or ["- none recorded"]),
         "", f"Repeat the evaluation: `python -m experiments.evaluate --workdir={run.workdir} "
-        "--data=SPEC`.", "",
-        "## Intended use and limits", "", *limits, "",
-        f"Provenance: {config.get('provenance', {})}.", ""]
+        f"--data={config.data.dev_data}`.", "",
+        "## Intended use and limits", "", *_limits(config, facts, pairs), "",
+        f"Provenance: {facts.get('provenance', {})}.", ""]
     return "\n".join(lines)
 
 

@@ -52,25 +52,32 @@ CONFIG_PARTS = ("model", "model_config", "data", "training")
 MAY_CHANGE = ("tfds_data_dir", "embeddings_cache_dir", "epochs")
 
 
-def flag_lines(config, options=None):
-    """The lines of flags.txt: every field of `config` (`ExperimentConfig`, its family's
-    fields only) and the `RunOptions` that differ from their defaults, as flags that
-    repeat the run (`--flagfile=flags.txt`)."""
+def flag_values(config):
+    """{name: value} of `config`'s fields that are flags (its family's, data's, training's;
+    not `vocab_size` or `num_classes`), "model" first."""
     flagged = {field.name for part in (config.model_config, config.data, config.training)
                for field in described_fields(type(part))}
-    values = {name: value for name, value in config.flat().items()
-              if name == "model" or name in flagged}
+    return {name: value for name, value in config.flat().items()
+            if name == "model" or name in flagged}
+
+
+def as_flag(name, value):
+    """`--name=value`, `--name` or `--noname` (booleans); None for an unset value."""
+    if isinstance(value, bool):
+        return f"--{'' if value else 'no'}{name}"
+    return None if value is None else f"--{name}={value}"
+
+
+def flag_lines(config, options=None):
+    """The lines of flags.txt: every field of `config` (`ExperimentConfig`) that is a flag
+    and the `RunOptions` that differ from their defaults, as flags that repeat the run
+    (`--flagfile=flags.txt`)."""
+    values = flag_values(config)
     if options is not None:
         defaults = type(options)()
         values.update({f.name: getattr(options, f.name) for f in dataclasses.fields(options)
                        if getattr(options, f.name) != getattr(defaults, f.name)})
-    lines = []
-    for name, value in values.items():
-        if isinstance(value, bool):
-            lines.append(f"--{'' if value else 'no'}{name}")
-        elif value is not None:
-            lines.append(f"--{name}={value}")
-    return lines
+    return [line for line in (as_flag(n, v) for n, v in values.items()) if line]
 
 
 def recorded_config(values):

@@ -88,7 +88,7 @@ def test_long_sentences_are_truncated_and_counted():
     encoded = NLIPreprocessor(vocab, max_length=64).encode(examples)
     assert encoded.report.truncated_premises == 1 and encoded.report.truncated_hypotheses == 0
     assert encoded.report.longest == 5000
-    assert "truncated to --max_length=64: 1 premises" in encoded.report.summary()
+    assert "truncated to max_length=64: 1 premises" in encoded.report.summary()
     assert max(len(r) for r in encoded.premise.to_list()) == 64
     untouched = NLIPreprocessor(vocab, max_length=None).encode(examples)
     assert max(len(r) for r in untouched.premise.to_list()) == 5000

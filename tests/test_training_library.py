@@ -18,37 +18,73 @@ from helpers import ROOT
 
 def _config(epochs=2):
     return ExperimentConfig(
-        model="cbow", model_config=dsan_tf.model_config("cbow", embedding_dim=16,
+        model="cbow", model_config=dsan_tf.model_config("cbow", embedding_dim=16, dropout=0.0,
                                                         trainable_embeddings=True),
         data=DataConfig(train_data="synthetic:word_order/train",
                         dev_data="synthetic:word_order/dev", embeddings="random",
-                        batch_size=32, max_length=32),
+                        batch_size=32, max_length=32, bounded_shapes=True),
         training=TrainingConfig(epochs=epochs, learning_rate=3e-3, jit_compile=False))
 
 
-def test_a_run_trains_from_configuration_objects_and_is_not_trained_twice(tmp_path):
-    """`train_run(workdir, ExperimentConfig, RunOptions, flags.txt lines)`: what the
-    program does after parsing flags, callable without absl. Its results are results.json's;
-    the same call finds the finished run; other lines are refused, naming the flag."""
+def _history(workdir):
+    """history.csv's rows without the seconds (which differ between runs)."""
+    rows = (workdir / "history.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    keep = [i for i, name in enumerate(header) if name != "seconds"]
+    return [[row.split(",")[i] for i in keep] for row in rows]
+
+
+def test_a_run_is_its_configuration_not_trained_twice_and_trained_on_with_more_epochs(
+        tmp_path):
+    """`train_run(workdir, config)`: no flag text. config.json records the whole resolved
+    configuration; the same configuration finds the finished run; another is refused
+    naming each field with both values; more epochs train the finished run on from its
+    last epoch, to exactly the history of a run trained that long at once."""
     workdir = tmp_path / "run"
-    lines = ["--model=cbow", "--epochs=2"]
-    outcome = steps.train_run(str(workdir), _config(), RunOptions(), lines)
+    outcome = steps.train_run(str(workdir), _config(2))
     assert outcome.state == "new"
     assert json.loads((workdir / "results.json").read_text()) == outcome.results
     assert outcome.results["epochs"] == 2 and 0 <= outcome.results["dev_accuracy"] <= 1
     assert outcome.summary().startswith(f"dev accuracy {outcome.results['dev_accuracy']:.4f}")
-    assert (workdir / "flags.txt").read_text().split() == lines
+    recorded = json.loads((workdir / "config.json").read_text())
+    assert ExperimentConfig.from_dict({k: recorded[k] for k in (
+        "model", "model_config", "data", "training")}) == _config(2).resolved()
+    assert recorded["read"]["train"] == {"source": "synthetic:word_order/train",
+                                         "kept": 672, "dropped": {}}
+    lines = (workdir / "flags.txt").read_text().split()
+    assert "--model=cbow" in lines and "--learning_rate=0.003" in lines
+    assert "--embedding_dim=16" in lines and not any("num_heads" in l for l in lines)
 
-    again = steps.train_run(str(workdir), _config(), RunOptions(), lines)
+    again = steps.train_run(str(workdir), _config(2))
     assert again.state == "finished" and again.results == outcome.results
-    with pytest.raises(UsageError, match="--epochs: 2 there, 3 now"):
-        steps.train_run(str(workdir), _config(3), RunOptions(), ["--model=cbow", "--epochs=3"])
+    other = _config(2).replace(learning_rate=1e-3, batch_size=16)
+    with pytest.raises(UsageError, match=r"batch_size: 32 there, 16 now; "
+                                         r"learning_rate: 0.003 there, 0.001 now\)") as refused:
+        steps.train_run(str(workdir), other)
+    assert {"learning_rate", "batch_size"} <= set(refused.value.fields)
+
+    longer = steps.train_run(str(workdir), _config(3))
+    assert longer.state == "extend" and longer.results["epochs"] == 3
+    at_once = tmp_path / "at_once"
+    steps.train_run(str(at_once), _config(3))
+    assert _history(workdir) == _history(at_once)
+    assert [row[0] for row in _history(workdir)] == ["epoch", "1", "2", "3"]
+    assert json.loads((workdir / "config.json").read_text())["training"]["epochs"] == 3
+
+
+def test_a_finished_run_is_exported_when_asked(tmp_path):
+    workdir, exports = tmp_path / "run", tmp_path / "exports"
+    steps.train_run(str(workdir), _config(1))
+    outcome = steps.train_run(str(workdir), _config(1), RunOptions(export_dir=str(exports)))
+    assert outcome.state == "finished"
+    assert (exports / "1" / "saved_model.pb").stat().st_size > 0
+    assert (exports / "1" / "MODEL_CARD.md").read_text() == (workdir / "MODEL_CARD.md").read_text()
 
 
 def test_probe_sentence_is_refused_for_a_family_that_cannot_show_it(tmp_path):
-    with pytest.raises(UsageError, match="--probe_sentence needs --model=dsan"):
-        steps.train_run(str(tmp_path / "run"), _config(), RunOptions(probe_sentence="A man."),
-                        ["--model=cbow"])
+    with pytest.raises(UsageError, match="probe_sentence needs a model that shows a "
+                                         "sentence's attention \\(dsan\\), not cbow"):
+        steps.train_run(str(tmp_path / "run"), _config(), RunOptions(probe_sentence="A man."))
     assert not (tmp_path / "run").exists()  # refused before anything was written
 
 

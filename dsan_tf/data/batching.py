@@ -268,6 +268,14 @@ class NLIBatches(keras.utils.PyDataset):
         """Draw the next epoch from pass `pass_index` (a resumed run continues its order)."""
         self._pass, self._epoch = pass_index, None
 
+    def skip_epochs(self, epochs):
+        """Draw the next epoch as epoch `epochs` + 1 of a run from the start would be: a
+        resumed or extended run continues the order it would have had."""
+        for _ in range(epochs):
+            self._epoch = None
+            self._epoch_batches()
+        self._epoch = None
+
     def batch(self, indices):
         """The padded batch of the pairs `indices` (see the class)."""
         shapes = self.shapes

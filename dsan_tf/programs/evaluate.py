@@ -46,8 +46,12 @@ def main(argv):
         result = evaluation.evaluate(task, model, preprocessor, spec, FLAGS.save_predictions,
                                      FLAGS.group_by or ())
         results["sources"][spec] = result
-        if "truncated" in result["tokens"]:  # the model read only the first tokens
-            print(f"warning: {spec}: {result['tokens']}", file=sys.stderr)
+        tokens = result["tokens"]
+        if tokens["truncated_premises"] or tokens["truncated_hypotheses"]:
+            # The model read only the first tokens of these.
+            print(f"warning: {spec}: {tokens['truncated_premises']:,} premises and "
+                  f"{tokens['truncated_hypotheses']:,} hypotheses cut at "
+                  f"{tokens['max_length']} tokens", file=sys.stderr)
         print(metrics.format_report(spec, result))
         if "groups" in result:
             print(evaluation.format_groups(result))

@@ -118,6 +118,9 @@ def train(config, run, options):
     prepared = prepare_data(task, run)
     inputs = make_inputs(task, prepared, options.strategy)
     padding = describe_batches(inputs, prepared.preprocessor.vocabulary_size)
+    done = len(run_files.read_history(run.path(run_files.HISTORY)))
+    if done and isinstance(inputs["train"], batching.NLIBatches):
+        inputs["train"].skip_epochs(done)  # resumed: the order a run from the start has
     model = build(task, strategy, prepared)
     write_config(run, task, prepared, model, strategy, padding, options.strategy)
     # One device only: tf.distribute's variables and per-replica batches need their own
