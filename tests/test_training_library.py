@@ -18,7 +18,7 @@ from helpers import ROOT
 
 def _config(epochs=2):
     return ExperimentConfig(
-        model="cbow", model_config=dsan_tf.model_config("cbow", embedding_dim=16, dropout=0.0,
+        model="cbow", model_config=dsan_tf.model_config("cbow", embedding_dim=16,
                                                         trainable_embeddings=True),
         data=DataConfig(train_data="synthetic:word_order/train",
                         dev_data="synthetic:word_order/dev", embeddings="random",
@@ -39,7 +39,8 @@ def test_a_run_is_its_configuration_not_trained_twice_and_trained_on_with_more_e
     """`train_run(workdir, config)`: no flag text. config.json records the whole resolved
     configuration; the same configuration finds the finished run; another is refused
     naming each field with both values; more epochs train the finished run on from its
-    last epoch, to exactly the history of a run trained that long at once."""
+    last epoch, to exactly the history of a run trained that long at once (NumPy batches
+    draw the pass of that epoch, and dropout's random states come back with the weights)."""
     workdir = tmp_path / "run"
     outcome = steps.train_run(str(workdir), _config(2))
     assert outcome.state == "new"

@@ -84,14 +84,16 @@ def require_existing(name, directory=False, prefixes=(), values=()):
 
 
 def model_hyperparameters():
-    """{flag name: (`dataclasses.Field`, {family: its default})} over `ModelConfig` and
-    every family's configuration: one flag per field name, whichever families share it."""
+    """{flag name: (`dataclasses.Field`, {family: its default}, {family: its help})} over
+    `ModelConfig` and every family's configuration: one flag per field name, whichever
+    families share it."""
     found = {}
     for name in MODELS:
         config_class = registry.family(name).config
         for field in config_class.hyperparameters():
-            entry = found.setdefault(field.name, (field, {}))
+            entry = found.setdefault(field.name, (field, {}, {}))
             entry[1][name] = field.default
+            entry[2][name] = field.metadata["help"]
     return found
 
 
@@ -146,9 +148,12 @@ def define_config_flags(config_class, topic, names=None):
             TOPIC_OF.setdefault(field.name, field.metadata.get("topic", topic))
 
 
-def _define_hyperparameter(field, defaults):
-    """A model flag: the first family's default, and a note where families' differ."""
+def _define_hyperparameter(field, defaults, helps):
+    """A model flag: the first family's default, a note where families' differ, and each
+    family's help where they describe the field differently."""
     help_text = field.metadata["help"]
+    if len(set(helps.values())) > 1:
+        help_text = " ".join(f"{family}: {text}" for family, text in helps.items())
     if len({repr(value) for value in defaults.values()}) > 1:
         help_text += " Default per model: " + ", ".join(
             f"{family} {value}" for family, value in defaults.items()) + "."
@@ -165,8 +170,8 @@ def define_model_flags():
     flags.DEFINE_enum("model", registry.DEFAULT, MODELS, "The model family; the model flags left "
                       "unset take its paper's values (docs/FIDELITY.md: each paper).",
                       module_name=MODEL_GROUP)
-    for field, defaults in model_hyperparameters().values():
-        _define_hyperparameter(field, defaults)
+    for field, defaults, helps in model_hyperparameters().values():
+        _define_hyperparameter(field, defaults, helps)
         TOPIC_OF[field.name] = _group(field.name, defaults)
 
 

@@ -26,6 +26,9 @@ FLAGS = project_flags.FLAGS
 
 
 def define_flags():
+    """The flags of train (defined once: a test may call this again)."""
+    if "overwrite" in FLAGS:
+        return
     project_flags.define_preset_flag()
     project_flags.define_model_flags()
     project_flags.define_data_flags()

@@ -6,6 +6,7 @@ import os
 import time
 
 import keras
+import numpy as np
 import tensorflow as tf
 from tensorboard.plugins.hparams import api as hp
 
@@ -70,6 +71,39 @@ class TensorBoard(keras.callbacks.TensorBoard):
                 if name not in NOT_METRICS}
         with self.summary.record_if(True):
             super()._log_epoch_metrics(epoch, logs)
+
+
+class SeedStates(keras.callbacks.Callback):
+    """Keeps the random states of the model's layers (dropout's seed generators) beside
+    BackupAndRestore's checkpoint, which holds weights only, and puts them back when a run
+    resumes: a resumed or extended run draws the dropout masks that a run from the start
+    draws. Place it after `keras.callbacks.BackupAndRestore`.
+
+    Args:
+        path: the `.npz` file (in the backup directory).
+    """
+
+    def __init__(self, path):
+        super().__init__()
+        self.path = path
+
+    def _states(self):
+        return [v for v in self.model.variables if "seed_generator_state" in v.path]
+
+    def on_train_begin(self, logs=None):
+        if os.path.exists(self.path):
+            saved = np.load(self.path)
+            states = self._states()
+            if len(saved.files) == len(states):
+                for index, variable in enumerate(states):
+                    variable.assign(saved[f"state_{index}"])
+
+    def on_epoch_end(self, epoch, logs=None):
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        partial = self.path + ".partial.npz"
+        np.savez(partial, **{f"state_{index}": keras.ops.convert_to_numpy(variable.value)
+                             for index, variable in enumerate(self._states())})
+        os.replace(partial, self.path)
 
 
 class StopOnNaN(keras.callbacks.Callback):

@@ -120,7 +120,9 @@ def train(config, run, options):
     padding = describe_batches(inputs, prepared.preprocessor.vocabulary_size)
     done = len(run_files.read_history(run.path(run_files.HISTORY)))
     if done and isinstance(inputs["train"], batching.NLIBatches):
-        inputs["train"].skip_epochs(done)  # resumed: the order a run from the start has
+        # Resumed: the batch order of a run from the start (tf.data's seeded reshuffles
+        # start again, docs/TRAINING.md).
+        inputs["train"].skip_epochs(done)
     model = build(task, strategy, prepared)
     write_config(run, task, prepared, model, strategy, padding, options.strategy)
     # One device only: tf.distribute's variables and per-replica batches need their own
@@ -327,6 +329,7 @@ def fit(model, strategy, strategy_name, inputs, shared, run, epochs):
     model.fit(inputs["train"], validation_data=inputs["dev"], epochs=epochs, shuffle=False,
               verbose=0,  # progress.TrainingProgress shows it, in a terminal or a log file
               callbacks=[keras.callbacks.BackupAndRestore(backup, delete_checkpoint=False),
+                         callbacks.SeedStates(os.path.join(backup, "seed_states.npz")),
                          *shared])
 
 

@@ -1,0 +1,134 @@
+"""One configuration from the command line to the run record: presets inside the package,
+the same as the clone's flagfiles; flags derived from the configuration's fields; JSON round
+trips for every family; library errors shown as flags."""
+
+import dataclasses
+import json
+
+import pytest
+
+import dsan_tf
+from dsan_tf import preset_configs
+from dsan_tf.config import DataConfig, ExperimentConfig, RunOptions, TrainingConfig
+from dsan_tf.models import registry
+from dsan_tf.models.config import described_fields
+from dsan_tf.programs import flags as project_flags
+from dsan_tf.programs import train
+from helpers import ROOT, cli
+
+FLAGS = project_flags.FLAGS
+# The flagfiles that are used after the study's (their comments say so).
+LAYERED = {"afdmn_snli25k_glove50": "snli25k_glove50",
+           "gaussian_transformer_snli25k_glove50": "snli25k_glove50"}
+
+
+def _parsed(*argv):
+    """The `ExperimentConfig` experiments.train makes of `argv` (in-process)."""
+    train.define_flags()
+    FLAGS.unparse_flags()
+    try:
+        FLAGS(["train", *argv])
+        return project_flags.experiment_config()
+    finally:
+        FLAGS.unparse_flags()
+
+
+def test_every_flagfile_is_a_preset_with_the_same_configuration():
+    """experiments/configs/NAME.cfg and --preset=NAME give one configuration, and each
+    preset has its flagfile (the .cfg files stay for absl users)."""
+    files = sorted(path.stem for path in (ROOT / "experiments" / "configs").glob("*.cfg"))
+    assert files == sorted(preset_configs.names())
+    for name in files:
+        flagfiles = [f"--flagfile={ROOT / 'experiments' / 'configs' / base}.cfg"
+                     for base in (LAYERED.get(name), name) if base]
+        from_files = _parsed(*flagfiles)
+        assert _parsed(f"--preset={name}") == from_files, name
+        assert ExperimentConfig.from_preset(name) == from_files, name
+    assert _parsed("--preset=snli25k_glove50").model_config.embedding_dim == 50
+
+
+def test_flags_on_top_of_a_preset_and_overrides_by_field_name():
+    config = _parsed("--preset=demo", "--num_heads=2", "--epochs=3")
+    assert (config.model_config.num_heads, config.training.epochs) == (2, 3)
+    assert config.model_config.ffn_dim == 64  # the preset's, not the paper's 1200
+    assert config == ExperimentConfig.from_preset("demo", num_heads=2, epochs=3)
+    # Another family keeps the fields it shares and leaves the preset's others out.
+    afdmn = ExperimentConfig.from_preset("snli25k_glove50", model="afdmn")
+    assert (afdmn.model, afdmn.model_config.embedding_dim) == ("afdmn", 50)
+    assert not hasattr(afdmn.model_config, "num_heads")
+    with pytest.raises(ValueError, match="no field num_head in any configuration"):
+        ExperimentConfig.from_preset("demo", num_head=2)
+    with pytest.raises(ValueError, match="no preset 'dem'; the presets: demo, "):
+        ExperimentConfig.from_preset("dem")
+    with pytest.raises(ValueError, match="no field num_heads in the configuration of "
+                                         "model 'cbow'"):
+        ExperimentConfig.from_flat({"model": "cbow", "num_heads": 2})
+    assert list(dsan_tf.presets())[:2] == ["demo", "snli25k_glove50"]
+    assert "word-order" in dsan_tf.presets()["demo"]
+
+
+def test_every_configuration_round_trips_through_json():
+    """`to_dict` -> JSON -> `from_dict` gives the same configuration, for every family's
+    defaults and every preset, with every data and training field set."""
+    configs = [ExperimentConfig(model=name) for name in registry.names()]
+    configs += [ExperimentConfig.from_preset(name) for name in preset_configs.names()]
+    configs.append(ExperimentConfig.from_preset("demo", jit_compile=True, bounded_shapes=False,
+                                                max_length=None, patience=2))
+    for config in configs:
+        again = ExperimentConfig.from_dict(json.loads(json.dumps(config.to_dict())))
+        assert again == config and type(again.model_config) is type(config.model_config)
+    assert ExperimentConfig().differences(ExperimentConfig().replace(seed=3)) == [
+        ("seed", 0, 3)]
+
+
+def test_the_flags_are_the_configuration_fields():
+    """A flag per field, with the field's default, help, choices and bounds: a
+    hyperparameter is described once, in its configuration."""
+    train.define_flags()
+    for config_class in (DataConfig, TrainingConfig, RunOptions):
+        for field in described_fields(config_class):
+            flag = FLAGS[field.name]
+            assert flag.default == field.default
+            assert flag.help.endswith(field.metadata["help"])  # enums: "<a|b>: " first
+            if "choices" in field.metadata:
+                assert list(flag.parser.enum_values) == list(field.metadata["choices"])
+    for name in registry.names():
+        for field in described_fields(registry.family(name).config):
+            assert field.metadata["help"] in FLAGS[field.name].help
+    assert FLAGS["batch_size"].parser.lower_bound == 1
+    with pytest.raises(ValueError, match="batch_size must be >= 1, got 0"):
+        DataConfig(batch_size=0)
+    with pytest.raises(ValueError, match="log_every_steps must be >= 1"):
+        RunOptions(log_every_steps=0)
+
+
+def test_library_errors_name_fields_and_programs_show_them_as_flags(tmp_path):
+    assert project_flags.as_flags("embedding_dim=32 must be divisible by num_heads=3.") == \
+        "--embedding_dim=32 must be divisible by --num_heads=3."
+    assert project_flags.as_flags("dropout must be in [0, 1), got 2.") == \
+        "--dropout must be in [0, 1), got 2."
+    result = cli("train", "--preset=demo", "--num_heads=3", f"--workdir={tmp_path / 'run'}")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        "error: --embedding_dim=32 must be divisible by --num_heads=3.")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_preset_needs_no_clone(tmp_path):
+    """`dsan-train --preset=demo` from any directory: the preset is in the package."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.argv = ['dsan-train', '--preset=demo', '--epochs=1', "
+            "'--steps_per_epoch=2', '--workdir=run']; "
+            "from dsan_tf.programs.train import cli; cli()")
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1].startswith("dev accuracy ")
+    flags_txt = (tmp_path / "run" / "flags.txt").read_text().split()
+    assert "--embedding_dim=32" in flags_txt and "--epochs=1" in flags_txt
+    recorded = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert recorded["training"]["steps_per_epoch"] == 2
+    assert dataclasses.asdict(ExperimentConfig.from_preset("demo").data) == {
+        **recorded["data"], "bounded_shapes": None}
