@@ -122,9 +122,7 @@ def attention_by_distance(backbone, batches, max_distance=10):
 def _visible_keys(backbone, side, length, real):
     """bool [B, T, T]: the keys query i of the `side` block may see (direction or only the
     diagonal masked, padding masked)."""
-    grid = (masks.directional_mask(length, side)
-            if backbone.encoder_config["use_direction_mask"]
-            else masks.off_diagonal_mask(length))
+    grid = backbone.visible_keys(side, length)
     return (np.asarray(ops.convert_to_numpy(grid))[None]
             & real[:, None, :] & real[:, :, None])
 

@@ -5,6 +5,8 @@ PyTorch). Needs Keras only, not TensorFlow.
 
 import keras
 
+from dsan_tf.layers import DistancePrior
+
 # Whether compiling the training step pays, per backend, measured on CPU (docs/BACKENDS.md):
 # TensorFlow runs its graph faster than XLA's code here; Keras runs a JAX
 # model eagerly, op by op, unless it is jitted (about 15 times slower on the demo);
@@ -80,6 +82,6 @@ def make_optimizer(training, batch_size, model, train_size=None):
     # the schedule's multiplier only, so divide by the top rate.
     optimizer = keras.optimizers.AdamW(rate, weight_decay=decay / training.learning_rate)
     optimizer.exclude_from_weight_decay(var_list=[
-        weight for weight in model.trainable_weights
-        if "distance_prior" in weight.path])
+        weight for layer in model._flatten_layers() if isinstance(layer, DistancePrior)
+        for weight in layer.trainable_weights])
     return optimizer

@@ -158,8 +158,9 @@ class NLITask:
         self.log(f"embeddings: {report.summary()}")
         if report.dim != self.config.model_config.embedding_dim:
             raise data.DataError(
-                f"--embeddings={self.config.data.embeddings} has {report.dim}-d vectors but "
-                f"--embedding_dim={self.config.model_config.embedding_dim}.")
+                f"embeddings={self.config.data.embeddings} has {report.dim}-d vectors but "
+                f"embedding_dim={self.config.model_config.embedding_dim}.",
+                fields=("embeddings", "embedding_dim"))
         return matrix, report
 
     def bounded_shapes(self):

@@ -80,3 +80,22 @@ def test_epochs_of_n_pairs_and_early_stopping_only_at_cycle_ends(tmp_path):
     # Keras' rule would have stopped at the first epoch without a gain: never before.
     assert len(rows) - 1 - best <= 2
     assert f"early stop after epoch {len(rows)}" in output
+
+
+def test_adamw_leaves_the_distance_priors_weights_undecayed():
+    """Decay would pull a prior's w towards its floor and flatten it: the optimizer decays
+    every trainable weight but those of the `DistancePrior` layers."""
+    import dsan_tf
+
+    config = dsan_tf.model_config("dsan", vocab_size=20, embedding_dim=8, num_heads=2,
+                                  ffn_dim=8, classifier_units=8, distance_prior="learned")
+    model = dsan_tf.build_model("dsan", config)
+    ids = np.ones((2, 5), "int32")
+    model({"premise": ids, "hypothesis": ids})
+    optimizer = make_optimizer(TrainingConfig(optimizer="adamw", normalized_weight_decay=0.1,
+                                              restart_epochs=1), 2, model, train_size=8)
+    prior = [w for w in model.trainable_weights if "distance_prior" in w.path]
+    assert len(prior) == 2  # the forward and backward blocks' learned biases
+    assert not any(optimizer._use_weight_decay(weight) for weight in prior)
+    others = [w for w in model.trainable_weights if "distance_prior" not in w.path]
+    assert others and all(optimizer._use_weight_decay(weight) for weight in others)

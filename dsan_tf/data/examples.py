@@ -5,7 +5,12 @@ import dataclasses
 
 
 class DataError(ValueError):
-    """A problem with the user's data, described in one sentence naming file and line."""
+    """A problem with the user's data, described in one sentence naming file and line (and
+    the configuration `fields` it names, which a program shows as flags)."""
+
+    def __init__(self, message, fields=()):
+        super().__init__(message)
+        self.fields = tuple(fields)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -29,7 +29,6 @@ class Family:
             prediction layers).
         modules: the modules that define its Keras classes, imported before a `.keras`
             file is read.
-        joint: reads premise and hypothesis together (a `PairBackbone`).
         feature_width: (config) -> width of the frozen token features `build_model` takes
             (the word vectors, unless the family adds its own).
         token_features: None, or (config, vocabulary, word_vectors, seed) -> float32 [V,
@@ -48,7 +47,6 @@ class Family:
     backbone: Callable
     head: Callable
     modules: tuple
-    joint: bool = False
     feature_width: Callable = lambda config: config.embedding_dim
     token_features: Callable | None = None
     forward_flops: Callable | None = None

@@ -1,5 +1,6 @@
 """Keras callbacks of the training command (what `model.fit` does not do by itself)."""
 
+import dataclasses
 import json
 import math
 import os
@@ -12,6 +13,7 @@ from tensorboard.plugins.hparams import api as hp
 
 from dsan_tf import analysis, plots
 from dsan_tf import progress
+from dsan_tf.errors import UsageError
 
 
 # What `EpochLog` adds to the logs besides `seconds` that is no metric: TensorBoard writes
@@ -106,39 +108,66 @@ class SeedStates(keras.callbacks.Callback):
         os.replace(partial, self.path)
 
 
-class StopOnNaN(keras.callbacks.Callback):
-    """Stops at the first non-finite training loss and keeps a message for the user."""
+@dataclasses.dataclass(frozen=True)
+class NaNStop:
+    """Where a run stopped on a non-finite loss: the loss, the epoch (from 1) and the step
+    of that epoch (from 1)."""
 
-    message = None
+    loss: float
+    epoch: int
+    step: int
+
+    def error(self):
+        """The `UsageError` that ends the run, naming the field to change."""
+        return UsageError(f"training stopped: the loss became {self.loss} at step "
+                          f"{self.step} of epoch {self.epoch}; lower learning_rate or check "
+                          "the data. The best model so far is kept.",
+                          fields=("learning_rate",))
+
+
+class StopOnNaN(keras.callbacks.Callback):
+    """Stops at the first non-finite training loss; `stopped` says where (`NaNStop`)."""
+
+    stopped = None
+    _epoch = 0
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
 
     def on_train_batch_end(self, batch, logs=None):
         loss = (logs or {}).get("loss")
         if loss is not None and not math.isfinite(float(loss)):
-            self.message = (f"training stopped: the loss became {float(loss)} at step "
-                            f"{batch + 1} of this epoch; lower --learning_rate or check the "
-                            "data. The best model so far is kept.")
+            self.stopped = NaNStop(float(loss), self._epoch + 1, batch + 1)
             self.model.stop_training = True
 
 
 class KeepBest(keras.callbacks.Callback):
     """Saves the model whenever dev accuracy improves; remembers the best across resumes
-    (a fresh ModelCheckpoint would forget it and overwrite a better model)."""
+    (a fresh ModelCheckpoint would forget it and overwrite a better model). `best` and
+    `best_epoch` (from 1; 0 before any) are what the other callbacks and the run's results
+    read; `info_path` (best.json) keeps them for a resumed run.
+    """
 
     def __init__(self, model_path, info_path, monitor="val_accuracy"):
         super().__init__()
         self.model_path, self.info_path, self.monitor = model_path, info_path, monitor
+        self._load()
 
-    def on_train_begin(self, logs=None):
-        self.best = -math.inf
+    def _load(self):
+        self.best, self.best_epoch = -math.inf, 0
         if os.path.exists(self.info_path):
             with open(self.info_path) as stream:
-                self.best = json.load(stream)["value"]
+                info = json.load(stream)
+            self.best, self.best_epoch = info["value"], info["epoch"]
+
+    def on_train_begin(self, logs=None):
+        self._load()
 
     def on_epoch_end(self, epoch, logs=None):
         value = (logs or {}).get(self.monitor)
         if value is None or not math.isfinite(value) or value <= self.best:
             return
-        self.best = float(value)
+        self.best, self.best_epoch = float(value), epoch + 1
         self.model.save(self.model_path)
         with open(self.info_path + ".partial", "w") as stream:
             json.dump({"epoch": epoch + 1, "monitor": self.monitor, "value": self.best}, stream)
@@ -180,31 +209,24 @@ class EarlyStopping(keras.callbacks.Callback):
     """Stops when dev accuracy has not improved for `patience` epochs, as Keras'
     `EarlyStopping("val_accuracy", patience)`; with `cycle_epochs` (cosine restarts every T
     epochs) it decides only at a cycle's end (epochs T, 2T, ...), so a run never stops
-    during a cycle, before its low learning rates. The best epoch so far is read from
-    KeepBest's `info_path` when the run resumes (Keras' own forgets it)."""
+    during a cycle, before its low learning rates. The best epoch is `keep_best`'s (a
+    `KeepBest` placed before this callback), which a resumed run restores (Keras' own
+    forgets it)."""
 
-    def __init__(self, patience, cycle_epochs=0, info_path=None):
+    def __init__(self, patience, cycle_epochs, keep_best):
         super().__init__()
-        self.patience, self.cycle_epochs, self.info_path = patience, cycle_epochs, info_path
+        self.patience, self.cycle_epochs, self.keep_best = patience, cycle_epochs, keep_best
         self.stopped_epoch = None
 
-    def on_train_begin(self, logs=None):
-        self.best, self.best_epoch = -math.inf, -1
-        if self.info_path and os.path.exists(self.info_path):
-            with open(self.info_path) as stream:
-                info = json.load(stream)
-            self.best, self.best_epoch = info["value"], info["epoch"] - 1
-
     def on_epoch_end(self, epoch, logs=None):
-        value = (logs or {}).get("val_accuracy")
-        if value is not None and math.isfinite(value) and value > self.best:
-            self.best, self.best_epoch = float(value), epoch
         at_cycle_end = not self.cycle_epochs or (epoch + 1) % self.cycle_epochs == 0
-        if epoch - self.best_epoch >= self.patience and at_cycle_end:
+        best = self.keep_best
+        if epoch + 1 - best.best_epoch >= self.patience and at_cycle_end:
             self.stopped_epoch = epoch + 1
             self.model.stop_training = True
             print(f"early stop after epoch {epoch + 1}: dev accuracy last improved at "
-                  f"epoch {self.best_epoch + 1} ({self.best:.4f})", flush=True)
+                  f"epoch {best.best_epoch} ({best.best:.4f})", flush=True)
+
 
 
 class HalveOnDevDrop(keras.callbacks.Callback):

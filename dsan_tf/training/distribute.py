@@ -73,8 +73,9 @@ def make_strategy(name, tpu=""):
         return tf.distribute.MirroredStrategy(devices=cpus)
     if name == "multi_worker":
         if "TF_CONFIG" not in os.environ:
-            raise UsageError("--strategy=multi_worker needs the TF_CONFIG environment "
-                             "variable (cluster and task of each worker; see docs/TRAINING.md).")
+            raise UsageError("strategy=multi_worker needs the TF_CONFIG environment "
+                             "variable (cluster and task of each worker; see docs/TRAINING.md).",
+                             fields=("strategy",))
         return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "tpu":
         try:
@@ -82,10 +83,12 @@ def make_strategy(name, tpu=""):
             tf.config.experimental_connect_to_cluster(resolver)
             tf.tpu.experimental.initialize_tpu_system(resolver)
         except (ValueError, tf.errors.OpError) as error:
-            raise UsageError(f"--strategy=tpu: no TPU found at --tpu={tpu!r} "
-                             f"({str(error).splitlines()[0]}).") from None
+            raise UsageError(f"strategy=tpu: no TPU found at tpu={tpu!r} "
+                             f"({str(error).splitlines()[0]}).",
+                             fields=("strategy", "tpu")) from None
         return tf.distribute.TPUStrategy(resolver)
-    raise UsageError(f"--strategy must be one of {STRATEGIES}, got {name!r}.")
+    raise UsageError(f"strategy must be one of {STRATEGIES}, got {name!r}.",
+                     fields=("strategy",))
 
 
 def _keras_distribution(name, backend):
@@ -99,8 +102,9 @@ def _keras_distribution(name, backend):
             devices = []
         devices = devices or keras.distribution.list_devices("cpu")
         return KerasDistribution(keras.distribution.DataParallel(devices=devices))
-    raise UsageError(f"--strategy={name} needs KERAS_BACKEND=tensorflow (now {backend}); "
-                     "under JAX, --strategy=mirrored trains on every local device.")
+    raise UsageError(f"strategy={name} needs KERAS_BACKEND=tensorflow (now {backend}); "
+                     "under JAX, strategy=mirrored trains on every local device.",
+                     fields=("strategy",))
 
 
 def worker_dir(workdir):

@@ -130,11 +130,11 @@ def train(config, run, options):
     one_device = options.strategy == "default"
     ahead = compile_ahead(task, prepared, model, strategy, options) \
         if options.compile_ahead and one_device else None
-    shared, nan_guard = make_callbacks(run, task, prepared, inputs, options.log_every_steps,
-                                       options.probe_sentence)
+    shared, nan_guard, keep_best = make_callbacks(
+        run, task, prepared, inputs, options.log_every_steps, options.probe_sentence)
     fit(model, strategy, options.strategy, inputs, shared, run, config.training.epochs)
-    return finish(run, model if one_device else None, inputs, nan_guard, options.export_dir,
-                  ahead)
+    return finish(run, model if one_device else None, inputs, nan_guard, keep_best,
+                  options.export_dir, ahead)
 
 
 def compile_ahead(task, prepared, model, strategy, options):
@@ -204,8 +204,9 @@ def set_up(config, strategy_name, tpu, logical_cpus):
     strategy = distribute.make_strategy(strategy_name, tpu)
     replicas = strategy.num_replicas_in_sync
     if config.data.batch_size % replicas:
-        raise UsageError(f"--batch_size={config.data.batch_size} (the global batch) is not "
-                         f"divisible by the {replicas} replicas of --strategy={strategy_name}.")
+        raise UsageError(f"batch_size={config.data.batch_size} (the global batch) is not "
+                         f"divisible by the {replicas} replicas of strategy={strategy_name}.",
+                         fields=("batch_size", "strategy"))
     print(f"strategy: {strategy_name}, {replicas} replica(s), "
           f"{config.data.batch_size // replicas} pairs each per step")
     if config.training.mixed_precision != "none":
@@ -237,8 +238,8 @@ def prepare_data(task, run):
         vocabulary = data.Vocabulary.load(run.path(run_files.VOCAB))
         if vocabulary.lowercase != settings.lowercase:
             raise UsageError(f"{run.path(run_files.VOCAB)} was built with lowercase="
-                             f"{vocabulary.lowercase}; use a new --workdir to change "
-                             "--lowercase.")
+                             f"{vocabulary.lowercase}; use another workdir to change "
+                             "lowercase.", fields=("workdir", "lowercase"))
     preprocessor = task.build_preprocessor(
         splits["train"], splits["dev"] + splits.get("test", []), vector_file, vocabulary)
     preprocessor.save(run.workdir)
@@ -285,9 +286,11 @@ def write_config(run, task, prepared, model, strategy, padding, strategy_name):
 
 
 def make_callbacks(run, task, prepared, inputs, log_every_steps, probe_sentence=None):
-    """(callbacks shared by fit and the multi-worker loop, the NaN guard)."""
+    """(callbacks shared by fit and the multi-worker loop, the `StopOnNaN` guard, the
+    `KeepBest`): the last two say how the run ended, as objects."""
     config = task.config
     nan_guard = callbacks.StopOnNaN()
+    keep_best = callbacks.KeepBest(run.path(run_files.BEST), run.path(run_files.BEST_INFO))
     hparams = dict(dataclasses.asdict(config.model_config), model=config.model,
                    learning_rate=config.training.learning_rate,
                    batch_size=config.data.batch_size, embeddings=prepared.embeddings["source"],
@@ -295,7 +298,7 @@ def make_callbacks(run, task, prepared, inputs, log_every_steps, probe_sentence=
     shared = [
         callbacks.EpochLog(),
         nan_guard,
-        callbacks.KeepBest(run.path(run_files.BEST), run.path(run_files.BEST_INFO)),
+        keep_best,
         callbacks.HistoryCSV(run.path(run_files.HISTORY), append=True),
         callbacks.TensorBoard(run.path("tensorboard"), update_freq=log_every_steps),
         callbacks.HParams(run.path("tensorboard"), hparams,
@@ -310,13 +313,12 @@ def make_callbacks(run, task, prepared, inputs, log_every_steps, probe_sentence=
         shared.append(callbacks.HalveOnDevDrop())
     if config.training.patience:
         shared.append(callbacks.EarlyStopping(config.training.patience,
-                                              config.training.restart_epochs,
-                                              run.path(run_files.BEST_INFO)))
+                                              config.training.restart_epochs, keep_best))
     # Last: the epoch's line shows what the others added to the logs (seconds).
     shared.append(callbacks.TrainingProgress(config.training.epochs,
                                             progress.cardinality(inputs["train"]),
                                             progress.cardinality(inputs["dev"])))
-    return shared, nan_guard
+    return shared, nan_guard, keep_best
 
 
 def fit(model, strategy, strategy_name, inputs, shared, run, epochs):
@@ -341,17 +343,17 @@ def weights_digest(model):
     return digest.hexdigest()
 
 
-def finish(run, model, inputs, nan_guard, export_dir=None, compiled_ahead=None):
+def finish(run, model, inputs, nan_guard, keep_best, export_dir=None, compiled_ahead=None):
     """Evaluates the best epoch's model on dev (and test) with the trained `model`'s
     compiled steps (None: the loaded best model's own), writes results.json (with what
     `compile_ahead` did, when it ran), exports it when asked. Returns the results dict."""
-    if nan_guard.message:
-        raise UsageError(nan_guard.message)
+    if nan_guard.stopped:
+        raise nan_guard.stopped.error()
     if not run.exists(run_files.BEST):
         raise UsageError("no epoch finished with a finite dev accuracy; nothing saved in "
                          f"{run.workdir}.")
     best = load_model(run.path(run_files.BEST))
-    results = {"best_epoch": run.read_json(run_files.BEST_INFO)["epoch"],
+    results = {"best_epoch": keep_best.best_epoch,
                "parameters": best.parameter_breakdown(),
                "best_weights_sha256": weights_digest(best)}
     if model is not None:

@@ -28,7 +28,7 @@ def _head(config):
 FAMILY = register(Family(
     name="afdmn", paper="Duan et al. (2018), Attention-Fused Deep Matching Network",
     config=AFDMNConfig,
-    backbone=_backbone, head=_head, joint=True,
+    backbone=_backbone, head=_head,
     modules=("dsan_tf.models.afdmn.layers", "dsan_tf.models.afdmn.backbone")))
 
 __getattr__ = lazy_attributes(__name__, {

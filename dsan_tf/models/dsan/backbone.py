@@ -70,6 +70,14 @@ class DSANBackbone(SentenceEncoderBackbone):
         return {block.direction: block.attention.prior(distances)
                 for block in (self.encoder.forward_block, self.encoder.backward_block)}
 
+    def visible_keys(self, side, length):
+        """bool [T, T]: the keys each query of the `side` ("forward" or "backward") block
+        may attend to before padding: its direction's mask, or with
+        `use_direction_mask=False` every key but the diagonal."""
+        if self.encoder_config["use_direction_mask"]:
+            return masks.directional_mask(length, side)
+        return masks.off_diagonal_mask(length)
+
     def sentence_intermediates(self, token_ids):
         """What the encoder computes on the way (for the paper's Figures 7-13).
 
