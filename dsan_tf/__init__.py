@@ -33,9 +33,9 @@ def presets():
     """{name: what it is} of the named configurations (`ExperimentConfig.from_preset(name,
     **overrides)`; every program's `--preset=NAME`): the papers' configurations, the
     study's setting and the demo."""
-    from dsan_tf import preset_configs
+    from dsan_tf.models import registry
 
-    return preset_configs.describe()
+    return {name: description for name, (_, description) in registry.presets().items()}
 
 
 def __getattr__(name):

@@ -6,7 +6,6 @@ without loading either.
 
 import dataclasses
 
-from dsan_tf import preset_configs
 from dsan_tf.models import registry
 from dsan_tf.models.config import (
     ModelConfig, check_fields, described_fields, documented, hyperparameter)
@@ -270,7 +269,7 @@ class ExperimentConfig:
     def from_preset(cls, name, **overrides):
         """The named preset (`dsan_tf.presets()`: the papers' configurations, the study's
         setting, the demo) with `overrides` by field name on top."""
-        values = preset_configs.values(name)
+        values = registry.preset_values(name)
         unknown = sorted(set(overrides) - set(ExperimentConfig.field_names()))
         if unknown:
             raise ValueError(f"no field {', '.join(unknown)} in any configuration "

@@ -299,7 +299,9 @@ def test_help_is_short_and_grouped_by_topic_with_each_familys_flags_under_it():
     assert "--pooling" in sections["model: dsan"]
     assert "--num_heads" in sections["model: dsan, gaussian_transformer"]
     assert "--train_data" in sections["data"] and "--learning_rate" in sections["training"]
-    assert "--workdir" in sections["output"] and "--strategy" in sections["train"]
+    assert "--workdir" in sections["output"] and "--strategy" in sections["training"]
+    assert sections["train"] == ["--overwrite"]  # the rest: the configuration's fields
+    assert "--preset" in sections["model"]
     assert "--flagfile=FILE" in listed
     flag_count = sum(len(names) for names in sections.values())
     assert len(listed.splitlines()) < 2.5 * flag_count + 40
@@ -546,8 +548,8 @@ def test_a_run_directory_never_describes_another_model(demo, tmp_path):
     refused = cli("train", *flags, "--dropout=0.3", "--batch_size=16")
     assert refused.returncode != 0 and refused.stdout == ""
     assert refused.stderr.count("\n") == 1 and refused.stderr.startswith(
-        f"error: --workdir={copy} holds a run trained with other flags (--batch_size: 32 "
-        "there, 16 now; --dropout: 0.0 there, 0.3 now)")
+        f"error: --workdir {copy} holds a run of another configuration (--dropout: 0.0 "
+        "there, 0.3 now; --batch_size: 32 there, 16 now)")
     assert "--overwrite" in refused.stderr
     assert {name: (copy / name).read_bytes() for name in names} == before
     again = ok(cli("train", *flags))

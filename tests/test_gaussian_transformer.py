@@ -35,9 +35,14 @@ def pairs(rng, batch=4, premise=7, hypothesis=5):
 
 def test_paper_configuration_has_the_papers_parameter_count():
     """Table 2: 665k parameters at M = 3, N = 2, H = 4, d_model = 120, d_w = 300, d_c = 30,
-    the FFN d_model wide (eq. (11)); the frozen embeddings are not counted."""
-    model = build_model("gaussian_transformer",
-                        model_config("gaussian_transformer", vocab_size=5))
+    the FFN d_model wide (eq. (11)); the frozen embeddings are not counted. The paper's
+    configuration is the preset's."""
+    import dataclasses
+
+    from dsan_tf.config import ExperimentConfig
+
+    paper = ExperimentConfig.from_preset("gaussian_transformer_snli").model_config
+    model = build_model("gaussian_transformer", dataclasses.replace(paper, vocab_size=5))
     parts = model.parameter_breakdown()
     assert abs(parts["params_excluding_embeddings"] - 665_000) <= 0.03 * 665_000
     assert parts["embedding_block"] == (300 + 30) * 120  # W_e only, no bias (eq. (9))

@@ -8,7 +8,6 @@ import json
 import pytest
 
 import dsan_tf
-from dsan_tf import preset_configs
 from dsan_tf.config import DataConfig, ExperimentConfig, RunOptions, TrainingConfig
 from dsan_tf.models import registry
 from dsan_tf.models.config import described_fields
@@ -37,7 +36,7 @@ def test_every_flagfile_is_a_preset_with_the_same_configuration():
     """experiments/configs/NAME.cfg and --preset=NAME give one configuration, and each
     preset has its flagfile (the .cfg files stay for absl users)."""
     files = sorted(path.stem for path in (ROOT / "experiments" / "configs").glob("*.cfg"))
-    assert files == sorted(preset_configs.names())
+    assert files == sorted(list(registry.presets()))
     for name in files:
         flagfiles = [f"--flagfile={ROOT / 'experiments' / 'configs' / base}.cfg"
                      for base in (LAYERED.get(name), name) if base]
@@ -71,7 +70,7 @@ def test_every_configuration_round_trips_through_json():
     """`to_dict` -> JSON -> `from_dict` gives the same configuration, for every family's
     defaults and every preset, with every data and training field set."""
     configs = [ExperimentConfig(model=name) for name in registry.names()]
-    configs += [ExperimentConfig.from_preset(name) for name in preset_configs.names()]
+    configs += [ExperimentConfig.from_preset(name) for name in list(registry.presets())]
     configs.append(ExperimentConfig.from_preset("demo", jit_compile=True, bounded_shapes=False,
                                                 max_length=None, patience=2))
     for config in configs:

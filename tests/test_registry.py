@@ -94,10 +94,15 @@ def test_a_backbones_constructor_arguments_are_its_configuration(name):
                           **{key: value for key, value in small.items() if key in fields})
     backbone = build_model(name, config).backbone
     saved = backbone.get_config()
+    # An unset trainable_embeddings is resolved by build_model, and saved so: without
+    # word vectors, the embeddings are trained.
+    assert saved["trainable_embeddings"] is (
+        True if config.trainable_embeddings is None else config.trainable_embeddings)
     differing = {field.name: (getattr(config, field.name), saved.get(field.name, "missing"))
                  for field in config.hyperparameters()
                  if saved.get(field.name, "missing") != getattr(config, field.name)
-                 and not (field.name in HEAD_FIELDS and field.name not in saved)}
+                 and not (field.name in HEAD_FIELDS and field.name not in saved)
+                 and field.name != "trainable_embeddings"}
     assert not differing, differing
     assert type(backbone).from_config(saved).get_config() == saved
 

@@ -46,5 +46,5 @@ def test_model_flags_reach_the_model():
 def test_bad_flag_is_one_clear_line():
     result = summary("--embedding_dim=301")
     assert result.returncode != 0
-    assert "embedding_dim=301 must be divisible by num_heads=5" in result.stderr
+    assert "--embedding_dim=301 must be divisible by --num_heads=5" in result.stderr
     assert "Traceback" not in result.stderr

@@ -36,6 +36,8 @@ class Family:
         forward_flops: None, or (config, premise_length, hypothesis_length) -> FLOPs of one
             pair's forward pass (the benchmark's roofline).
         paper_parameters: the paper's parameter count, as printed ("4.7M"), or "".
+        presets: {name: (what it is, the preset it builds on or None, {field: value})}:
+            its named configurations (`presets.py` in its package; `dsan_tf.presets()`).
         sentence_figures: its backbone shows one sentence's attention, gates and pooling
             (`sentence_intermediates`: `experiments.train --probe_sentence`, the Section
             5.5 figures).
@@ -52,6 +54,7 @@ class Family:
     forward_flops: Callable | None = None
     paper_parameters: str = ""
     sentence_figures: bool = False
+    presets: dict = dataclasses.field(default_factory=dict)
 
 
 def register(family):
@@ -83,6 +86,29 @@ def family(name):
     if name not in _FAMILIES:
         raise ValueError(f"model must be one of {names()}, got {name!r}.")
     return _FAMILIES[name]
+
+
+def presets():
+    """{preset name: (family name, what it is)} of every family's presets, in `PACKAGES`
+    order; ValueError when two families use one name."""
+    found = {}
+    for name in names():
+        for preset, (description, _, _) in _FAMILIES[name].presets.items():
+            if preset in found:
+                raise ValueError(f"preset {preset!r} is both {found[preset][0]}'s and {name}'s.")
+            found[preset] = (name, description)
+    return found
+
+
+def preset_values(preset):
+    """{field name: value} of `preset`, "model" included, its base's values under its
+    own; ValueError naming the presets otherwise."""
+    known = presets()
+    if preset not in known:
+        raise ValueError(f"no preset {preset!r}; the presets: {', '.join(known)}.")
+    name = known[preset][0]
+    _, base, values = _FAMILIES[name].presets[preset]
+    return {**(preset_values(base) if base else {}), **values, "model": name}
 
 
 def check_config(name, config):

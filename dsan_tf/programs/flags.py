@@ -17,7 +17,6 @@ import types
 
 from absl import flags
 
-from dsan_tf import preset_configs
 from dsan_tf.config import DATA_PREFIXES, MODELS, DataConfig, ExperimentConfig, RunOptions, TrainingConfig
 from dsan_tf.models import registry
 from dsan_tf.models.config import ModelConfig, described_fields
@@ -230,7 +229,7 @@ def define_run_flags():
 @_once("model")
 def define_preset_flag():
     """--preset: a named configuration (`dsan_tf.presets()`) under the flags given."""
-    flags.DEFINE_enum("preset", None, preset_configs.names(), "A named configuration (the "
+    flags.DEFINE_enum("preset", None, list(registry.presets()), "A named configuration (the "
                       "papers', the study's setting, the demo; docs/TRAINING.md lists "
                       "them): its values are the defaults, the flags given go on top.",
                       module_name=MODEL_GROUP)
@@ -270,7 +269,7 @@ def given_values(values=FLAGS):
     preset = values["preset"].value if "preset" in values else None
     given = {name: values[name].value for name in ExperimentConfig.field_names()
              if name in values and values[name].present}
-    return {**(preset_configs.values(preset) if preset else {}), **given}
+    return {**(registry.preset_values(preset) if preset else {}), **given}
 
 
 def experiment_config(values=FLAGS):

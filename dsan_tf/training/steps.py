@@ -81,13 +81,7 @@ def train_run(workdir, config, options=RunOptions(), overwrite=False):
             print(f"SavedModel, model.keras, the preprocessor and {model_card.CARD}: "
                   f"{export_run(run, options.export_dir)}")
         return TrainOutcome(state, workdir, run.read_json(run_files.RESULTS))
-    if state == "extend":
-        print(f"extending {workdir}: {done} epoch(s) done, training epochs {done + 1} to "
-              f"{config.training.epochs}")
-        for name in (run_files.RESULTS, run_files.CARD):
-            os.remove(run.path(name)) if run.exists(name) else None
-    elif state == "resume":
-        print(f"resuming {workdir}: {done} epoch(s) done, training from epoch {done + 1}")
+    _continue(run, state, done, config.training.epochs)
     try:
         results = train(config, run, options)
     except BaseException:
@@ -95,6 +89,19 @@ def train_run(workdir, config, options=RunOptions(), overwrite=False):
             run.discard(remove_directory=created)
         raise
     return TrainOutcome(state, workdir, results)
+
+
+def _continue(run, state, done, epochs):
+    """Says how a resumed or extended run goes on; an extended run's results and card go
+    (they described the shorter run)."""
+    if state == "extend":
+        print(f"extending {run.workdir}: {done} epoch(s) done, training epochs {done + 1} "
+              f"to {epochs}")
+        for name in (run_files.RESULTS, run_files.CARD):
+            if run.exists(name):
+                os.remove(run.path(name))
+    elif state == "resume":
+        print(f"resuming {run.workdir}: {done} epoch(s) done, training from epoch {done + 1}")
 
 
 def interrupted_message(workdir, command):

@@ -4,6 +4,7 @@ pooling; docs/FIDELITY.md rows 1-44."""
 
 from dsan_tf.models import flops
 from dsan_tf.models.dsan.config import DSANConfig
+from dsan_tf.models.dsan.presets import PRESETS
 from dsan_tf.models.registry import Family, lazy_attributes, register
 
 
@@ -40,6 +41,7 @@ def _flops(config, premise_length, hypothesis_length):
 
 
 FAMILY = register(Family(
+    presets=PRESETS,
     name="dsan", paper="Im & Cho (2017), Distance-based Self-Attention Network for NLI",
     config=DSANConfig,
     backbone=_backbone, head=_head, forward_flops=_flops,
