@@ -17,17 +17,32 @@ from dsan_tf.task import predict
 Member = collections.namedtuple("Member", "run model preprocessor config")
 
 
+# The group of the records that lack a `group_by` field (counted, not dropped).
+MISSING = "(missing)"
+# Groups printed per field; the JSON report holds all of them.
+SHOWN_GROUPS = 20
+
+
 def _check_fields(examples, spec, group_by):
-    """`UsageError` naming the first example of `spec` that lacks a `group_by` field."""
+    """`UsageError` when no example of `spec` has a `group_by` field (records lacking it
+    otherwise form the group `MISSING`)."""
     for field in group_by:
-        lacking = next((i for i, e in enumerate(examples) if e.field(field) is None), None)
-        if lacking is not None:
+        if all(e.field(field) is None for e in examples):
             known = sorted({name for e in examples[:1000] for name, _ in e.fields})
             raise UsageError(
-                f"--group_by={field}: example {lacking + 1} of {spec} has no field {field!r}; "
-                "the fields it can group by (besides the two sentences and the gold label, "
-                "whose per-class accuracy the report already shows) are: "
-                f"{', '.join(known) or 'none'}.")
+                f"group_by={field}: no example of {spec} has a field {field!r}; the fields "
+                "it can group by (besides the two sentences and the gold label, whose "
+                "per-class accuracy the report already shows) are: "
+                f"{', '.join(known) or 'none'}.", fields=("group_by",))
+
+
+def _groups(examples, field, correct):
+    """{value: {"examples", "accuracy"}} of `field`, every value (lacking it: `MISSING`)."""
+    values = np.array([str(v) if (v := e.field(field)) is not None else MISSING
+                       for e in examples])
+    return {value: {"examples": int(np.sum(values == value)),
+                    "accuracy": float(np.mean(correct[values == value]))}
+            for value in sorted(set(values.tolist()))}
 
 
 def evaluate(task, model, preprocessor, spec, save_predictions=False, group_by=()):
@@ -46,11 +61,7 @@ def evaluate(task, model, preprocessor, spec, save_predictions=False, group_by=(
     predictions, result = metrics.score(labels, predictions, *lengths)
     correct = predictions == labels
     for field in group_by:
-        values = np.array([e.field(field) for e in examples])
-        result.setdefault("groups", {})[field] = {
-            value: {"examples": int(np.sum(values == value)),
-                    "accuracy": float(np.mean(correct[values == value]))}
-            for value in sorted(set(values.tolist()))}
+        result.setdefault("groups", {})[field] = _groups(examples, field, correct)
     # Numbers, not sentences: {"source", "kept", "dropped": {reason: count}} and the
     # token counts (unknown words, truncation) of `EncodeReport`.
     result["read"] = report.to_dict()
@@ -62,13 +73,23 @@ def evaluate(task, model, preprocessor, spec, save_predictions=False, group_by=(
     return result
 
 
-def format_groups(result):
-    """The per-group accuracies of an `evaluate` report as printed lines."""
+def format_groups(result, shown=SHOWN_GROUPS):
+    """The per-group accuracies of an `evaluate` report as printed lines: every group of a
+    field with at most `shown` of them, else its `shown` largest and a line counting the
+    rest (the JSON report, `--output`, holds every group)."""
     lines = []
     for field, groups in result.get("groups", {}).items():
         lines.append(f"  by {field}:")
+        chosen = groups
+        if len(groups) > shown:
+            largest = sorted(groups, key=lambda value: -groups[value]["examples"])[:shown]
+            chosen = {value: groups[value] for value in sorted(largest)}
         lines += [f"    {value:<40} {group['accuracy']:.4f}  ({group['examples']:,} pairs)"
-                  for value, group in groups.items()]
+                  for value, group in chosen.items()]
+        if len(chosen) < len(groups):
+            rest = [group["examples"] for value, group in groups.items() if value not in chosen]
+            lines.append(f"    ... and {len(rest):,} more groups of {sum(rest):,} pairs "
+                         f"(the {shown} largest are shown; --output's JSON has them all)")
     return "\n".join(lines)
 
 

@@ -136,10 +136,12 @@ class TruncationWarning(UserWarning):
 
 def _texts(value, what):
     """(list of str, whether `value` was one string) of a string or a sequence of them."""
-    if isinstance(value, str):
-        return [value], True
-    if isinstance(value, bytes):
-        return [value.decode("utf-8")], True
+    if isinstance(value, (str, bytes)):
+        text = value.decode("utf-8") if isinstance(value, bytes) else value
+        if not text.strip():
+            one = {"premises": "premise", "hypotheses": "hypothesis"}.get(what, "sentence")
+            raise ValueError(f"the {one} is empty: a sentence needs at least one word.")
+        return [text], True
     try:
         texts = list(value)
     except TypeError:
@@ -147,9 +149,12 @@ def _texts(value, what):
                          f"{type(value).__name__}.") from None
     for index, text in enumerate(texts):
         if isinstance(text, bytes):
-            texts[index] = text.decode("utf-8")
+            texts[index] = text = text.decode("utf-8")
         elif not isinstance(text, str):
             raise ValueError(f"{what}[{index}] is {type(text).__name__}, not a string.")
+        if not text.strip():
+            raise ValueError(f"{what}[{index}] is empty: a sentence needs at least one word "
+                             "(an empty one would be classified from padding alone).")
     return texts, False
 
 

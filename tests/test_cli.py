@@ -415,13 +415,14 @@ def test_ensemble_export_serves_the_mean_of_its_members(demo, cbow_run, tmp_path
 
 
 def test_embed_writes_one_vector_per_line_and_a_projector_view(demo, tmp_path):
-    """Row i is line i's sentence vector (blank lines too); the same vectors as the
-    backbone gives in Python; a TensorBoard projector view of a sample."""
+    """Row i is line i's sentence vector; the same vectors as the backbone gives in Python;
+    a TensorBoard projector view of a sample; a blank line is refused, naming it (issue
+    37: an empty sentence would be embedded from padding alone)."""
     import dsan_tf
 
     workdir, _ = demo
     text = tmp_path / "sentences.txt"
-    lines = ["the dog saw the cat", "", "a zebra"] * 100
+    lines = ["the dog saw the cat", "a cat", "a zebra"] * 100
     text.write_text("\n".join(lines) + "\n")
     output, projector = tmp_path / "vectors.npy", tmp_path / "projector"
     ok(cli("embed", f"--workdir={workdir}", f"--input={text}", f"--output={output}",
@@ -433,6 +434,12 @@ def test_embed_writes_one_vector_per_line_and_a_projector_view(demo, tmp_path):
     np.testing.assert_allclose(vectors[0], vectors[3], atol=1e-6)
     assert len((projector / "metadata.tsv").read_text().splitlines()) == 10
     assert (projector / "projector_config.pbtxt").exists()
+    blank = tmp_path / "blank.txt"
+    blank.write_text("a dog\n\na cat\n")
+    refused = cli("embed", f"--workdir={workdir}", f"--input={blank}", f"--output={output}")
+    assert refused.stderr.strip().splitlines()[-1] == (
+        f"error: {blank}:2: the sentence is empty; a sentence needs at least one word (the "
+        "output has a vector per line).")
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"sentence1": "a dog"}\n{"premise": "a cat"}\n')
     refused = cli("embed", f"--workdir={workdir}", f"--input={bad}", f"--output={output}")
@@ -492,7 +499,7 @@ def test_evaluate_scores_two_way_sets_and_groups_by_any_field(demo, tmp_path):
 
     unknown = cli("evaluate", f"--workdir={workdir}", f"--data={breaking}", "--group_by=genre")
     assert unknown.returncode != 0 and "Traceback" not in unknown.stderr
-    assert f"--group_by=genre: example 1 of {breaking} has no field 'genre'" in unknown.stderr
+    assert f"--group_by=genre: no example of {breaking} has a field 'genre'" in unknown.stderr
     refused = cli("train", *DEMO, f"--train_data={hans}", f"--workdir={tmp_path / 'run'}")
     assert "has two-way labels (non-entailment, as HANS)" in refused.stderr
 

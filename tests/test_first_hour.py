@@ -2,14 +2,17 @@
 message and exit status, the numbers printed, the rows of history.csv."""
 
 import io
+import json
+import re
 import subprocess
 import sys
 
 import pytest
 
+import dsan_tf
 from dsan_tf import progress
 from dsan_tf.rundir import read_history
-from helpers import ENV, ROOT, cli
+from helpers import ENV, ROOT, cli, ok
 
 
 def test_messages_keep_the_paths_the_user_gave(tmp_path):
@@ -226,3 +229,60 @@ def test_a_record_of_the_wrong_type_is_one_sentence_naming_file_and_line(trained
     done = cli("evaluate", f"--workdir={trained}", f"--data={source}")
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines()[-1] == f"error: {source}:2: {message}"
+
+
+def test_group_by_keeps_records_lacking_the_field_and_prints_a_screenful(trained, tmp_path):
+    """Issue 37, item 5: a record without the field is its own group, not an abort; a field
+    of many values prints its 20 largest groups and a line counting the rest; the JSON
+    report holds every group."""
+    records = [{"sentence1": "the dog saw the cat", "sentence2": "the cat saw the dog",
+                "gold_label": "contradiction", "captionID": f"c{i % 25}"} for i in range(29)]
+    records.append({"sentence1": "a dog", "sentence2": "a cat", "gold_label": "neutral"})
+    data = tmp_path / "captions.jsonl"
+    data.write_text("".join(json.dumps(record) + "\n" for record in records))
+    output = tmp_path / "report.json"
+    shown = cli("evaluate", f"--workdir={trained}", f"--data={data}", "--group_by=captionID",
+                f"--output={output}")
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    groups = json.loads(output.read_text())["sources"][str(data)]["groups"]["captionID"]
+    assert len(groups) == 26 and groups["(missing)"]["examples"] == 1
+    assert sum(group["examples"] for group in groups.values()) == 30
+    lines = shown.stdout.split("  by captionID:\n", 1)[1].splitlines()
+    # The 20 largest, in value order: c0-c3 (2 pairs each) and 16 of one pair.
+    assert [line.split()[0] for line in lines[:4]] == ["(missing)", "c0", "c1", "c10"]
+    assert lines[20].strip() == ("... and 6 more groups of 6 pairs (the 20 largest are "
+                                 "shown; --output's JSON has them all)")
+
+
+@pytest.mark.parametrize("premise, hypothesis, message", [
+    ("  ", "a cat", "the premise is empty: a sentence needs at least one word."),
+    (["a dog", ""], ["a cat", "a dog"], "premises[1] is empty"),
+    (["a dog"], ["\t"], "hypotheses[0] is empty")])
+def test_an_empty_sentence_is_refused_not_classified(trained, premise, hypothesis, message):
+    """Issue 37, item 4: an empty or blank sentence would be classified from padding alone;
+    the Python API refuses it naming which, the CLI too (flag or file line), and data files
+    count it among the dropped records (`ReadReport`)."""
+    model = dsan_tf.load(str(trained))
+    with pytest.raises(ValueError, match=re.escape(message)):
+        model.predict(premise, hypothesis)
+
+
+def test_the_cli_refuses_an_empty_sentence_naming_the_flag_or_line(trained, tmp_path):
+    flag = cli("predict", f"--workdir={trained}", "--premise= ", "--hypothesis=a cat")
+    assert flag.returncode == 1
+    assert flag.stderr.strip() == "error: --premise is empty: a sentence needs at least one word."
+    data = tmp_path / "pairs.csv"
+    data.write_text("premise,hypothesis\na dog,a cat\nthe dog,  \n")
+    line = cli("predict", f"--workdir={trained}", f"--input={data}")
+    assert line.returncode == 1
+    assert line.stderr.strip().splitlines()[-1] == (
+        f"error: {data}:3: the hypothesis is empty; a sentence needs at least one word.")
+    records = tmp_path / "eval.jsonl"
+    records.write_text(json.dumps({"sentence1": "a dog", "sentence2": "a cat",
+                                   "gold_label": "neutral"}) + "\n" +
+                       json.dumps({"sentence1": " ", "sentence2": "a cat",
+                                   "gold_label": "neutral"}) + "\n")
+    output = tmp_path / "report.json"
+    ok(cli("evaluate", f"--workdir={trained}", f"--data={records}", f"--output={output}"))
+    read = json.loads(output.read_text())["sources"][str(records)]["read"]
+    assert read == {"source": str(records), "kept": 1, "dropped": {"empty sentence": 1}}

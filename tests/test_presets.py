@@ -131,3 +131,10 @@ def test_a_preset_needs_no_clone(tmp_path):
     assert recorded["training"]["steps_per_epoch"] == 2
     assert dataclasses.asdict(ExperimentConfig.from_preset("demo").data) == {
         **recorded["data"], "bounded_shapes": None}
+    # flags.txt repeats the run: the same configuration, so the finished run is found.
+    code = code.replace("'--preset=demo', '--epochs=1', '--steps_per_epoch=2'",
+                        "'--flagfile=run/flags.txt'")
+    again = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "is a finished run of this configuration: nothing trained" in again.stdout

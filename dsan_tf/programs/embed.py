@@ -41,6 +41,13 @@ def define_flags():
                          "first N).", lower_bound=1)
 
 
+def _nonempty(text, path, number):
+    if not text.strip():
+        raise program.UsageError(f"{path}:{number}: the sentence is empty; a sentence needs "
+                                 "at least one word (the output has a vector per line).")
+    return text
+
+
 def sentences(path, field):
     """Yields each line's sentence; `UsageError` naming the file and line of a bad one."""
     jsonl = path.endswith(".jsonl")
@@ -48,7 +55,7 @@ def sentences(path, field):
         with open(path, encoding="utf-8") as stream:
             for number, line in enumerate(stream, start=1):
                 if not jsonl:
-                    yield line.rstrip("\n")
+                    yield _nonempty(line.rstrip("\n"), path, number)
                     continue
                 try:
                     value = json.loads(line)[field] if line.strip() else ""
@@ -57,7 +64,7 @@ def sentences(path, field):
                                              f"the field {field!r} ({error}).") from None
                 if not isinstance(value, str):
                     raise program.UsageError(f"{path}:{number}: {field!r} is not a string.")
-                yield value
+                yield _nonempty(value, path, number)
     except FileNotFoundError:
         raise program.UsageError(f"input file {path} does not exist.") from None
     except UnicodeDecodeError:
@@ -90,7 +97,7 @@ def main(argv):
         raise program.UsageError(f"{FLAGS.input} holds no sentences.")
     try:
         model = dsan_tf.load(FLAGS.workdir)
-        width = model.encode([""]).shape[1]
+        width = model.encode(["."]).shape[1]  # any sentence: the width
     except ValueError as error:
         raise program.UsageError(f"--workdir={FLAGS.workdir}: {error}") from None
     vectors = np.lib.format.open_memmap(FLAGS.output, mode="w+", dtype="float32",

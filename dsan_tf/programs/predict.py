@@ -125,6 +125,9 @@ def _checked(path, number, pair_id, premise, hypothesis):
         if not isinstance(text, str):
             raise program.UsageError(f"{path}:{number}: the {side} must be a sentence, got "
                                      f"{json.dumps(text)}.")
+        if not text.strip():
+            raise program.UsageError(f"{path}:{number}: the {side} is empty; a sentence "
+                                     "needs at least one word.")
     return str(pair_id), premise, hypothesis
 
 
@@ -203,11 +206,16 @@ def predict_all(model, pairs, writer, total, show_progress=True):
 @program.main
 def main(argv):
     program.check_start(argv)
-    if bool(FLAGS.input) == bool(FLAGS.premise or FLAGS.hypothesis):
+    given = [FLAGS[name].present for name in ("premise", "hypothesis")]
+    if bool(FLAGS.input) == any(given):
         raise program.UsageError("give either --premise and --hypothesis, or --input=FILE "
                                  "(.jsonl, .csv or .tsv).")
-    if not FLAGS.input and not (FLAGS.premise and FLAGS.hypothesis):
+    if not FLAGS.input and not all(given):
         raise program.UsageError("give both --premise and --hypothesis.")
+    for name in ("premise", "hypothesis"):
+        if not FLAGS.input and not FLAGS[name].value.strip():
+            raise program.UsageError(f"--{name} is empty: a sentence needs at least one "
+                                     "word.")
     total = sum(1 for _ in read_pairs(FLAGS.input)) if FLAGS.input else 1
     if not total:
         raise program.UsageError(f"{FLAGS.input} holds no sentence pairs.")
