@@ -8,8 +8,9 @@ of tokens mapped to the unknown word); printed and written as JSON.
 
 Two-way sources (HANS: gold `non-entailment`) are scored two-way: a prediction of neutral or
 contradiction counts as non-entailment, and the report says so. `--group_by=FIELD` (repeat
-it) adds the accuracy per value of a string field of the source: HANS's `heuristic` and
-`subcase`, Breaking NLI's `category`, MultiNLI's `genre`, or any other.
+it) adds the accuracy per value of a field of the source: HANS's `heuristic` and `subcase`,
+Breaking NLI's `category`, SNLI's `captionID`, the full MultiNLI files' `genre` (the shipped
+dev-matched file has none), or any other; records lacking it form the group `(missing)`.
 """
 
 import sys
@@ -29,7 +30,8 @@ def define_flags():
     project_flags.define_output_flag()
     project_flags.define_evaluation_flags()
     flags.DEFINE_multi_string("group_by", None, "Also report the accuracy per value of this "
-                              "field of the source (e.g. heuristic, subcase, category, genre).")
+                              "field of the source (e.g. HANS's heuristic and subcase, SNLI's "
+                              "captionID); records lacking it: the group (missing).")
 
 
 @program.main
