@@ -1,8 +1,8 @@
 """The exception a user's mistake raises, anywhere in the library.
 
 Library code raises `UsageError` (and `dsan_tf.data.DataError` for a bad data file) with
-one sentence naming the configuration field, file or line to fix; only a program's `main` turns it into an
-exit, without a traceback (`dsan_tf.programs.program`).
+one sentence naming the configuration field, file or line to fix; only a program's `main`
+turns it into an exit, without a traceback (`dsan_tf.programs.program`).
 """
 
 

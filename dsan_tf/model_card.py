@@ -105,7 +105,8 @@ def text(run):
         f"- Hyperparameters: {hyper}.",
         f"- Training data: {_read(read.get('train'), pairs)}.",
         f"- Selected on: {_read(read.get('dev'))}.",
-        f"- Word vectors: {vectors}; lower-cased: {facts['lowercase']}; at most {facts['max_length']} tokens a sentence.",
+        f"- Word vectors: {vectors}; lower-cased: {facts['lowercase']}; at most "
+        f"{facts['max_length']} tokens a sentence.",
         f"- Trained with: `{command(config, run.workdir)}`", "",
         "## Metrics", "", *(metrics or ["- none recorded"]),
         "", f"Repeat the evaluation: `python -m experiments.evaluate --workdir={run.workdir} "

@@ -17,7 +17,8 @@ import types
 
 from absl import flags
 
-from dsan_tf.config import DATA_PREFIXES, MODELS, DataConfig, ExperimentConfig, RunOptions, TrainingConfig
+from dsan_tf.config import (
+    DATA_PREFIXES, MODELS, DataConfig, ExperimentConfig, RunOptions, TrainingConfig)
 from dsan_tf.models import registry
 from dsan_tf.models.config import ModelConfig, described_fields
 

@@ -1,10 +1,6 @@
-"""AF-DMN's named configurations (`dsan_tf.presets()`): its paper's (Duan et al. 2018,
-Tables 2 and 3) and the study's setting.
-
-Each is (what it is, the preset it builds on or None, {field name: value}): the flat names of
-`dsan_tf.config.ExperimentConfig` (the flags' names), this family's model implied.
-experiments/configs/NAME.cfg holds the same values for --flagfile users
-(tests/test_presets.py keeps the two equal).
+"""AF-DMN's named configurations: its paper's (Duan et al. 2018, Tables 2 and 3) and the
+study's setting
+(`dsan_tf.presets()`; the entries' format: `dsan_tf.models.registry.Family.presets`).
 """
 
 PRESETS = {
@@ -48,24 +44,9 @@ PRESETS = {
          'epochs': 30}),
     'afdmn_multinli': (
         'AF-DMN on MultiNLI (Table 3: 76.9% in-domain, 76.3% cross-domain test): k = 2.',
-        None,
-        {'embedding_dim': 300,
-         'lstm_units': 300,
-         'matching_blocks': 2,
-         'dropout': 0.2,
-         'trainable_embeddings': True,
-         'lowercase': True,
-         'max_length': 200,
-         'oov_init': 'random',
-         'oov_scale': 0.01,
-         'initialization': 'esim',
-         'optimizer': 'adam',
-         'learning_rate': 0.0002,
-         'halve_on_dev_drop': True,
+        'afdmn_snli',
+        {'matching_blocks': 2,
          'train_data': 'tfds:multi_nli/train',
          'dev_data': 'tfds:multi_nli/validation_matched',
-         'test_data': 'tfds:multi_nli/validation_mismatched',
-         'embeddings': 'glove:840B.300d',
-         'batch_size': 64,
-         'epochs': 30}),
+         'test_data': 'tfds:multi_nli/validation_mismatched'}),
 }

@@ -1,10 +1,6 @@
-"""DSAN's named configurations (`dsan_tf.presets()`): the demo, the study's setting, and
-Tables 1 and 2 of Im & Cho (2017).
-
-Each is (what it is, the preset it builds on or None, {field name: value}): the flat names of
-`dsan_tf.config.ExperimentConfig` (the flags' names), this family's model implied.
-experiments/configs/NAME.cfg holds the same values for --flagfile users
-(tests/test_presets.py keeps the two equal).
+"""DSAN's named configurations: the demo, the study's setting, and Tables 1 and 2 of Im &
+Cho (2017)
+(`dsan_tf.presets()`; the entries' format: `dsan_tf.models.registry.Family.presets`).
 """
 
 PRESETS = {
@@ -67,45 +63,13 @@ PRESETS = {
          'epochs': 20}),
     'dsan_no_distance_snli': (
         "Table 1's ablation: DSAN without the distance mask (86.0% SNLI test).",
-        None,
-        {'embedding_dim': 300,
-         'num_heads': 5,
-         'ffn_dim': 1200,
-         'distance_prior': 'none',
-         'distance_alpha': 1.5,
-         'use_direction_mask': True,
-         'fusion': 'projected',
-         'pooling': 'multi_dim_max',
-         'dropout': 0.1,
-         'classifier_units': 300,
-         'trainable_embeddings': False,
-         'train_data': 'tfds:snli/train',
-         'dev_data': 'tfds:snli/validation',
-         'test_data': 'tfds:snli/test',
-         'embeddings': 'glove:840B.300d',
-         'batch_size': 64,
-         'learning_rate': 0.001,
-         'epochs': 20}),
+        'dsan_snli',
+        {'distance_prior': 'none'}),
     'dsan_multinli': (
         ('Table 2, DSAN on MultiNLI (74.1 matched / 72.9 mismatched), selected on matched '
          'dev.'),
-        None,
-        {'embedding_dim': 300,
-         'num_heads': 5,
-         'ffn_dim': 1200,
-         'distance_prior': 'linear',
-         'distance_alpha': 1.5,
-         'use_direction_mask': True,
-         'fusion': 'projected',
-         'pooling': 'multi_dim_max',
-         'dropout': 0.1,
-         'classifier_units': 300,
-         'trainable_embeddings': False,
-         'train_data': 'tfds:multi_nli/train',
+        'dsan_snli',
+        {'train_data': 'tfds:multi_nli/train',
          'dev_data': 'tfds:multi_nli/validation_matched',
-         'test_data': 'tfds:multi_nli/validation_mismatched',
-         'embeddings': 'glove:840B.300d',
-         'batch_size': 64,
-         'learning_rate': 0.001,
-         'epochs': 20}),
+         'test_data': 'tfds:multi_nli/validation_mismatched'}),
 }

@@ -1,10 +1,6 @@
-"""The Gaussian Transformer's named configurations (`dsan_tf.presets()`): its paper's
-(Guo, Zhang & Liu 2019, Tables 2 and 3) and the study's setting.
-
-Each is (what it is, the preset it builds on or None, {field name: value}): the flat names of
-`dsan_tf.config.ExperimentConfig` (the flags' names), this family's model implied.
-experiments/configs/NAME.cfg holds the same values for --flagfile users
-(tests/test_presets.py keeps the two equal).
+"""The Gaussian Transformer's named configurations: its paper's (Guo, Zhang & Liu 2019,
+Tables 2 and 3) and the study's setting (`dsan_tf.presets()`; the entries' format:
+`dsan_tf.models.registry.Family.presets`).
 """
 
 PRESETS = {
@@ -50,25 +46,8 @@ PRESETS = {
     'gaussian_transformer_multinli': (
         ('The Gaussian Transformer on MultiNLI (Table 3: 80.0% matched, 79.4% mismatched '
          'test).'),
-        None,
-        {'embedding_dim': 300,
-         'char_dim': 30,
-         'model_dim': 120,
-         'num_heads': 4,
-         'num_encoder_blocks': 3,
-         'num_interaction_blocks': 2,
-         'distance_prior': 'gaussian_variant',
-         'dropout': 0.1,
-         'trainable_embeddings': False,
-         'optimizer': 'adamw',
-         'learning_rate': 0.0003,
-         'min_learning_rate': 4e-05,
-         'normalized_weight_decay': 0.0016666666666666668,
-         'restart_epochs': 10,
-         'train_data': 'tfds:multi_nli/train',
+        'gaussian_transformer_snli',
+        {'train_data': 'tfds:multi_nli/train',
          'dev_data': 'tfds:multi_nli/validation_matched',
-         'test_data': 'tfds:multi_nli/validation_mismatched',
-         'embeddings': 'glove:840B.300d',
-         'batch_size': 64,
-         'epochs': 30}),
+         'test_data': 'tfds:multi_nli/validation_mismatched'}),
 }
