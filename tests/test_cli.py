@@ -143,7 +143,9 @@ def test_export_runs_without_our_package(demo, tmp_path):
         out = loaded.predict(premises, hypotheses)
         assert out["labels"] == fresh["label"], source
         np.testing.assert_allclose(out["probabilities"], fresh["probabilities"], atol=1e-5)
-        assert loaded.encode(["the dog", "", "a zebra"]).shape == (3, 4 * 32)
+        assert loaded.encode(["the dog", "a cat", "a zebra"]).shape == (3, 4 * 32)
+        with pytest.raises(ValueError, match=r"sentences\[1\] is empty"):
+            loaded.encode(["the dog", " ", "a zebra"])  # issue 37: not embedded from padding
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="neither a trained model"):
         dsan_tf.load(str(tmp_path / "empty"))
