@@ -10,12 +10,31 @@ from keras import ops
 from dsan_tf import masks
 
 
+class AnalysisUnavailable(ValueError):
+    """The backbone has no intermediate values of the kind asked for (e.g. no attention)."""
+
+
+def _intermediates(backbone, kind):
+    """The backbone's `kind` method ("sentence_intermediates" or "pair_intermediates"), or
+    `AnalysisUnavailable` saying in one sentence what it cannot show."""
+    method = getattr(backbone, kind, None)
+    if method is not None:
+        return method
+    name = backbone.__class__.__name__
+    if kind == "sentence_intermediates":
+        raise AnalysisUnavailable(
+            "the sentence figures show DSAN's multi-head attention maps, fusion gate, FFN "
+            f"and pooling (Figures 7-11), which a {name} does not compute.")
+    raise AnalysisUnavailable(f"a {name} reads one sentence at a time: its figures are the "
+                              "sentence figures (--sentence), not premise-hypothesis attention.")
+
+
 def sentence_analysis(backbone, ids):
     """Intermediate values of the DSAN sentence encoder for one sentence.
 
     Args:
         backbone: a `DSANBackbone` (e.g. `model.backbone` of a trained `NLIClassifier`);
-            other backbones raise `dsan_tf.models.AnalysisUnavailable`, one sentence
+            other backbones raise `AnalysisUnavailable`, one sentence
             saying what they cannot show.
         ids: int sequence [T] of token ids (no padding).
 
@@ -32,7 +51,8 @@ def sentence_analysis(backbone, ids):
           `max_pool_share` [T]: share of the 2D dimensions in which the word holds the max
               of max pooling (sums to 1).
     """
-    info = backbone.sentence_intermediates(np.asarray(ids, dtype="int32")[None, :])
+    info = _intermediates(backbone, "sentence_intermediates")(
+        np.asarray(ids, dtype="int32")[None, :])
     numpy = lambda x: np.asarray(ops.convert_to_numpy(x), dtype=np.float32)[0]  # noqa: E731
     result = {}
     for side in ("forward", "backward"):
@@ -55,7 +75,7 @@ def pair_analysis(backbone, premise_ids, hypothesis_ids):
 
     Args:
         backbone: a backbone with `pair_intermediates`; others raise
-            `dsan_tf.models.AnalysisUnavailable`.
+            `AnalysisUnavailable`.
         premise_ids, hypothesis_ids: int sequences [T1], [T2] (no padding).
 
     Returns:
@@ -65,7 +85,7 @@ def pair_analysis(backbone, premise_ids, hypothesis_ids):
     """
     inputs = {"premise": np.asarray(premise_ids, dtype="int32")[None, :],
               "hypothesis": np.asarray(hypothesis_ids, dtype="int32")[None, :]}
-    info = backbone.pair_intermediates(inputs, training=False)
+    info = _intermediates(backbone, "pair_intermediates")(inputs, training=False)
     return [dict(entry, weights=np.asarray(ops.convert_to_numpy(entry["weights"]),
                                            dtype=np.float32)[0])
             for entry in info["attention"]]
@@ -79,7 +99,7 @@ def attention_by_distance(backbone, batches, max_distance=10):
     (Figure 8); this counts it over a corpus.
 
     Args:
-        backbone: a `DSANBackbone`; others raise `dsan_tf.models.AnalysisUnavailable`.
+        backbone: a `DSANBackbone`; others raise `AnalysisUnavailable`.
         batches: iterable of int arrays [B, T] of token ids, 0 padding.
         max_distance: distances above it are pooled into the last bin.
 
@@ -99,7 +119,7 @@ def attention_by_distance(backbone, batches, max_distance=10):
             for side in masks.DIRECTIONS}
     for ids in batches:
         ids = np.asarray(ids, dtype="int32")
-        info = backbone.sentence_intermediates(ids)
+        info = _intermediates(backbone, "sentence_intermediates")(ids)
         length = ids.shape[1]
         real = ids != masks.PAD_ID                                            # [B, T]
         distance = np.asarray(ops.convert_to_numpy(masks.distances(length)))  # [T, T]

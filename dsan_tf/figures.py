@@ -9,8 +9,8 @@ import os
 import numpy as np
 
 from dsan_tf import analysis, plots
+from dsan_tf.analysis import AnalysisUnavailable
 from dsan_tf.errors import UsageError
-from dsan_tf.models import AnalysisUnavailable
 from dsan_tf.task import NLITask
 
 

@@ -11,7 +11,7 @@ from dsan_tf.models import registry
 from dsan_tf.models.registry import Family, family, names
 
 _EXPORTS = {
-    "AnalysisUnavailable": "dsan_tf.models.backbone", "Backbone": "dsan_tf.models.backbone",
+    "AnalysisUnavailable": "dsan_tf.analysis", "Backbone": "dsan_tf.models.backbone",
     "PairBackbone": "dsan_tf.models.backbone",
     "SentenceEncoderBackbone": "dsan_tf.models.backbone",
     "NLIClassifier": "dsan_tf.models.nli_classifier",

@@ -1,5 +1,7 @@
 """What every model family's backbone shares: token ids in, features out, its own word
-embedding, and the questions callers may ask of it (size, parts, intermediate values).
+embedding, and the questions callers may ask of it (size, parts). A family whose backbone
+shows its intermediate values defines them itself (`sentence_intermediates`,
+`pair_intermediates`: `dsan_tf.analysis`).
 
 Shape legend: B batch, T tokens, V vocabulary, D word width (d_e), E backbone output width.
 """
@@ -9,10 +11,6 @@ import numpy as np
 from keras import ops
 
 from dsan_tf import masks
-
-
-class AnalysisUnavailable(ValueError):
-    """The backbone has no intermediate values of the kind asked for (e.g. no attention)."""
 
 
 def count_parameters(weights):
@@ -79,19 +77,6 @@ class Backbone(keras.Model):
     def _parts(self):
         """(name, layer) pairs the parameter breakdown lists; subclasses refine it."""
         return []
-
-    def sentence_intermediates(self, token_ids):
-        """The encoder's intermediate values for token ids [B, T] (see DSANBackbone)."""
-        raise AnalysisUnavailable(
-            "the sentence figures show DSAN's multi-head attention maps, fusion gate, FFN "
-            f"and pooling (Figures 7-11), which a {self.__class__.__name__} does not compute.")
-
-    def pair_intermediates(self, inputs, training=False):
-        """A pair model's attention maps for a batch of pairs (see
-        GaussianTransformerBackbone)."""
-        raise AnalysisUnavailable(
-            f"a {self.__class__.__name__} reads one sentence at a time: its figures are the "
-            "sentence figures (--sentence), not premise-hypothesis attention.")
 
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable,
