@@ -172,22 +172,31 @@ def _warn_truncated(cut, what, max_length, hint):
                       stacklevel=3)
 
 
+# Why a model has no sentence vectors (`LoadedModel.encode`), unless it is an ensemble.
+PAIR_MODEL = ("a pair model (it reads premise and hypothesis together): it has no sentence "
+              "embeddings")
+
+
 class LoadedModel:
     """A trained model ready for raw text, from `load`.
 
     Args:
         classify: premise, hypothesis string tensors [B] -> the outputs of
             `Predictor.classify`.
-        encode: sentences [B] -> the outputs of `Predictor.encode`, or None (pair models).
+        encode: sentences [B] -> the outputs of `Predictor.encode`, or None (pair models,
+            ensembles).
         source: where the model came from (for messages).
         max_length: the preprocessor's truncation length, when known (for messages).
+        no_encode: why there is no `encode`, as the end of "SOURCE is ..." (for messages).
     """
 
     BATCH = 256
 
-    def __init__(self, classify, encode=None, source="", max_length=None):
+    def __init__(self, classify, encode=None, source="", max_length=None,
+                 no_encode=PAIR_MODEL):
         self._classify = classify
         self._encode = encode
+        self.no_encode = no_encode
         self.source = source
         self.max_length = max_length
 
@@ -249,8 +258,7 @@ class LoadedModel:
             `return_truncated`. Cutting any sentence also raises one `TruncationWarning`.
         """
         if self._encode is None:
-            raise ValueError(f"{self.source} is a pair model (it reads premise and hypothesis "
-                             "together): it has no sentence embeddings.")
+            raise ValueError(f"{self.source} is {self.no_encode}.")
         sentences, _ = _texts(sentences, "sentences")
         vectors, cut = [], []
         for start in range(0, len(sentences), self.BATCH):
@@ -280,7 +288,12 @@ def load(path):
         saved = tf.saved_model.load(path)
         classify = saved.signatures["serving_default"]
         encode = saved.signatures.get("encode")
+        members = os.path.join(path, rundir.MEMBERS)
+        no_encode = (f"an ensemble: it averages its members' probabilities and has no "
+                     f"sentence vectors of its own (a member's: dsan_tf.load({members}/1)"
+                     ".encode)" if os.path.isdir(members) else PAIR_MODEL)
         return LoadedModel(lambda p, h: classify(premise=p, hypothesis=h),
-                           encode and (lambda s: encode(sentences=s)), path)
+                           encode and (lambda s: encode(sentences=s)), path,
+                           no_encode=no_encode)
     raise ValueError(f"{path} holds neither a trained model ({rundir.BEST} or {rundir.MODEL} "
                      f"with {rundir.PREPROCESSOR}) nor a SavedModel.")

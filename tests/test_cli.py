@@ -414,6 +414,13 @@ def test_ensemble_export_serves_the_mean_of_its_members(demo, cbow_run, tmp_path
         ok(cli("export", f"--workdir={member}", f"--export_dir={tmp_path / member.name}"))
         singles.append(served(tmp_path / member.name / "1"))
     assert served(export) == pytest.approx(np.mean(singles, axis=0).tolist(), abs=1e-5)
+    # Issue 37, item 8: an ensemble has no sentence vectors, and says so (not "a pair model").
+    import dsan_tf
+
+    with pytest.raises(ValueError, match=r"1 is an ensemble: it averages its members' "
+                                         r"probabilities and has no sentence vectors"):
+        dsan_tf.load(str(export)).encode("the dog")
+    assert dsan_tf.load(str(export / "members" / "1")).encode("the dog").shape == (1, 4 * 32)
 
 
 def test_embed_writes_one_vector_per_line_and_a_projector_view(demo, tmp_path):

@@ -286,3 +286,14 @@ def test_the_cli_refuses_an_empty_sentence_naming_the_flag_or_line(trained, tmp_
     ok(cli("evaluate", f"--workdir={trained}", f"--data={records}", f"--output={output}"))
     read = json.loads(output.read_text())["sources"][str(records)]["read"]
     assert read == {"source": str(records), "kept": 1, "dropped": {"empty sentence": 1}}
+
+
+def test_a_model_without_sentence_vectors_says_why():
+    """Issue 37, item 8: the message names what the model is (an ensemble's export says
+    so, `test_cli.py::test_ensemble_export_serves_the_mean_of_its_members`)."""
+    from dsan_tf.serving import LoadedModel
+
+    with pytest.raises(ValueError, match=r"^runs/gt is a pair model \(it reads premise and "
+                                         r"hypothesis together\): it has no sentence "
+                                         r"embeddings\.$"):
+        LoadedModel(classify=None, source="runs/gt").encode("a dog")
