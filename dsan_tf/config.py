@@ -8,7 +8,7 @@ import dataclasses
 
 from dsan_tf.models import registry
 from dsan_tf.models.config import (
-    ModelConfig, check_fields, described_fields, documented, hyperparameter)
+    ModelConfig, check_fields, documented, hyperparameter)
 
 MODELS = registry.names()  # the model families (dsan_tf.models.registry.PACKAGES)
 OOV_INITS = ("random", "zeros")
@@ -321,11 +321,6 @@ def _comparable(value):
 def _any_family_has(name):
     return any(name in {f.name for f in dataclasses.fields(registry.family(family).config)}
                for family in MODELS)
-
-
-def fields_of(config_class):
-    """The fields of a configuration class that are flags (`hyperparameter` fields)."""
-    return described_fields(config_class)
 
 
 @documented

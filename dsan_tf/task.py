@@ -20,7 +20,7 @@ from dsan_tf import data
 from dsan_tf.data import batching
 from dsan_tf.config import ExperimentConfig
 from dsan_tf.models import build_model, family
-from dsan_tf.optimization import compile_for_training, default_jit_compile, make_optimizer
+from dsan_tf.optimization import compile_for_training, make_optimizer
 
 
 def vocabulary_summary(training_words, added, extend_vocabulary, vocab_from_vectors):
@@ -166,10 +166,7 @@ class NLITask:
     def bounded_shapes(self):
         """Whether batches come in a fixed set of shapes (`DataConfig.bounded_shapes`;
         unset: when the training step is compiled)."""
-        bounded = self.config.data.bounded_shapes
-        if bounded is None:
-            bounded = self.config.training.jit_compile
-        return default_jit_compile() if bounded is None else bool(bounded)
+        return bool(self.config.resolved().data.bounded_shapes)
 
     def build_inputs(self, pairs, training=False, static_shapes=False, in_order=False,
                      shapes=None):
