@@ -198,7 +198,7 @@ def test_mixed_precision_trains_reloads_and_serves(tmp_path):
     output = ok(cli("train", *DEMO, f"--workdir={workdir}", "--epochs=3",
                     "--mixed_precision=mixed_float16", f"--export_dir={workdir / 'export'}"))
     assert float(output.strip().splitlines()[-1].split()[2]) >= 0.9
-    assert json.loads((workdir / "config.json").read_text())["mixed_precision"] == "mixed_float16"
+    assert json.loads((workdir / "config.json").read_text())["training"]["mixed_precision"] == "mixed_float16"
     evaluated = cli("evaluate", f"--workdir={workdir}", "--data=synthetic:word_order/dev")
     ok(evaluated)
     assert "Skipping variable loading" not in evaluated.stderr
