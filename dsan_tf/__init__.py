@@ -1,10 +1,13 @@
 """dsan_tf: Distance-based Self-Attention Network (Im & Cho, 2017) in TensorFlow 2 / Keras 3.
 
 Names load on first use, so that `import dsan_tf.config` (and a program's `--help`) does
-not load TensorFlow. `dsan_tf.models` registers the layers and models for `.keras` files.
+not load TensorFlow. The layers, models and the preprocessor are registered for `.keras`
+files (`keras.saving.load_model`) as soon as Keras is imported (`dsan_tf.registration`).
 """
 
 import importlib
+
+from dsan_tf import registration
 
 __version__ = "0.2.0"
 
@@ -16,7 +19,7 @@ _EXPORTS = {
     "model_config": "dsan_tf.config",
     "LABELS": "dsan_tf.labels", "LABEL_IDS": "dsan_tf.labels",
     "Backbone": "dsan_tf.models", "NLIClassifier": "dsan_tf.models",
-    "PairBackbone": "dsan_tf.models", "SentenceEncoderBackbone": "dsan_tf.models",
+    "NLIEnsemble": "dsan_tf.models", "PairBackbone": "dsan_tf.models", "SentenceEncoderBackbone": "dsan_tf.models",
     "build_backbone": "dsan_tf.models",
     "build_model": "dsan_tf.models",
     "NLIPreprocessor": "dsan_tf.data",
@@ -49,3 +52,6 @@ def __getattr__(name):
         except AttributeError:
             pass
     raise AttributeError(f"module 'dsan_tf' has no attribute {name!r}")
+
+
+registration.watch()

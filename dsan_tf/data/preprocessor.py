@@ -1,36 +1,69 @@
-"""Raw sentence pairs -> token ids, one object for training, evaluation and serving.
+"""Raw sentence pairs -> token ids: one Keras layer for training, evaluation and serving.
 
 Shape legend: B pairs or sentences, T tokens (after padding), N examples.
 """
 
 import json
 import os
+import warnings
 
+import keras
 import numpy as np
-import tensorflow as tf
+import tensorflow as tf  # strings are TensorFlow's (tf.strings, tf.data) on every backend
 
 from dsan_tf.data import PREPROCESSOR_FILE as SETTINGS_FILE, VOCABULARY_FILE
 from dsan_tf.data.examples import DataError
 from dsan_tf.data.pipeline import DEFAULT_MAX_LENGTH, EncodedPairs, EncodeReport
 from dsan_tf.data.tokenizer import tokenize
 from dsan_tf.data.vocabulary import PAD_ID, UNK_ID, Vocabulary
+from dsan_tf.labels import LABEL_IDS
+
+# Pairs per batch when raw text is predicted or evaluated (`text_batches`): the one place.
+PREDICTION_BATCH_SIZE = 256
+SIDES = ("premise", "hypothesis")
 
 
-class NLIPreprocessor:
-    """The tokenizer (`dsan_tf.data.tokenize`), the vocabulary and the truncation length,
-    the text processing a model was trained with.
+class TruncationWarning(UserWarning):
+    """Some input was longer than the model's `max_length` and was cut to it."""
 
-    The `tf.data` pipeline (`encode`), `experiments.evaluate` and the exported SavedModel
-    (`__call__`, traced into it) all map text to ids through the same `token_ids`.
+
+@keras.saving.register_keras_serializable(package="dsan_tf")
+class NLIPreprocessor(keras.layers.Layer):
+    """The tokenizer (`dsan_tf.data.tokenize`), the vocabulary and the truncation length:
+    the text processing a model was trained with, as a Keras layer that runs in `tf.data`
+    (string handling is TensorFlow's on every backend, as in keras-hub).
+
+    The training pipeline (`encode`), raw text in `NLIClassifier.fit/evaluate/predict`
+    (`text_batches`) and the exported SavedModel (`dense_ids_and_cut`, traced into it) all
+    map text to ids through the same `token_ids`. In a `.keras` file the vocabulary is an
+    asset (`vocab.json`); `get_config` holds the rest.
 
     Args:
-        vocabulary: `dsan_tf.data.Vocabulary` (it also fixes lower-casing).
+        vocabulary: `dsan_tf.data.Vocabulary` (it also fixes lower-casing); None until
+            `load_assets` sets it (loading a `.keras` file).
         max_length: truncate sentences to this many tokens; None or 0: never.
+
+    Call arguments:
+        x: {"premise": string [B], "hypothesis": string [B]}.
+        y: optional labels int [B]; sample_weight: optional float [B].
+
+    Returns:
+        ({"premise": int32 [B, T1], "hypothesis": int32 [B, T2]}, y, sample_weight) as
+        `keras.utils.pack_x_y_sample_weight` packs them (ids alone without labels).
     """
 
-    def __init__(self, vocabulary, max_length=DEFAULT_MAX_LENGTH):
-        self.vocabulary = vocabulary
+    def __init__(self, vocabulary=None, max_length=DEFAULT_MAX_LENGTH, **kwargs):
+        kwargs.setdefault("trainable", False)
+        super().__init__(**kwargs)
         self.max_length = max_length or None
+        self.vocabulary = None
+        if vocabulary is not None:
+            self.set_vocabulary(vocabulary)
+        self.built = True  # no weights: the lookup table is the vocabulary's
+
+    def set_vocabulary(self, vocabulary):
+        """Uses `vocabulary` (a `Vocabulary`) from now on."""
+        self.vocabulary = vocabulary
         self.lookup = vocabulary.lookup_layer()
         self.lookup(tf.constant([""]))  # builds it: an unbuilt layer cannot be exported
 
@@ -51,28 +84,31 @@ class NLIPreprocessor:
         tokens = tokenize(texts, lowercase=self.lowercase)
         return tf.cast(tokens.with_flat_values(self.lookup(tokens.flat_values)), tf.int32)
 
-    def __call__(self, premise, hypothesis):
-        """Args: premise, hypothesis: string [B].
+    def __call__(self, x, y=None, sample_weight=None):
+        # Strings in, ids out, in eager code, a tf.function or tf.data: none of Keras'
+        # tensor conversion (strings are no backend's tensors but TensorFlow's).
+        return self.call(x, y, sample_weight)
 
-        Returns: the model's inputs {"premise": int32 [B, T1], "hypothesis": int32 [B, T2]},
-        truncated to `max_length` and padded, T >= 1 (an all-padding column never changes a
-        result)."""
-        return {"premise": self.dense_ids(premise), "hypothesis": self.dense_ids(hypothesis)}
+    def call(self, x, y=None, sample_weight=None):
+        ids = {side: self.dense_ids(x[side]) for side in SIDES}
+        return keras.utils.pack_x_y_sample_weight(ids, y, sample_weight)
 
     def dense_ids(self, texts):
         """Truncated, padded token ids of `texts` (string [B]): int32 [B, T], T >= 1."""
         return self.dense_ids_and_cut(texts)[0]
 
+    def cut(self, ids):
+        """(`ids` cut to `max_length`, int32 [B] tokens cut from each row) of ragged ids."""
+        if not self.max_length:
+            return ids, tf.zeros_like(ids.row_lengths(), tf.int32)
+        cut = tf.cast(tf.maximum(ids.row_lengths() - self.max_length, 0), tf.int32)
+        return ids[:, :self.max_length], cut
+
     def dense_ids_and_cut(self, texts):
         """(truncated, padded token ids int32 [B, T] with T >= 1, and int32 [B] how many
         tokens of each text were cut by `max_length`: 0 when it was read whole)."""
-        ids = self.token_ids(texts)
-        cut = tf.zeros_like(ids.row_lengths(), tf.int32)
-        if self.max_length:
-            cut = tf.cast(tf.maximum(ids.row_lengths() - self.max_length, 0), tf.int32)
-            ids = ids[:, :self.max_length]
-        ids = ids.to_tensor(PAD_ID)
-        return tf.pad(ids, [[0, 0], [0, tf.maximum(1 - tf.shape(ids)[1], 0)]]), cut
+        ids, cut = self.cut(self.token_ids(texts))
+        return dense(ids), cut
 
     def encode(self, examples):
         """Token ids of `examples` (a list of `dsan_tf.data.Example`), truncated to
@@ -81,7 +117,7 @@ class NLIPreprocessor:
         Returns: `EncodedPairs` (ragged int32 [N, None] per side, labels int32 [N])."""
         report = EncodeReport(examples=len(examples), max_length=self.max_length)
         sides = []
-        for side in ("premise", "hypothesis"):
+        for side in SIDES:
             ids = self.token_ids([getattr(e, side) for e in examples])
             lengths = ids.row_lengths()
             report.tokens += int(tf.size(ids.flat_values))
@@ -89,16 +125,30 @@ class NLIPreprocessor:
                 tf.cast(ids.flat_values == UNK_ID, tf.int32)))
             report.longest = max(report.longest,
                                  int(tf.reduce_max(lengths)) if len(examples) else 0)
+            ids, cut = self.cut(ids)
             if self.max_length:
-                setattr(report, f"truncated_{side}s",
-                        int(tf.reduce_sum(tf.cast(lengths > self.max_length, tf.int32))))
-                ids = ids[:, :self.max_length]
+                setattr(report, f"truncated_{side}s", int(tf.math.count_nonzero(cut)))
             sides.append(ids)
         labels = np.array([e.label for e in examples], dtype=np.int32)
         return EncodedPairs(sides[0], sides[1], labels, report)
 
+    def text_batches(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False,
+                     seed=None):
+        """Raw text -> batches of ids: what `NLIClassifier.fit/evaluate/predict` run on
+        text (`text_batches`, the one implementation)."""
+        return text_batches([self], x, y, sample_weight, batch_size, shuffle, seed)
+
+    def get_config(self):
+        return {**super().get_config(), "max_length": self.max_length}
+
+    def save_assets(self, dir_path):
+        self.vocabulary.save(os.path.join(dir_path, VOCABULARY_FILE))
+
+    def load_assets(self, dir_path):
+        self.set_vocabulary(Vocabulary.load(os.path.join(dir_path, VOCABULARY_FILE)))
+
     def save(self, directory):
-        """Writes `vocab.json` and `preprocessor.json` into `directory`."""
+        """Writes `vocab.json` and `preprocessor.json` into `directory` (a run directory)."""
         self.vocabulary.save(os.path.join(directory, VOCABULARY_FILE))
         with open(os.path.join(directory, SETTINGS_FILE), "w", encoding="utf-8") as stream:
             json.dump({"max_length": self.max_length}, stream)
@@ -116,3 +166,195 @@ class NLIPreprocessor:
             raise DataError(f"{settings_path} does not exist.") from None
         except (ValueError, KeyError, TypeError) as error:
             raise DataError(f"{settings_path} is not a preprocessor file ({error}).") from None
+
+
+def dense(ids):
+    """Ragged ids [B, None] -> int32 [B, T] padded with 0, T >= 1 (an all-padding column
+    never changes a result, and a zero-width batch would)."""
+    ids = ids.to_tensor(PAD_ID)
+    return tf.pad(ids, [[0, 0], [0, tf.maximum(1 - tf.shape(ids)[1], 0)]])
+
+
+def is_text(x):
+    """Whether `x` is raw text for a classifier: a dict (or `tf.data.Dataset` of dicts)
+    whose premises are strings, or a pair (premises, hypotheses) of strings."""
+    if isinstance(x, tf.data.Dataset):
+        spec = x.element_spec
+        spec = spec[0] if isinstance(spec, tuple) else spec
+        return isinstance(spec, dict) and getattr(spec.get("premise"), "dtype",
+                                                  None) == tf.string
+    if isinstance(x, (tuple, list)) and len(x) == 2 and not isinstance(x[0], dict):
+        x = {"premise": x[0], "hypothesis": x[1]}
+    if not isinstance(x, dict) or "premise" not in x:
+        return False
+    value = x["premise"]
+    if isinstance(value, (str, bytes)):
+        return True
+    if isinstance(value, tf.Tensor):
+        return value.dtype == tf.string
+    array = np.asarray(value) if isinstance(value, (list, tuple, np.ndarray)) else None
+    return array is not None and (array.dtype.kind in "USO") and array.size > 0 and \
+        isinstance(array.flat[0], (str, bytes))
+
+
+def texts(value, what):
+    """(list of str, whether `value` was one string) of a string or a sequence of them;
+    ValueError for anything else and for an empty sentence (it would be classified from
+    padding alone)."""
+    if isinstance(value, (str, bytes)):
+        text = value.decode("utf-8") if isinstance(value, bytes) else value
+        if not text.strip():
+            one = {"premises": "premise", "hypotheses": "hypothesis"}.get(what, "sentence")
+            raise ValueError(f"the {one} is empty: a sentence needs at least one word.")
+        return [text], True
+    if isinstance(value, tf.Tensor):
+        value = value.numpy().reshape(-1)
+    try:
+        items = list(value)
+    except TypeError:
+        raise ValueError(f"{what} must be a string or a list of strings, got "
+                         f"{type(value).__name__}.") from None
+    for index, text in enumerate(items):
+        if isinstance(text, bytes):
+            items[index] = text = text.decode("utf-8")
+        elif not isinstance(text, str):
+            raise ValueError(f"{what}[{index}] is {type(text).__name__}, not a string.")
+        if not text.strip():
+            raise ValueError(f"{what}[{index}] is empty: a sentence needs at least one word "
+                             "(an empty one would be classified from padding alone).")
+    return items, False
+
+
+def pair_texts(x):
+    """(premises, hypotheses, whether one pair was given) of {"premise", "hypothesis"} or
+    (premises, hypotheses): strings or equally long sequences of them."""
+    if isinstance(x, (tuple, list)) and len(x) == 2:
+        x = {"premise": x[0], "hypothesis": x[1]}
+    if not isinstance(x, dict) or set(x) != set(SIDES):
+        raise ValueError('give text as {"premise": [...], "hypothesis": [...]} (or a tuple '
+                         "(premises, hypotheses)).")
+    premises, one = texts(x["premise"], "premises")
+    hypotheses, one_hypothesis = texts(x["hypothesis"], "hypotheses")
+    if one != one_hypothesis:
+        raise ValueError("give premises and hypotheses both as strings (one pair) or both "
+                         "as lists of strings, not a string beside a list.")
+    if len(premises) != len(hypotheses):
+        raise ValueError(f"{len(premises)} premises but {len(hypotheses)} hypotheses: "
+                         "give one hypothesis per premise.")
+    return premises, hypotheses, one
+
+
+def label_ids(y, count):
+    """int32 [N] of labels given as ids or as names (`dsan_tf.LABELS`)."""
+    values = list(y) if isinstance(y, (list, tuple)) else list(np.asarray(y).reshape(-1))
+    if len(values) != count:
+        raise ValueError(f"{len(values)} labels for {count} pairs.")
+    ids = []
+    for index, value in enumerate(values):
+        if isinstance(value, bytes):
+            value = value.decode("utf-8")
+        if isinstance(value, str):
+            if value not in LABEL_IDS:
+                raise ValueError(f"label {index} is {value!r}; the labels: "
+                                 f"{', '.join(LABEL_IDS)}.")
+            value = LABEL_IDS[value]
+        ids.append(int(value))
+    return np.array(ids, "int32")
+
+
+def text_batches(preprocessors, x, y=None, sample_weight=None, batch_size=None,
+                 shuffle=False, seed=None, keys=None):
+    """The one raw-text path: text -> token ids -> batches, for one model's preprocessor
+    or an ensemble's (one per member).
+
+    Args:
+        preprocessors: `NLIPreprocessor`s; with several (an ensemble's members), each
+            batch holds {key: {"premise", "hypothesis"}}, one of `keys` each.
+        x: {"premise": ..., "hypothesis": ...} of strings or sequences of strings, the
+            tuple (premises, hypotheses), or a `tf.data.Dataset` of such dicts (batched or
+            not), with labels (and sample weights) after them.
+        y: labels, ids or names, for text in memory; sample_weight: float [N].
+        batch_size: pairs per batch (default `PREDICTION_BATCH_SIZE`; a batched dataset
+            keeps its batches).
+        shuffle: reshuffle the pairs every pass (text in memory; seeded with `seed`).
+
+    Returns:
+        (`tf.data.Dataset` of packed (ids, labels, weights) batches, cut), where cut is
+        {"premise": int [N], "hypothesis": int [N]} the tokens each sentence lost to
+        `max_length` (the most any member cut), or, for a dataset, a function that gives
+        {"pairs": n} pairs cut so far (counted while the dataset runs).
+    """
+    batch_size = batch_size or PREDICTION_BATCH_SIZE
+
+    def ids_of(many):  # {side: ragged} per preprocessor -> dense, as the model takes
+        dense_ids = [{side: dense(ids) for side, ids in one.items()} for one in many]
+        if len(dense_ids) == 1:
+            return dense_ids[0]
+        # A dict, not a tuple: Keras reads a tuple as (inputs, labels, weights).
+        return dict(zip(keys, dense_ids))
+
+    if isinstance(x, tf.data.Dataset):
+        if y is not None or sample_weight is not None:
+            raise ValueError("a tf.data.Dataset carries its own labels: give no y or "
+                             "sample_weight beside it.")
+        element = x.element_spec
+        element = element[0] if isinstance(element, tuple) else element
+        if element["premise"].shape.rank == 0:
+            x = x.batch(batch_size)
+        counter = tf.Variable(0, dtype=tf.int64, trainable=False)
+
+        def prepare(inputs, *rest):
+            many, cut = [], 0
+            for preprocessor in preprocessors:
+                sides = {}
+                for side in SIDES:
+                    sides[side], side_cut = preprocessor.cut(
+                        preprocessor.token_ids(inputs[side]))
+                    cut = tf.maximum(cut, side_cut)
+                many.append(sides)
+            counter.assign_add(tf.math.count_nonzero(cut))
+            return (ids_of(many), *rest) if rest else ids_of(many)
+
+        dataset = x.map(prepare, num_parallel_calls=tf.data.AUTOTUNE)
+        return dataset.prefetch(tf.data.AUTOTUNE), lambda: {"pairs": int(counter.numpy())}
+
+    premises, hypotheses, _ = pair_texts(x)
+    many, cut = [], {side: np.zeros(len(premises), "int32") for side in SIDES}
+    for preprocessor in preprocessors:
+        sides = {}
+        for side, values in zip(SIDES, (premises, hypotheses)):
+            sides[side], side_cut = preprocessor.cut(preprocessor.token_ids(values))
+            cut[side] = np.maximum(cut[side], side_cut.numpy())
+        many.append(sides)
+    columns = [tuple(many)]
+    if y is not None:
+        columns.append(label_ids(y, len(premises)))
+    if sample_weight is not None:
+        columns.append(np.asarray(sample_weight, "float32"))
+    dataset = tf.data.Dataset.from_tensor_slices(tuple(columns))
+    if shuffle:
+        dataset = dataset.shuffle(len(premises), seed=seed, reshuffle_each_iteration=True)
+    dataset = dataset.batch(batch_size).map(
+        lambda many_ids, *rest: (ids_of(many_ids), *rest) if rest else ids_of(many_ids))
+    return dataset.prefetch(tf.data.AUTOTUNE), cut
+
+
+def warn_truncated(cut, what, max_length, hint, stacklevel=3):
+    """One `TruncationWarning` saying how many of `what` were cut, if any were.
+
+    Args:
+        cut: {side: int [N] tokens cut}, or {"pairs": n} (counted while a dataset ran).
+    """
+    if set(cut) == {"pairs"}:
+        count, total, sides = cut["pairs"], "", ""
+    else:
+        arrays = {side: np.asarray(values) for side, values in cut.items()}
+        count = int(np.sum(np.any(np.stack(list(arrays.values())) > 0, axis=0)))
+        total = f" of {len(next(iter(arrays.values())))}"
+        sides = ", ".join(f"{side} {int(np.count_nonzero(values))}"
+                          for side, values in arrays.items()) if len(arrays) > 1 else ""
+    if count:
+        limit = f"{max_length} tokens" if max_length else "the model's maximum length"
+        warnings.warn(f"{count}{total} {what} were longer than {limit} and were cut to it"
+                      f"{f' ({sides})' if sides else ''}: the model read only their first "
+                      f"tokens ({hint}).", TruncationWarning, stacklevel=stacklevel)

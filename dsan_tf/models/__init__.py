@@ -14,7 +14,8 @@ _EXPORTS = {
     "AnalysisUnavailable": "dsan_tf.analysis", "Backbone": "dsan_tf.models.backbone",
     "PairBackbone": "dsan_tf.models.backbone",
     "SentenceEncoderBackbone": "dsan_tf.models.backbone",
-    "NLIClassifier": "dsan_tf.models.nli_classifier",
+    "NLIClassifier": "dsan_tf.models.nli_classifier", "NLIEnsemble": "dsan_tf.models.ensemble",
+    "TextModel": "dsan_tf.models.text_model",
 }
 
 __all__ = ["Family", "build_backbone", "build_model", "family", "load_model", "names",
@@ -91,9 +92,11 @@ def build_model(name=registry.DEFAULT, config=None, word_vectors=None):
 
 
 def load_model(path, compile=True):
-    """A `.keras` file of any family (their Keras classes are registered first)."""
+    """A `.keras` file of any family or an ensemble (`keras.saving.load_model` does the
+    same after `import dsan_tf`, which registers the classes)."""
     import keras
 
-    registry.import_keras_classes()
-    importlib.import_module("dsan_tf.models.nli_classifier")
-    return keras.models.load_model(path, compile=compile)
+    from dsan_tf import registration
+
+    registration.register()
+    return keras.saving.load_model(path, compile=compile)

@@ -8,11 +8,13 @@ import keras
 
 from dsan_tf.layers import ClassificationHead, MatchingFeatures
 from dsan_tf.models.backbone import count_parameters
+from dsan_tf.models.text_model import TextModel
 
 
 @keras.saving.register_keras_serializable(package="dsan_tf")
-class NLIClassifier(keras.Model):
-    """Premise and hypothesis ids -> class logits.
+class NLIClassifier(TextModel, keras.Model):
+    """Premise and hypothesis ids -> class logits; with a preprocessor, raw text in `fit`,
+    `evaluate` and `predict` (`TextModel`), as keras-hub's classifiers take it.
 
     With a sentence-encoder backbone, one set of weights encodes both sentences (u, v) and
     the head reads `MatchingFeatures` [u; v; |u - v|; u * v]; with a pair backbone
@@ -27,18 +29,20 @@ class NLIClassifier(keras.Model):
         layer_norm_epsilon: float.
         hidden_layer_norm: LayerNorm on the head's hidden layer (DSAN: yes).
         hidden_activation: "relu" or "tanh" (AF-DMN).
+        preprocessor: the `dsan_tf.data.NLIPreprocessor` its ids come from, or None (ids
+            only). It is saved with the model (its vocabulary as an asset).
 
     Call arguments:
         inputs: {"premise": int [B, T1], "hypothesis": int [B, T2]}, 0 padding.
         training: bool.
 
     Returns:
-        float32 logits [B, C].
+        float32 logits [B, C] (`predict`: probabilities).
     """
 
     def __init__(self, backbone, num_classes=3, hidden_units=300, dropout=0.1,
                  input_dropout=0.0, layer_norm_epsilon=1e-5, hidden_layer_norm=True,
-                 hidden_activation="relu", **kwargs):
+                 hidden_activation="relu", preprocessor=None, **kwargs):
         # The head is made before the backbone is first called (see DSANBackbone).
         head = ClassificationHead(hidden_units=hidden_units, num_classes=num_classes,
                                   dropout=dropout, input_dropout=input_dropout,
@@ -63,6 +67,7 @@ class NLIClassifier(keras.Model):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.hidden_layer_norm = hidden_layer_norm
         self.hidden_activation = hidden_activation
+        self.preprocessor = preprocessor
 
     def parameter_breakdown(self):
         """The backbone's parts (`Backbone.parameter_breakdown`), `classifier` (the head)
@@ -81,12 +86,16 @@ class NLIClassifier(keras.Model):
                 "dropout": self.dropout, "input_dropout": self.input_dropout,
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "hidden_layer_norm": self.hidden_layer_norm,
-                "hidden_activation": self.hidden_activation}
+                "hidden_activation": self.hidden_activation,
+                "preprocessor": (keras.layers.serialize(self.preprocessor)
+                                 if self.preprocessor is not None else None)}
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
-        config["backbone"] = keras.layers.deserialize(config["backbone"])
+        for key in ("backbone", "preprocessor"):
+            if isinstance(config.get(key), dict):
+                config[key] = keras.layers.deserialize(config[key])
         return cls(**config)
 
     def get_compile_config(self):

@@ -121,13 +121,6 @@ def check_config(name, config):
                          f"(dsan_tf.model_config({name!r}, ...) makes one).")
 
 
-def import_keras_classes():
-    """Imports every family's Keras classes (registering them for `.keras` files)."""
-    for name in names():
-        for module in _FAMILIES[name].modules:
-            importlib.import_module(module)
-
-
 def lazy_attributes(package, exports):
     """A module-level `__getattr__` for a family's package: each name of `exports`
     ({name: submodule}) is imported from `package.submodule` on first use, so importing

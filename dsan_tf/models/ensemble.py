@@ -1,0 +1,68 @@
+"""An ensemble of trained classifiers as one Keras model: the mean of their class
+probabilities (the ensembles of AF-DMN, Section 5.3, and of the Gaussian Transformer,
+Tables 2-3).
+
+Shape legend: B pairs, C classes, T1/T2 premise/hypothesis tokens.
+"""
+
+import keras
+from keras import ops
+
+from dsan_tf.models.text_model import TextModel
+
+
+@keras.saving.register_keras_serializable(package="dsan_tf")
+class NLIEnsemble(TextModel, keras.Model):
+    """Averages the class probabilities of `NLIClassifier`s, which may differ in model
+    family and vocabulary: each reads the text with its own preprocessor.
+
+    Args:
+        members: `NLIClassifier`s with the label order `dsan_tf.LABELS`, at least one.
+
+    Call arguments:
+        inputs: {"member_<i>": {"premise": int [B, T1], "hypothesis": int [B, T2]}} (each
+            member's ids, `input_keys`), or one {"premise", "hypothesis"} dict that every
+            member reads (members that share a vocabulary).
+
+    Returns:
+        float32 [B, C]: log of the mean probabilities, so that softmax (`predict`) gives
+        the mean itself and the training loss reads them as logits.
+    """
+
+    def __init__(self, members, **kwargs):
+        super().__init__(**kwargs)
+        if not members:
+            raise ValueError("an ensemble needs at least one member.")
+        self.members = list(members)
+        self.built = True  # the members are
+
+    @property
+    def preprocessor(self):
+        """The first member's preprocessor when every member has one (text is accepted),
+        else None."""
+        found = [member.preprocessor for member in self.members]
+        return found[0] if all(p is not None for p in found) else None
+
+    def preprocessors(self):
+        return [member.preprocessor for member in self.members]
+
+    def input_keys(self):
+        return [f"member_{index}" for index in range(len(self.members))]
+
+    def call(self, inputs, training=None):
+        shared = "premise" in inputs
+        probabilities = [
+            ops.softmax(ops.cast(member(inputs if shared else inputs[key], training=training),
+                                 "float32"), axis=-1)
+            for member, key in zip(self.members, self.input_keys())]
+        return ops.log(ops.maximum(sum(probabilities) / len(probabilities), 1e-30))
+
+    def get_config(self):
+        return {"name": self.name, "trainable": self.trainable,
+                "members": [keras.layers.serialize(member) for member in self.members]}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["members"] = [keras.layers.deserialize(member) for member in config["members"]]
+        return cls(**config)

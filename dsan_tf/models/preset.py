@@ -1,0 +1,157 @@
+"""Trained models as presets, in keras-hub's layout (`keras_hub/src/utils/preset_utils.py`),
+and the one loader of every place a trained model lives.
+
+    PRESET/metadata.json          versions, class, parameter count, labels, date
+    PRESET/config.json            the backbone (`keras.saving.serialize_keras_object`)
+    PRESET/model.weights.h5       the backbone's weights
+    PRESET/task.json              the classifier: head and preprocessor settings
+    PRESET/task.weights.h5        the classifier's weights outside the backbone (its head)
+    PRESET/preprocessor.json      the preprocessor's settings
+    PRESET/assets/preprocessor/   its vocabulary (vocab.json)
+    PRESET/members/<i>/           an ensemble's members, each a preset as above
+
+`load` also reads a run directory of `experiments.train` (best.keras) and an export
+(EXPORT_DIR or one of its versions: model.keras; an ensemble's members/<i>/).
+"""
+
+import datetime
+import json
+import os
+
+import keras
+
+import dsan_tf
+from dsan_tf.labels import LABELS
+from dsan_tf.models.ensemble import NLIEnsemble
+from dsan_tf.models.nli_classifier import NLIClassifier
+
+METADATA, BACKBONE_CONFIG, BACKBONE_WEIGHTS = "metadata.json", "config.json", "model.weights.h5"
+TASK_CONFIG, TASK_WEIGHTS = "task.json", "task.weights.h5"
+PREPROCESSOR_CONFIG, PREPROCESSOR_ASSETS = "preprocessor.json", os.path.join("assets",
+                                                                             "preprocessor")
+MEMBERS = "members"
+# A run directory's model and an export's (`dsan_tf.rundir`: BEST, MODEL).
+MODEL_FILES = ("best.keras", "model.keras")
+
+
+def _write_json(path, value):
+    with open(path, "w", encoding="utf-8") as stream:
+        json.dump(value, stream, indent=2)
+        stream.write("\n")
+
+
+def _read_json(path):
+    with open(path, encoding="utf-8") as stream:
+        return json.load(stream)
+
+
+def save(model, preset_dir):
+    """Writes `model` (an `NLIClassifier` with a preprocessor, or an `NLIEnsemble` of
+    them) into `preset_dir` (made if missing; its files are replaced)."""
+    os.makedirs(preset_dir, exist_ok=True)
+    metadata = {"class": type(model).__name__, "keras_version": keras.__version__,
+                "dsan_tf_version": dsan_tf.__version__, "labels": list(LABELS),
+                "parameter_count": int(model.count_params()),
+                "date_saved": datetime.datetime.now(datetime.timezone.utc).strftime(
+                    "%Y-%m-%d@%H:%M:%S")}
+    if isinstance(model, NLIEnsemble):
+        metadata["members"] = len(model.members)
+        for number, member in enumerate(model.members, 1):
+            save(member, os.path.join(preset_dir, MEMBERS, str(number)))
+        _write_json(os.path.join(preset_dir, METADATA), metadata)
+        return
+    if model.preprocessor is None:
+        raise ValueError("a preset holds the model with its preprocessor: set "
+                         "model.preprocessor (dsan_tf.data.NLIPreprocessor) first.")
+    metadata["family"] = model.name
+    _write_json(os.path.join(preset_dir, BACKBONE_CONFIG),
+                keras.saving.serialize_keras_object(model.backbone))
+    model.backbone.save_weights(os.path.join(preset_dir, BACKBONE_WEIGHTS))
+    task = keras.saving.serialize_keras_object(model)
+    _write_json(os.path.join(preset_dir, TASK_CONFIG), task)
+    keras.saving.save_weights(model, os.path.join(preset_dir, TASK_WEIGHTS),
+                              objects_to_skip=_backbone_objects(model))
+    _write_json(os.path.join(preset_dir, PREPROCESSOR_CONFIG),
+                keras.saving.serialize_keras_object(model.preprocessor))
+    assets = os.path.join(preset_dir, PREPROCESSOR_ASSETS)
+    os.makedirs(assets, exist_ok=True)
+    model.preprocessor.save_assets(assets)
+    _write_json(os.path.join(preset_dir, METADATA), metadata)
+
+
+def _backbone_objects(model):
+    # The backbone's layers (and the preprocessor, which has no weights) are not the task's.
+    return [*model.backbone._flatten_layers(), model.preprocessor]
+
+
+def _newest_version(path):
+    versions = [int(name) for name in os.listdir(path)
+                if name.isdigit() and os.path.isdir(os.path.join(path, name))]
+    return os.path.join(path, str(max(versions))) if versions else path
+
+
+def load(path, compile=True):
+    """The model of a preset, a run directory or an export, with its preprocessor
+    (`TextModel.from_preset`); compiled with the paper's setup unless `compile` is False.
+    ValueError (one sentence naming `path`) when it holds none."""
+    path = os.fspath(path)
+    if not os.path.isdir(path):
+        raise ValueError(f"{path} is not a directory: give a preset, a run directory or an "
+                         "export.")
+    path = _newest_version(path)
+    if os.path.exists(os.path.join(path, METADATA)):
+        model = _load_preset(path)
+    elif any(os.path.exists(os.path.join(path, name)) for name in MODEL_FILES):
+        model = _load_model_file(path)
+    elif os.path.isdir(os.path.join(path, MEMBERS)):
+        model = NLIEnsemble(_members(path))
+    else:
+        raise ValueError(f"{path} holds no model: neither a preset ({METADATA}), a run "
+                         f"directory ({MODEL_FILES[0]}), an export ({MODEL_FILES[1]}) nor "
+                         f"an ensemble's {MEMBERS}/.")
+    if compile:
+        model.compile()
+    return model
+
+
+def _members(path):
+    folder = os.path.join(path, MEMBERS)
+    numbers = sorted(int(name) for name in os.listdir(folder) if name.isdigit())
+    return [load(os.path.join(folder, str(number)), compile=False) for number in numbers]
+
+
+def _load_preset(path):
+    metadata = _read_json(os.path.join(path, METADATA))
+    if metadata.get("class") == NLIEnsemble.__name__:
+        return NLIEnsemble(_members(path))
+    backbone = keras.saving.deserialize_keras_object(
+        _read_json(os.path.join(path, BACKBONE_CONFIG)))
+    backbone.ensure_built()
+    backbone.load_weights(os.path.join(path, BACKBONE_WEIGHTS))
+    preprocessor = keras.saving.deserialize_keras_object(
+        _read_json(os.path.join(path, PREPROCESSOR_CONFIG)))
+    preprocessor.load_assets(os.path.join(path, PREPROCESSOR_ASSETS))
+    task = _read_json(os.path.join(path, TASK_CONFIG))
+    arguments = {key: value for key, value in task["config"].items()
+                 if key not in ("backbone", "preprocessor")}
+    model = NLIClassifier(backbone, preprocessor=preprocessor, **arguments)
+    keras.saving.load_weights(model, os.path.join(path, TASK_WEIGHTS),
+                              objects_to_skip=_backbone_objects(model))
+    return model
+
+
+def _load_model_file(path):
+    """A run directory's best.keras or an export's model.keras, with the preprocessor
+    beside it when the file has none (files written before the classifier held it)."""
+    file = next(os.path.join(path, name) for name in MODEL_FILES
+                if os.path.exists(os.path.join(path, name)))
+    # Inference first: the training optimizer's state (a loss-scale wrapper under
+    # mixed_float16) is not needed.
+    from dsan_tf.models import load_model
+
+    model = load_model(file, compile=False)
+    if model.preprocessor is None:
+        from dsan_tf.data.preprocessor import NLIPreprocessor
+
+        model.preprocessor = NLIPreprocessor.load(path)
+    return model

@@ -1,0 +1,189 @@
+"""What a task model that owns a preprocessor does with raw text (after keras-hub's
+`Task`): `fit`, `evaluate` and `predict` take sentence pairs as text, run the
+preprocessor in `tf.data` (strings are TensorFlow's on every backend) and the model on the
+ids; `compile()` alone is the paper's training setup. `NLIClassifier` and `NLIEnsemble`
+share it.
+
+Shape legend: N pairs, C classes.
+"""
+
+import importlib
+
+import keras
+import numpy as np
+
+# The paper's optimiser (Section 5.2: Adam, learning rate 1e-3).
+LEARNING_RATE = 1e-3
+
+
+def paper_loss():
+    """Cross-entropy on the logits, the mean over the weighted rows: rows that only fill a
+    batch to a fixed shape have weight 0 (`dsan_tf.data.batching`); without weights, the
+    plain mean."""
+    return keras.losses.SparseCategoricalCrossentropy(
+        from_logits=True, reduction="mean_with_sample_weight")
+
+
+def accuracy_metrics():
+    """Accuracy, as a weighted metric (Keras passes sample weights to `weighted_metrics`
+    only), so that rows of weight 0 filling a batch are not counted."""
+    return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+
+
+def _text_module():
+    # The data package's text functions (TensorFlow's strings), loaded when text is given:
+    # a model fed ids needs neither.
+    return importlib.import_module("dsan_tf.data.preprocessor")
+
+
+def _softmax(logits):
+    logits = np.asarray(logits, "float32")
+    exp = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return exp / exp.sum(axis=-1, keepdims=True)
+
+
+class TextModel:
+    """Mixin for a Keras task model with a `preprocessor` attribute (None: ids only).
+
+    `predict` and `predict_on_batch` return class probabilities float32 [N, C] (calling
+    the model gives the logits the loss reads).
+    """
+
+    @property
+    def layers(self):
+        # The preprocessor runs in tf.data, outside the model's graph (as keras-hub's).
+        return [layer for layer in super().layers
+                if layer is not getattr(self, "preprocessor", None)]
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", weighted_metrics=None,
+                **kwargs):
+        """Keras' `compile`; "auto" is the paper's setup: Adam(1e-3), cross-entropy on the
+        logits (`paper_loss`) and accuracy (`accuracy_metrics`). Other values override."""
+        if optimizer == "auto":
+            optimizer = keras.optimizers.Adam(LEARNING_RATE)
+        if loss == "auto":
+            loss = paper_loss()
+        if metrics == "auto":
+            metrics = None
+            if weighted_metrics is None:
+                weighted_metrics = accuracy_metrics()
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
+                        weighted_metrics=weighted_metrics, **kwargs)
+
+    def compile_from_config(self, config):
+        # Keras' own skips a `compile` it did not write; this one takes all its arguments.
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
+
+    def _is_text(self, x):
+        return self.preprocessor is not None and _text_module().is_text(x)
+
+    def _text_batches(self, x, y, sample_weight, batch_size, shuffle=False):
+        """(batches of ids, cut) of raw text (`dsan_tf.data.preprocessor.text_batches`)."""
+        return _text_module().text_batches(self.preprocessors(), x, y, sample_weight,
+                                           batch_size, shuffle, keys=self.input_keys())
+
+    def preprocessors(self):
+        """The `NLIPreprocessor`s whose ids the model takes (one; an ensemble's members'
+        each)."""
+        return [self.preprocessor]
+
+    def input_keys(self):
+        """The keys of the members' ids in the inputs, or None (one preprocessor)."""
+        return None
+
+    def _warn_truncated(self, cut, stacklevel=4):
+        if callable(cut):
+            cut = cut()
+        limit = {p.max_length for p in self.preprocessors()}
+        _text_module().warn_truncated(
+            cut, "pairs", limit.pop() if len(limit) == 1 else None,
+            "dsan_tf.load(...).predict counts the tokens cut per pair", stacklevel)
+
+    def fit(self, x=None, y=None, batch_size=None, sample_weight=None, validation_data=None,
+            shuffle=True, **kwargs):
+        """Keras' `fit`; with a preprocessor, `x` may be text ({"premise": [...],
+        "hypothesis": [...]} with `y` labels as ids or names, or a `tf.data.Dataset` of
+        such dicts with labels), reshuffled every epoch when in memory."""
+        cut = None
+        if self._is_text(x):
+            if kwargs.get("validation_split"):
+                raise ValueError("validation_split does not split text: give "
+                                 "validation_data=(x, y).")
+            x, cut = self._text_batches(x, y, sample_weight, batch_size or 64, shuffle)
+            y = sample_weight = batch_size = None
+            shuffle = False  # done in tf.data, every epoch
+        if validation_data is not None:
+            vx, vy, vw = (keras.utils.unpack_x_y_sample_weight(validation_data)
+                          if isinstance(validation_data, tuple) else (validation_data,
+                                                                        None, None))
+            if self._is_text(vx):
+                validation_data, _ = self._text_batches(vx, vy, vw, batch_size)
+        history = super().fit(x, y, batch_size=batch_size, sample_weight=sample_weight,
+                              validation_data=validation_data, shuffle=shuffle, **kwargs)
+        if cut is not None:
+            self._warn_truncated(cut)
+        return history
+
+    def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
+        """Keras' `evaluate`; with a preprocessor, `x` may be text (as `fit`)."""
+        cut = None
+        if self._is_text(x):
+            x, cut = self._text_batches(x, y, sample_weight, batch_size)
+            y = sample_weight = batch_size = None
+        result = super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight,
+                                  **kwargs)
+        if cut is not None:
+            self._warn_truncated(cut)
+        return result
+
+    def predict(self, x, batch_size=None, return_truncated=False, **kwargs):
+        """Class probabilities float32 [N, C] (`dsan_tf.LABELS` order) of ids or, with a
+        preprocessor, of text: {"premise": [...], "hypothesis": [...]}, (premises,
+        hypotheses) or a `tf.data.Dataset` of such dicts, batched by
+        `PREDICTION_BATCH_SIZE` unless `batch_size` says otherwise.
+
+        Args:
+            return_truncated: (text in memory) also return {"premise": int [N],
+                "hypothesis": int [N]}, the tokens of each sentence cut by the model's
+                maximum length. Cutting any sentence also raises one `TruncationWarning`.
+        """
+        cut = None
+        if self._is_text(x):
+            x, cut = self._text_batches(x, None, None, batch_size)
+            batch_size = None
+        kwargs.setdefault("verbose", 0)
+        probabilities = _softmax(super().predict(x, batch_size=batch_size, **kwargs))
+        if cut is not None:
+            self._warn_truncated(cut)
+        if return_truncated:
+            if cut is None or callable(cut):
+                raise ValueError("return_truncated needs text in memory (a dict or a tuple "
+                                 "of strings).")
+            return probabilities, cut
+        return probabilities
+
+    def predict_on_batch(self, x):
+        """Class probabilities float32 [B, C] of one batch of ids (or of text)."""
+        if self._is_text(x):  # one batch of all the pairs
+            batches, cut = self._text_batches(x, None, None, 2**31 - 1)
+            x = next(iter(batches))
+            self._warn_truncated(cut)
+        return _softmax(super().predict_on_batch(x))
+
+    def save_to_preset(self, preset_dir):
+        """Writes the model as a preset directory (keras-hub's layout:
+        `dsan_tf.models.preset`), which `from_preset` reads back."""
+        from dsan_tf.models import preset
+
+        preset.save(self, preset_dir)
+
+    @classmethod
+    def from_preset(cls, preset_path, compile=True):
+        """The model of a preset directory (`save_to_preset`), a run directory of
+        `experiments.train`, or an export (EXPORT_DIR or one of its versions; an
+        ensemble's gives an `NLIEnsemble` of its members), with its preprocessor."""
+        from dsan_tf.models import preset
+
+        return preset.load(preset_path, compile=compile)
