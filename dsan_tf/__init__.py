@@ -8,8 +8,7 @@ files (`keras.saving.load_model`) as soon as Keras is imported (`dsan_tf.registr
 import importlib
 
 from dsan_tf import registration
-
-__version__ = "0.2.0"
+from dsan_tf.version import __version__
 
 # name -> module that defines it
 _EXPORTS = {

@@ -10,7 +10,8 @@ import shutil
 from dsan_tf import model_card
 from dsan_tf import rundir as run_files
 from dsan_tf.errors import UsageError
-from dsan_tf.serving import EnsemblePredictor, Predictor, version_dir
+from dsan_tf.models.ensemble import NLIEnsemble
+from dsan_tf.serving import export, version_dir
 
 
 def _target(export_dir, version=None):
@@ -35,8 +36,8 @@ def export_run(run, export_dir, version=None):
     EXPORT_DIR/<version>/ (the next free version by default): the SavedModel, model.keras,
     the preprocessor and the model card. Returns the version's directory."""
     target = _target(export_dir, version)
-    model, preprocessor, _ = run.load()
-    Predictor(model, preprocessor).export(target)
+    model, _, _ = run.load()
+    export(model, target)
     _copy_model_files(run, target)
     return target
 
@@ -57,8 +58,7 @@ def export_ensemble(members, export_dir, results=None, version=None):
         The version's directory.
     """
     target = _target(export_dir, version)
-    EnsemblePredictor([Predictor(member.model, member.preprocessor)
-                       for member in members]).export(target)
+    export(NLIEnsemble([member.model for member in members]), target)
     for number, member in enumerate(members, 1):
         _copy_model_files(member.run, os.path.join(target, run_files.MEMBERS, str(number)))
     model_card.write_ensemble([member.run for member in members], results or {}, target)

@@ -6,7 +6,6 @@ a figure raises `UsageError` naming it.
 
 import os
 
-import numpy as np
 
 from dsan_tf import analysis, plots
 from dsan_tf.analysis import AnalysisUnavailable
@@ -60,14 +59,6 @@ def comparison(runs, sentence):
     return plots.compare_attention(tokens, maps, titles)
 
 
-def _sentence_batches(preprocessor, sentences, batch_size):
-    """Padded id batches of `sentences`, shortest first (as the model reads them)."""
-    lengths = preprocessor.token_ids(sentences).row_lengths().numpy()
-    ordered = [sentences[i] for i in np.argsort(lengths, kind="stable")]
-    for start in range(0, len(ordered), batch_size):
-        yield preprocessor.dense_ids(ordered[start:start + batch_size]).numpy()
-
-
 def distance_profiles(runs, config, spec, pairs):
     """{"data", "sentences", "runs": {workdir: `analysis.attention_by_distance`}} over both
     sentences of the first `pairs` pairs of the source `spec`, read as `config`
@@ -78,7 +69,9 @@ def distance_profiles(runs, config, spec, pairs):
     profiles = {}
     for run in runs:
         model, preprocessor, run_config = run.load()
-        batches = _sentence_batches(preprocessor, sentences, config.data.batch_size)
+        batches, _ = preprocessor.sentence_batches(sentences, config.data.batch_size,
+                                                   by_length=True)
+        batches = batches.as_numpy_iterator()
         try:
             profile = analysis.attention_by_distance(model.backbone, batches)
         except AnalysisUnavailable as error:

@@ -6,6 +6,7 @@ PyTorch). Needs Keras only, not TensorFlow.
 import keras
 
 from dsan_tf.layers import DistancePrior
+from dsan_tf.models import text_model
 
 # Whether compiling the training step pays, per backend, measured on CPU (docs/BACKENDS.md):
 # TensorFlow runs its graph faster than XLA's code here; Keras runs a JAX
@@ -32,15 +33,8 @@ def compile_for_training(model, learning_rate=1e-3, jit_compile=None, optimizer=
     if jit_compile is None:
         jit_compile = default_jit_compile()
     model.compile(optimizer=optimizer or keras.optimizers.Adam(learning_rate),
-                  # The mean over the weighted rows: rows that only fill a batch to its
-                  # fixed shape have weight 0 (dsan_tf.data.batching); without weights,
-                  # the plain mean.
-                  loss=keras.losses.SparseCategoricalCrossentropy(
-                      from_logits=True, reduction="mean_with_sample_weight"),
-                  # Weighted (Keras passes sample weights to `weighted_metrics` only), so
-                  # that rows of weight 0 filling a batch are not counted.
-                  weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
-                  jit_compile=jit_compile)
+                  loss=text_model.paper_loss(), metrics=None,
+                  weighted_metrics=text_model.accuracy_metrics(), jit_compile=jit_compile)
     model.optimizer.build(model.trainable_variables)
     return model
 

@@ -4,18 +4,15 @@
 `register_keras_serializable` decorator. Importing every layer and model with `dsan_tf`
 would load Keras (and TensorFlow) into every program's `--help`; so `import dsan_tf` only
 watches for Keras: when Keras is (or already was) imported, the modules that define the
-classes (`MODULES`, every family's) are imported. When a module of this project (or Keras'
-own import) is part-way through, registration waits for the first import after it.
+classes (`dsan_tf.models.register_keras_classes`) are imported. When a module of this
+project (or Keras' own import) is part-way through, registration waits for the first
+import after it.
 """
 
 import importlib
 import importlib.abc
 import importlib.util
 import sys
-
-# The modules that define the shared Keras classes (the families' are their `modules`).
-MODULES = ("dsan_tf.layers", "dsan_tf.models.nli_classifier", "dsan_tf.models.ensemble",
-           "dsan_tf.data.preprocessor")
 
 def _initializing(done=None):
     """Whether a module of this project, of Keras or of TensorFlow (other than `done`,
@@ -28,17 +25,11 @@ def _initializing(done=None):
 
 
 def register():
-    """Imports the modules that register the Keras classes (the preprocessor's needs
-    TensorFlow: without it, models of ids only)."""
-    from dsan_tf.models import registry
+    """Imports the modules that register the Keras classes
+    (`dsan_tf.models.register_keras_classes`)."""
+    from dsan_tf import models
 
-    for module in (*MODULES, *(module for name in registry.names()
-                               for module in registry.family(name).modules)):
-        try:
-            importlib.import_module(module)
-        except ImportError as error:
-            if getattr(error, "name", None) != "tensorflow":
-                raise
+    models.register_keras_classes()
 
 
 class _AfterKeras(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -77,7 +68,8 @@ class _AfterKeras(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 def watch():
     """Registers now if Keras is loaded, else when it loads (`import dsan_tf` calls it)."""
-    if "keras" in sys.modules and not _initializing():
+    # `import dsan_tf` calls it last: the package itself has run.
+    if "keras" in sys.modules and not _initializing(done="dsan_tf"):
         register()
     elif not any(isinstance(finder, _AfterKeras) for finder in sys.meta_path):
         sys.meta_path.insert(0, _AfterKeras(keras_loaded="keras" in sys.modules))

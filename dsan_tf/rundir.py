@@ -197,26 +197,27 @@ class RunDirectory:
 
 
 def model_file(directory):
-    """The model of a run directory (best.keras) or an export (model.keras) that has its
-    preprocessor beside it; None when `directory` holds neither."""
+    """The model of a run directory (best.keras) or an export (model.keras); None when
+    `directory` holds neither."""
     for name in (BEST, MODEL):
         path = os.path.join(directory, name)
-        if os.path.exists(path) and os.path.exists(os.path.join(directory, PREPROCESSOR)):
+        if os.path.exists(path):
             return path
     return None
 
 
 def load_model_files(directory):
-    """(`NLIClassifier`, `NLIPreprocessor`) of a run directory or an export: the one
-    loader of a model's files, for every program and `dsan_tf.load`."""
-    path = model_file(directory)
-    if path is None:
-        raise UsageError(f"{directory} holds no {BEST} (or {MODEL}) with {PREPROCESSOR} "
-                         "beside it.")
+    """(`NLIClassifier`, its `NLIPreprocessor`) of a run directory or an export: the one
+    loader of a model's files (`dsan_tf.models.preset.load`), for every program and
+    `dsan_tf.load`."""
+    from dsan_tf.models import preset  # Keras loads here
+
+    if model_file(directory) is None:
+        raise UsageError(f"{directory} holds no {BEST} (or {MODEL}).")
     # Inference only: the optimizer's state (a loss-scale wrapper under mixed_float16)
     # is not needed.
-    model = models.load_model(path, compile=False)  # Keras loads here
-    return model, data.NLIPreprocessor.load(directory)
+    model = preset.load(directory, compile=False)
+    return model, model.preprocessor
 
 
 def write_json(path, value):

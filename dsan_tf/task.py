@@ -49,10 +49,10 @@ class Predictions:
 
 
 def predict(model, batches, on_batch=None):
-    """The model's class probabilities on `batches` of ({"premise", "hypothesis"}, labels)
-    or (..., labels, sample weights) (`NLITask.build_inputs`; rows of weight 0 only fill a
-    batch and are left out), on any Keras backend (the `tf.data` tensors become NumPy
-    arrays first). `on_batch(size)` is called after each batch (progress).
+    """The model's class probabilities (`NLIClassifier.predict_on_batch`) on `batches`
+    of ({"premise", "hypothesis"}, labels) or (..., labels, sample weights)
+    (`NLITask.build_inputs`; rows of weight 0 only fill a batch and are left out), on any
+    Keras backend (the `tf.data` tensors become NumPy arrays first). `on_batch(size)` is called after each batch (progress).
 
     Returns:
         `Predictions`.
@@ -60,13 +60,12 @@ def predict(model, batches, on_batch=None):
     parts = {field.name: [] for field in dataclasses.fields(Predictions)}
     for inputs, labels, *weights in batches:
         inputs = {side: np.asarray(ids) for side, ids in inputs.items()}
-        logits = np.asarray(model.predict_on_batch(inputs), "float32")
+        probabilities = np.asarray(model.predict_on_batch(inputs), "float32")
         if weights:
             real = np.asarray(weights[0]) > 0
-            logits, labels = logits[real], np.asarray(labels)[real]
+            probabilities, labels = probabilities[real], np.asarray(labels)[real]
             inputs = {side: ids[real] for side, ids in inputs.items()}
-        logits = np.exp(logits - logits.max(axis=-1, keepdims=True))
-        parts["probabilities"].append(logits / logits.sum(axis=-1, keepdims=True))
+        parts["probabilities"].append(probabilities)
         parts["labels"].append(np.asarray(labels))
         for side in ("premise", "hypothesis"):
             parts[f"{side}_lengths"].append(np.count_nonzero(inputs[side], axis=1))

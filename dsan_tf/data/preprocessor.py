@@ -138,6 +138,27 @@ class NLIPreprocessor(keras.layers.Layer):
         text (`text_batches`, the one implementation)."""
         return text_batches([self], x, y, sample_weight, batch_size, shuffle, seed)
 
+    def sentence_batches(self, sentences, batch_size=None, by_length=False):
+        """Sentences -> batches of ids (the one raw-text path for sentence vectors).
+
+        Args:
+            sentences: a string or a sequence of strings (an empty one is refused).
+            batch_size: sentences per batch (default `PREDICTION_BATCH_SIZE`).
+            by_length: shortest first (less padding; the order is not the input's).
+
+        Returns:
+            (`tf.data.Dataset` of int32 [B, T] batches, int [N] tokens cut from each
+            sentence by `max_length`, in the input's order).
+        """
+        values, _ = texts(sentences, "sentences")
+        ids, cut = self.cut(self.token_ids(values))
+        if by_length:
+            order = np.argsort(ids.row_lengths().numpy(), kind="stable")
+            ids = tf.gather(ids, order)
+        dataset = tf.data.Dataset.from_tensor_slices(ids).batch(
+            batch_size or PREDICTION_BATCH_SIZE).map(dense)
+        return dataset.prefetch(tf.data.AUTOTUNE), cut.numpy()
+
     def get_config(self):
         return {**super().get_config(), "max_length": self.max_length}
 
@@ -285,39 +306,11 @@ def text_batches(preprocessors, x, y=None, sample_weight=None, batch_size=None,
         {"pairs": n} pairs cut so far (counted while the dataset runs).
     """
     batch_size = batch_size or PREDICTION_BATCH_SIZE
-
-    def ids_of(many):  # {side: ragged} per preprocessor -> dense, as the model takes
-        dense_ids = [{side: dense(ids) for side, ids in one.items()} for one in many]
-        if len(dense_ids) == 1:
-            return dense_ids[0]
-        # A dict, not a tuple: Keras reads a tuple as (inputs, labels, weights).
-        return dict(zip(keys, dense_ids))
-
     if isinstance(x, tf.data.Dataset):
         if y is not None or sample_weight is not None:
             raise ValueError("a tf.data.Dataset carries its own labels: give no y or "
                              "sample_weight beside it.")
-        element = x.element_spec
-        element = element[0] if isinstance(element, tuple) else element
-        if element["premise"].shape.rank == 0:
-            x = x.batch(batch_size)
-        counter = tf.Variable(0, dtype=tf.int64, trainable=False)
-
-        def prepare(inputs, *rest):
-            many, cut = [], 0
-            for preprocessor in preprocessors:
-                sides = {}
-                for side in SIDES:
-                    sides[side], side_cut = preprocessor.cut(
-                        preprocessor.token_ids(inputs[side]))
-                    cut = tf.maximum(cut, side_cut)
-                many.append(sides)
-            counter.assign_add(tf.math.count_nonzero(cut))
-            return (ids_of(many), *rest) if rest else ids_of(many)
-
-        dataset = x.map(prepare, num_parallel_calls=tf.data.AUTOTUNE)
-        return dataset.prefetch(tf.data.AUTOTUNE), lambda: {"pairs": int(counter.numpy())}
-
+        return _dataset_batches(preprocessors, x, batch_size, keys)
     premises, hypotheses, _ = pair_texts(x)
     many, cut = [], {side: np.zeros(len(premises), "int32") for side in SIDES}
     for preprocessor in preprocessors:
@@ -335,8 +328,40 @@ def text_batches(preprocessors, x, y=None, sample_weight=None, batch_size=None,
     if shuffle:
         dataset = dataset.shuffle(len(premises), seed=seed, reshuffle_each_iteration=True)
     dataset = dataset.batch(batch_size).map(
-        lambda many_ids, *rest: (ids_of(many_ids), *rest) if rest else ids_of(many_ids))
+        lambda many_ids, *rest: (_model_ids(many_ids, keys), *rest) if rest
+        else _model_ids(many_ids, keys))
     return dataset.prefetch(tf.data.AUTOTUNE), cut
+
+
+def _model_ids(many, keys):
+    """Ragged {side: ids} per preprocessor -> the model's dense inputs: one dict, or a
+    dict of them under `keys` (not a tuple: Keras reads a tuple as (inputs, labels))."""
+    dense_ids = [{side: dense(ids) for side, ids in one.items()} for one in many]
+    return dense_ids[0] if len(dense_ids) == 1 else dict(zip(keys, dense_ids))
+
+
+def _dataset_batches(preprocessors, x, batch_size, keys):
+    """`text_batches` of a `tf.data.Dataset` of text dicts (batched by `batch_size` when
+    its elements are single pairs); the pairs cut are counted while it runs."""
+    element = x.element_spec
+    element = element[0] if isinstance(element, tuple) else element
+    if element["premise"].shape.rank == 0:
+        x = x.batch(batch_size)
+    counter = tf.Variable(0, dtype=tf.int64, trainable=False)
+
+    def prepare(inputs, *rest):
+        many, cut = [], 0
+        for preprocessor in preprocessors:
+            sides = {}
+            for side in SIDES:
+                sides[side], side_cut = preprocessor.cut(preprocessor.token_ids(inputs[side]))
+                cut = tf.maximum(cut, side_cut)
+            many.append(sides)
+        counter.assign_add(tf.math.count_nonzero(cut))
+        return (_model_ids(many, keys), *rest) if rest else _model_ids(many, keys)
+
+    dataset = x.map(prepare, num_parallel_calls=tf.data.AUTOTUNE)
+    return dataset.prefetch(tf.data.AUTOTUNE), lambda: {"pairs": int(counter.numpy())}
 
 
 def warn_truncated(cut, what, max_length, hint, stacklevel=3):

@@ -19,6 +19,7 @@ _EXPORTS = {
 }
 
 __all__ = ["Family", "build_backbone", "build_model", "family", "load_model", "names",
+           "register_keras_classes",
            "registry", *sorted(_EXPORTS)]
 
 
@@ -91,12 +92,27 @@ def build_model(name=registry.DEFAULT, config=None, word_vectors=None):
     return model
 
 
+# The modules that define the shared Keras classes (the families' are their `modules`).
+KERAS_MODULES = ("dsan_tf.layers", "dsan_tf.models.nli_classifier", "dsan_tf.models.ensemble",
+                 "dsan_tf.data.preprocessor")
+
+
+def register_keras_classes():
+    """Imports every module that defines a Keras class of the project (registering them
+    for `.keras` files); the preprocessor's needs TensorFlow: without it, ids only."""
+    for module in (*KERAS_MODULES, *(module for name in names()
+                                     for module in family(name).modules)):
+        try:
+            importlib.import_module(module)
+        except ImportError as error:
+            if getattr(error, "name", None) != "tensorflow":
+                raise
+
+
 def load_model(path, compile=True):
     """A `.keras` file of any family or an ensemble (`keras.saving.load_model` does the
     same after `import dsan_tf`, which registers the classes)."""
     import keras
 
-    from dsan_tf import registration
-
-    registration.register()
+    register_keras_classes()
     return keras.saving.load_model(path, compile=compile)

@@ -11,6 +11,16 @@ from dsan_tf.models.backbone import count_parameters
 from dsan_tf.models.text_model import TextModel
 
 
+# Why a model has no sentence vectors (`NLIClassifier.encode`).
+PAIR_MODEL = ("a pair model (it reads premise and hypothesis together): it has no sentence "
+              "embeddings")
+
+
+def _is_ids(value):
+    dtype = getattr(value, "dtype", None)
+    return dtype is not None and "int" in str(dtype)
+
+
 @keras.saving.register_keras_serializable(package="dsan_tf")
 class NLIClassifier(TextModel, keras.Model):
     """Premise and hypothesis ids -> class logits; with a preprocessor, raw text in `fit`,
@@ -68,6 +78,32 @@ class NLIClassifier(TextModel, keras.Model):
         self.hidden_layer_norm = hidden_layer_norm
         self.hidden_activation = hidden_activation
         self.preprocessor = preprocessor
+
+    def encode(self, sentences, batch_size=None, return_truncated=False):
+        """Sentence vectors float32 [N, E] (the backbone's: 4·d_e for DSAN) of text (with
+        a preprocessor: a string or a list of strings) or of ids int [N, T]. Needs a
+        sentence-encoder backbone.
+
+        Args:
+            return_truncated: (text) also return int [N], the tokens of each sentence cut
+                by the preprocessor's `max_length`. Cutting any also raises one
+                `TruncationWarning`.
+        """
+        if self.backbone.pair_input:
+            raise ValueError(f"{self.name} is {PAIR_MODEL}.")
+        cut = None
+        if self.preprocessor is not None and not _is_ids(sentences):
+            sentences, cut = self.preprocessor.sentence_batches(sentences, batch_size)
+            batch_size = None
+            self._warn_truncated({"sentences": cut}, what="sentences",
+                                 hint="return_truncated=True gives the tokens cut")
+        vectors = self.backbone.predict(sentences, batch_size=batch_size, verbose=0)
+        vectors = keras.ops.convert_to_numpy(vectors).astype("float32")
+        if return_truncated:
+            if cut is None:
+                raise ValueError("return_truncated needs text.")
+            return vectors, cut
+        return vectors
 
     def parameter_breakdown(self):
         """The backbone's parts (`Backbone.parameter_breakdown`), `classifier` (the head)

@@ -20,10 +20,10 @@ import os
 
 import keras
 
-import dsan_tf
 from dsan_tf.labels import LABELS
 from dsan_tf.models.ensemble import NLIEnsemble
 from dsan_tf.models.nli_classifier import NLIClassifier
+from dsan_tf.version import __version__
 
 METADATA, BACKBONE_CONFIG, BACKBONE_WEIGHTS = "metadata.json", "config.json", "model.weights.h5"
 TASK_CONFIG, TASK_WEIGHTS = "task.json", "task.weights.h5"
@@ -50,7 +50,7 @@ def save(model, preset_dir):
     them) into `preset_dir` (made if missing; its files are replaced)."""
     os.makedirs(preset_dir, exist_ok=True)
     metadata = {"class": type(model).__name__, "keras_version": keras.__version__,
-                "dsan_tf_version": dsan_tf.__version__, "labels": list(LABELS),
+                "dsan_tf_version": __version__, "labels": list(LABELS),
                 "parameter_count": int(model.count_params()),
                 "date_saved": datetime.datetime.now(datetime.timezone.utc).strftime(
                     "%Y-%m-%d@%H:%M:%S")}
@@ -84,7 +84,12 @@ def _backbone_objects(model):
     return [*model.backbone._flatten_layers(), model.preprocessor]
 
 
-def _newest_version(path):
+class NoModel(ValueError):
+    """A directory holds no model `load` reads."""
+
+
+def newest_version(path):
+    """The largest integer-named folder of `path` (an EXPORT_DIR), else `path`."""
     versions = [int(name) for name in os.listdir(path)
                 if name.isdigit() and os.path.isdir(os.path.join(path, name))]
     return os.path.join(path, str(max(versions))) if versions else path
@@ -96,9 +101,9 @@ def load(path, compile=True):
     ValueError (one sentence naming `path`) when it holds none."""
     path = os.fspath(path)
     if not os.path.isdir(path):
-        raise ValueError(f"{path} is not a directory: give a preset, a run directory or an "
-                         "export.")
-    path = _newest_version(path)
+        raise NoModel(f"{path} is not a directory: give a preset, a run directory or an "
+                      "export.")
+    path = newest_version(path)
     if os.path.exists(os.path.join(path, METADATA)):
         model = _load_preset(path)
     elif any(os.path.exists(os.path.join(path, name)) for name in MODEL_FILES):
@@ -106,7 +111,7 @@ def load(path, compile=True):
     elif os.path.isdir(os.path.join(path, MEMBERS)):
         model = NLIEnsemble(_members(path))
     else:
-        raise ValueError(f"{path} holds no model: neither a preset ({METADATA}), a run "
+        raise NoModel(f"{path} holds no model: neither a preset ({METADATA}), a run "
                          f"directory ({MODEL_FILES[0]}), an export ({MODEL_FILES[1]}) nor "
                          f"an ensemble's {MEMBERS}/.")
     if compile:

@@ -93,13 +93,13 @@ class TextModel:
         """The keys of the members' ids in the inputs, or None (one preprocessor)."""
         return None
 
-    def _warn_truncated(self, cut, stacklevel=4):
+    def _warn_truncated(self, cut, stacklevel=4, what="pairs",
+                        hint="predict(..., return_truncated=True) counts the tokens cut"):
         if callable(cut):
             cut = cut()
         limit = {p.max_length for p in self.preprocessors()}
-        _text_module().warn_truncated(
-            cut, "pairs", limit.pop() if len(limit) == 1 else None,
-            "dsan_tf.load(...).predict counts the tokens cut per pair", stacklevel)
+        _text_module().warn_truncated(cut, what, limit.pop() if len(limit) == 1 else None,
+                                      hint, stacklevel)
 
     def fit(self, x=None, y=None, batch_size=None, sample_weight=None, validation_data=None,
             shuffle=True, **kwargs):

@@ -27,7 +27,9 @@ from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program
 
 FLAGS = project_flags.FLAGS
-BATCH = 256
+# Sentences read per call of the model, which batches them itself
+# (dsan_tf.data.preprocessor.PREDICTION_BATCH_SIZE): the progress line moves per chunk.
+CHUNK = 4096
 
 
 def define_flags():
@@ -118,7 +120,7 @@ def main(argv):
             chunk.append(text)
             if len(sample) < FLAGS.projector_sample:
                 sample.append(text)
-            if len(chunk) == BATCH:
+            if len(chunk) == CHUNK:
                 write(chunk)
                 chunk = []
         if chunk:

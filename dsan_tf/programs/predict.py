@@ -31,7 +31,9 @@ from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program
 
 FLAGS = project_flags.FLAGS
-BATCH = 256
+# Pairs read per call of the model, which batches them itself
+# (dsan_tf.data.preprocessor.PREDICTION_BATCH_SIZE): the progress line moves per chunk.
+CHUNK = 4096
 
 
 def define_flags():
@@ -131,7 +133,7 @@ def _checked(path, number, pair_id, premise, hypothesis):
     return str(pair_id), premise, hypothesis
 
 
-def batches(pairs, size=BATCH):
+def batches(pairs, size=CHUNK):
     chunk = []
     for pair in pairs:
         chunk.append(pair)

@@ -269,6 +269,8 @@ def build(task, strategy, prepared):
                                               prepared.word_vectors,
                                               prepared.preprocessor.vocabulary),
                              train_size=len(prepared.encoded["train"].labels))
+    # The model keeps its text processing: best.keras reads raw text (`NLIClassifier`).
+    model.preprocessor = prepared.preprocessor
     parts = model.parameter_breakdown()
     print(f"model: {task.config.model}, {parts['params_excluding_embeddings']:,} trainable "
           "parameters excluding word embeddings")

@@ -1,0 +1,235 @@
+"""The Keras-native task (issue 36): raw text in `fit`, `evaluate` and `predict`,
+`compile()` alone, presets, the ensemble as one model, registration on `import dsan_tf`,
+and one raw-text path (predict, `dsan_tf.load`, the SavedModel agree)."""
+
+import json
+import subprocess
+import sys
+import warnings
+
+import keras
+import numpy as np
+import pytest
+
+import dsan_tf
+from dsan_tf.data import NLIPreprocessor, Vocabulary
+from dsan_tf.data.preprocessor import TruncationWarning
+from helpers import ROOT
+
+pytestmark = pytest.mark.tensorflow  # text is TensorFlow's strings
+
+PREMISES = ["A man in a red shirt is playing the guitar on a busy street corner.",
+            "Two dogs run.", "The woman who sold us the car didn't smile.",
+            "Children are swimming in a lake near the mountains at sunset."]
+HYPOTHESES = ["A man plays music.", "Cats sleep.", "Someone sold a car.",
+              "Nobody is in the water."]
+LABELS = ["entailment", "contradiction", "entailment", "contradiction"]
+
+
+def _classifier(family="dsan", max_length=12, seed=0):
+    keras.utils.set_random_seed(seed)
+    vocabulary = Vocabulary.build(PREMISES + HYPOTHESES, lowercase=True)
+    extra = {"num_heads": 2, "ffn_dim": 16} if family == "dsan" else {}
+    config = dsan_tf.model_config(family, vocab_size=vocabulary.size, embedding_dim=8,
+                                  classifier_units=16, **extra)
+    model = dsan_tf.build_model(family, config)
+    model.preprocessor = NLIPreprocessor(vocabulary, max_length=max_length)
+    return model
+
+
+def _ids(model):
+    return model.preprocessor({"premise": PREMISES, "hypothesis": HYPOTHESES})
+
+
+def test_text_in_fit_evaluate_and_predict_in_every_form_a_keras_user_writes():
+    """A dict of lists, a tuple, NumPy strings, a tf.data of string dicts (batched or
+    not, with labels): the same probabilities as the ids the preprocessor makes; labels
+    as names or ids; fit learns the four pairs."""
+    import tensorflow as tf
+
+    model = _classifier()
+    model.compile()
+    text = {"premise": PREMISES, "hypothesis": HYPOTHESES}
+    expected = model.predict(_ids(model))
+    assert expected.shape == (4, 3)
+    np.testing.assert_allclose(expected.sum(axis=1), 1.0, atol=1e-5)  # probabilities
+    logits = np.asarray(model(_ids(model)))
+    np.testing.assert_allclose(expected, keras.ops.softmax(logits).numpy(), atol=1e-6)
+    forms = [text, (PREMISES, HYPOTHESES),
+             {side: np.array(values) for side, values in text.items()},
+             {side: np.array(values, dtype=object) for side, values in text.items()},
+             tf.data.Dataset.from_tensor_slices(text),
+             tf.data.Dataset.from_tensor_slices(text).batch(3)]
+    for form in forms:
+        np.testing.assert_allclose(model.predict(form), expected, atol=1e-6)
+    np.testing.assert_allclose(model.predict_on_batch(text), expected, atol=1e-6)
+    history = model.fit(text, LABELS, epochs=30, batch_size=2, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    assert model.evaluate(text, [0, 2, 0, 2], verbose=0, return_dict=True)["accuracy"] == 1.0
+    labelled = tf.data.Dataset.from_tensor_slices((text, [0, 2, 0, 2])).batch(2)
+    assert model.evaluate(labelled, verbose=0, return_dict=True)["accuracy"] == 1.0
+    assert list(model.predict(text).argmax(axis=1)) == [0, 2, 0, 2]
+    with pytest.raises(ValueError, match=r"label 1 is 'maybe'"):
+        model.fit(text, ["entailment", "maybe", "neutral", "neutral"], verbose=0)
+    with pytest.raises(ValueError, match=r"hypotheses\[2\] is empty"):
+        model.predict({"premise": PREMISES, "hypothesis": ["a", "b", " ", "c"]})
+
+
+def test_truncation_is_counted_for_text_in_memory_and_in_a_dataset():
+    import tensorflow as tf
+
+    model = _classifier(max_length=6)
+    text = {"premise": PREMISES, "hypothesis": HYPOTHESES}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _, cut = model.predict(text, return_truncated=True)
+        model.predict(tf.data.Dataset.from_tensor_slices(text).batch(2))
+    # Premise tokens: 16, 4, 11 ("did", "n't"), 12; hypotheses 5, 3, 5, 6: all fit in 6.
+    assert list(cut["premise"]) == [10, 0, 5, 6] and list(cut["hypothesis"]) == [0, 0, 0, 0]
+    messages = [str(w.message) for w in caught if w.category is TruncationWarning]
+    assert messages[0].startswith("3 of 4 pairs were longer than 6 tokens and were cut to "
+                                  "it (premise 3, hypothesis 0)")
+    assert messages[1].startswith("3 pairs were longer than 6 tokens")
+
+
+def test_compile_without_arguments_is_the_papers_setup_and_arguments_override_it():
+    model = _classifier()
+    model.compile()
+    assert isinstance(model.optimizer, keras.optimizers.Adam)
+    assert float(model.optimizer.learning_rate) == pytest.approx(1e-3)
+    assert model.loss.get_config()["from_logits"] is True
+    model.fit(_ids(model), np.array([0, 2, 0, 2]), epochs=1, verbose=0)
+    assert "accuracy" in model.get_metrics_result()
+    model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(
+        from_logits=True))
+    assert isinstance(model.optimizer, keras.optimizers.SGD)
+
+
+def test_presets_keras_files_and_the_ensemble_give_the_same_numbers(tmp_path):
+    """save_to_preset writes keras-hub's layout; from_preset, a `.keras` file and
+    `dsan_tf.load` give the same probabilities back; an ensemble of a DSAN and a CBOW with
+    different truncation is one Keras model whose probabilities are the members' mean,
+    through its own preset and `.keras` file."""
+    text = {"premise": PREMISES, "hypothesis": HYPOTHESES}
+    dsan, cbow = _classifier(), _classifier("cbow", max_length=5, seed=1)
+    expected = dsan.predict(text)
+    dsan.save_to_preset(tmp_path / "preset")
+    assert sorted(p.name for p in (tmp_path / "preset").iterdir()) == [
+        "assets", "config.json", "metadata.json", "model.weights.h5", "preprocessor.json",
+        "task.json", "task.weights.h5"]
+    metadata = json.loads((tmp_path / "preset" / "metadata.json").read_text())
+    assert metadata["class"] == "NLIClassifier" and metadata["family"] == "dsan"
+    assert metadata["parameter_count"] == dsan.count_params()
+    vocabulary = json.loads((tmp_path / "preset" / "assets" / "preprocessor" /
+                             "vocab.json").read_text())
+    assert vocabulary["words"] == dsan.preprocessor.vocabulary.words
+    again = dsan_tf.NLIClassifier.from_preset(tmp_path / "preset")
+    np.testing.assert_allclose(again.predict(text), expected, atol=1e-6)
+    assert again.preprocessor.max_length == 12 and again.optimizer is not None
+    np.testing.assert_allclose(dsan_tf.load(str(tmp_path / "preset")).predict(
+        PREMISES, HYPOTHESES)["probabilities"], expected, atol=1e-6)
+    dsan.save(tmp_path / "dsan.keras")
+    np.testing.assert_allclose(keras.saving.load_model(tmp_path / "dsan.keras").predict(text),
+                               expected, atol=1e-6)
+
+    ensemble = dsan_tf.NLIEnsemble([dsan, cbow])
+    mean = (expected + cbow.predict(text)) / 2
+    np.testing.assert_allclose(ensemble.predict(text), mean, atol=1e-6)
+    ensemble.save(tmp_path / "ensemble.keras")
+    ensemble.save_to_preset(tmp_path / "ensemble")
+    for loaded in (keras.saving.load_model(tmp_path / "ensemble.keras"),
+                   dsan_tf.NLIEnsemble.from_preset(tmp_path / "ensemble")):
+        assert type(loaded).__name__ == "NLIEnsemble"
+        assert [m.preprocessor.max_length for m in loaded.members] == [12, 5]
+        np.testing.assert_allclose(loaded.predict(text), mean, atol=1e-6)
+
+
+def test_the_saved_model_and_load_agree_with_predict(tmp_path):
+    """The exported SavedModel (traced preprocessor around the model), `dsan_tf.load` of
+    the Keras file and of the SavedModel alone: one set of numbers."""
+    import tensorflow as tf
+
+    from dsan_tf import serving
+
+    model = _classifier()
+    expected = model.predict((PREMISES, HYPOTHESES))
+    serving.export(model, str(tmp_path / "saved"))
+    saved = tf.saved_model.load(str(tmp_path / "saved"))
+    out = saved.signatures["serving_default"](premise=tf.constant(PREMISES),
+                                              hypothesis=tf.constant(HYPOTHESES))
+    np.testing.assert_allclose(out["probabilities"].numpy(), expected, atol=1e-5)
+    loaded = serving.load(str(tmp_path / "saved"))
+    assert loaded.model is None  # the signatures
+    np.testing.assert_allclose(loaded.predict(PREMISES, HYPOTHESES)["probabilities"],
+                               expected, atol=1e-5)
+    vectors = saved.signatures["encode"](sentences=tf.constant(PREMISES))["embedding"]
+    np.testing.assert_allclose(model.encode(PREMISES), vectors.numpy(), atol=1e-5)
+
+
+REGISTERED = """
+import sys
+{first}
+import keras
+for path in sys.argv[1:]:
+    loaded = keras.{loader}(path)
+    print(type(loaded).__name__, loaded.predict({{"premise": ["a dog runs"],
+                                                "hypothesis": ["a dog"]}}).shape)
+"""
+
+
+@pytest.fixture(scope="module")
+def keras_files(tmp_path_factory):
+    """A `.keras` file of every family and of an ensemble, each with its preprocessor."""
+    from dsan_tf.models import registry
+
+    tmp_path = tmp_path_factory.mktemp("keras_files")
+    paths = []
+    for family in registry.names():
+        model = _classifier(family) if family in ("dsan", "cbow") else None
+        if model is None:
+            vocabulary = Vocabulary.build(PREMISES + HYPOTHESES, lowercase=True)
+            config = dsan_tf.model_config(family, vocab_size=vocabulary.size)
+            model = dsan_tf.build_model(family, config)
+            model.preprocessor = NLIPreprocessor(vocabulary)
+        model.save(tmp_path / f"{family}.keras")
+        paths.append(str(tmp_path / f"{family}.keras"))
+    dsan_tf.NLIEnsemble([keras.saving.load_model(paths[0]), keras.saving.load_model(
+        paths[2])]).save(tmp_path / "ensemble.keras")
+    paths.append(str(tmp_path / "ensemble.keras"))
+    return paths
+
+
+@pytest.mark.parametrize("first,loader", [("import dsan_tf", "saving.load_model"),
+                                          ("import keras, dsan_tf", "models.load_model")])
+def test_import_dsan_tf_registers_every_class_for_keras_loaders(keras_files, tmp_path,
+                                                                first, loader):
+    """After `import dsan_tf` (before or after Keras), Keras' own loaders read every
+    family's `.keras` file and an ensemble's, preprocessor included."""
+    from dsan_tf.models import registry
+
+    script = REGISTERED.format(first=first, loader=loader)
+    result = subprocess.run([sys.executable, "-c", script, *keras_files], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.strip().splitlines()
+    assert lines == ["NLIClassifier (1, 3)"] * len(registry.names()) + ["NLIEnsemble (1, 3)"]
+
+
+def test_text_runs_on_the_jax_backend_with_the_same_numbers(tmp_path):
+    """Strings stay in tf.data, the model runs on JAX: the probabilities of a saved model
+    are TensorFlow's."""
+    model = _classifier()
+    expected = model.predict((PREMISES, HYPOTHESES))
+    model.save(tmp_path / "m.keras")
+    script = ("import sys, json, dsan_tf, keras\n"
+              "m = keras.saving.load_model(sys.argv[1])\n"
+              "print(keras.backend.backend(), json.dumps(m.predict((sys.argv[2:6], "
+              "sys.argv[6:10])).tolist()))\n")
+    result = subprocess.run([sys.executable, "-c", script, str(tmp_path / "m.keras"),
+                             *PREMISES, *HYPOTHESES], cwd=ROOT, capture_output=True,
+                            text=True, timeout=600, env={**__import__("os").environ,
+                                                         "KERAS_BACKEND": "jax"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    backend, numbers = result.stdout.strip().splitlines()[-1].split(" ", 1)
+    assert backend == "jax"
+    np.testing.assert_allclose(json.loads(numbers), expected, atol=1e-5)
