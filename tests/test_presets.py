@@ -138,23 +138,3 @@ def test_a_preset_needs_no_clone(tmp_path):
                            text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-2000:]
     assert "is a finished run of this configuration: nothing trained" in again.stdout
-
-
-def test_the_api_pages_python_blocks_run_in_order(tmp_path):
-    """docs/API.md's ```python blocks, run one after another in one namespace (as a reader
-    would paste them) in an empty directory: no undefined names, no block relying on
-    something the page does not show."""
-    import re
-    import subprocess
-    import sys
-
-    page = (ROOT / "docs" / "API.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```python\n(.*?)```", page, flags=re.S)
-    assert len(blocks) >= 3
-    script = "\n".join(blocks) + "\nprint('API page ran')\n"
-    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
-                            text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip().endswith("API page ran")
-    assert json.loads((tmp_path / "runs" / "demo" / "results.json").read_text())["epochs"] == 3
-    assert (tmp_path / "runs" / "demo" / "export" / "1" / "saved_model.pb").exists()
