@@ -9,7 +9,7 @@ import pytest
 
 from dsan_tf import DSANConfig, build_model, plots
 from dsan_tf.data import NLIPreprocessor, Vocabulary
-from dsan_tf.serving import LoadedModel, Predictor, TruncationWarning
+from dsan_tf.serving import LoadedModel, TruncationWarning
 from dsan_tf import progress
 
 WORDS = ["the", "dog", "cat", "saw", "a"]
@@ -22,8 +22,8 @@ def loaded():
     preprocessor = NLIPreprocessor(vocabulary, max_length=6)
     model = build_model("dsan", DSANConfig(vocab_size=vocabulary.size, embedding_dim=8,
                                            num_heads=2, ffn_dim=16, classifier_units=8))
-    predictor = Predictor(model, preprocessor)
-    return LoadedModel(predictor.classify, predictor.encode, "test", max_length=6)
+    model.preprocessor = preprocessor
+    return LoadedModel(model, source="test")
 
 
 def test_one_string_is_one_pair_not_a_list_of_characters(loaded):
