@@ -146,6 +146,15 @@ def test_export_runs_without_our_package(demo, tmp_path):
         assert loaded.encode(["the dog", "a cat", "a zebra"]).shape == (3, 4 * 32)
         with pytest.raises(ValueError, match=r"sentences\[1\] is empty"):
             loaded.encode(["the dog", " ", "a zebra"])  # issue 37: not embedded from padding
+    # The Keras model with its preprocessor, from the run, the export or best.keras alone
+    # (it holds the vocabulary): the numbers of the SavedModel.
+    import keras
+
+    for model in (dsan_tf.NLIClassifier.from_preset(workdir),
+                  dsan_tf.NLIClassifier.from_preset(export),
+                  keras.saving.load_model(workdir / "best.keras")):
+        np.testing.assert_allclose(model.predict((premises, hypotheses)),
+                                   fresh["probabilities"], atol=1e-5)
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="neither a trained model"):
         dsan_tf.load(str(tmp_path / "empty"))
@@ -414,9 +423,15 @@ def test_ensemble_export_serves_the_mean_of_its_members(demo, cbow_run, tmp_path
         ok(cli("export", f"--workdir={member}", f"--export_dir={tmp_path / member.name}"))
         singles.append(served(tmp_path / member.name / "1"))
     assert served(export) == pytest.approx(np.mean(singles, axis=0).tolist(), abs=1e-5)
-    # Issue 37, item 8: an ensemble has no sentence vectors, and says so (not "a pair model").
+    # The export read back as one Keras model of its members (issue 36).
     import dsan_tf
 
+    ensemble = dsan_tf.NLIEnsemble.from_preset(export)
+    assert [type(m.backbone).__name__ for m in ensemble.members] == ["DSANBackbone",
+                                                                     "CBOWBackbone"]
+    assert ensemble.predict((["the dog chased the cat"], ["the cat chased the dog"]))[0] == \
+        pytest.approx(served(export), abs=1e-5)
+    # Issue 37, item 8: an ensemble has no sentence vectors, and says so (not "a pair model").
     with pytest.raises(ValueError, match=r"1 is an ensemble: it averages its members' "
                                          r"probabilities and has no sentence vectors"):
         dsan_tf.load(str(export)).encode("the dog")

@@ -296,4 +296,15 @@ def test_a_model_without_sentence_vectors_says_why():
     with pytest.raises(ValueError, match=r"^runs/gt is a pair model \(it reads premise and "
                                          r"hypothesis together\): it has no sentence "
                                          r"embeddings\.$"):
-        LoadedModel(classify=None, source="runs/gt").encode("a dog")
+        LoadedModel(signatures={"serving_default": None, "encode": None},
+                    source="runs/gt").encode("a dog")
+    import dsan_tf  # the Keras model of a pair family says the same, naming its source
+    from dsan_tf.data import NLIPreprocessor, Vocabulary
+
+    vocabulary = Vocabulary(["a", "dog"])
+    model = dsan_tf.build_model("gaussian_transformer", dsan_tf.model_config(
+        "gaussian_transformer", vocab_size=vocabulary.size, embedding_dim=10, model_dim=8,
+        num_heads=2, char_dim=4))
+    model.preprocessor = NLIPreprocessor(vocabulary)
+    with pytest.raises(ValueError, match=r"^runs/gt is a pair model .*embeddings\.$"):
+        LoadedModel(model, source="runs/gt").encode("a dog")
