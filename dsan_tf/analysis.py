@@ -23,28 +23,30 @@ def _intermediates(backbone, kind):
     name = backbone.__class__.__name__
     if kind == "sentence_intermediates":
         raise AnalysisUnavailable(
-            "the sentence figures show DSAN's multi-head attention maps, fusion gate, FFN "
-            f"and pooling (Figures 7-11), which a {name} does not compute.")
+            f"a {name} has no attention, fusion gate or pooling weights to draw (the "
+            "sentence figures, Figures 7-11, show a DSAN's or a DiSAN's).")
     raise AnalysisUnavailable(f"a {name} reads one sentence at a time: its figures are the "
                               "sentence figures (--sentence), not premise-hypothesis attention.")
 
 
 def sentence_analysis(backbone, ids):
-    """Intermediate values of the DSAN sentence encoder for one sentence.
+    """Intermediate values of a sentence encoder for one sentence.
 
     Args:
-        backbone: a `DSANBackbone` (e.g. `model.backbone` of a trained `NLIClassifier`);
-            other backbones raise `AnalysisUnavailable`, one sentence
-            saying what they cannot show.
+        backbone: a backbone with `sentence_intermediates` (`DSANBackbone`,
+            `DiSANBackbone`; e.g. `model.backbone` of a trained `NLIClassifier`); other
+            backbones raise `AnalysisUnavailable`, one sentence saying what they cannot
+            show.
         ids: int sequence [T] of token ids (no padding).
 
     Returns:
         dict of NumPy arrays:
           `forward_attention`, `backward_attention` [H, T, T]: masked multi-head attention
-              weights (rows: queries; masked cells exactly 0; rows sum to 1 over visible keys);
+              weights (rows: queries; masked cells exactly 0; rows sum to 1 over visible keys;
+              DiSAN: H = 1, its per-dimension weights averaged over dimensions);
           `forward_gate` [T, D], `backward_gate` [T, D]: fusion-gate values F in (0, 1);
           `forward_inactive_relu`, `backward_inactive_relu` [T]: share of FFN hidden ReLU
-              units that are exactly 0 (Figure 10);
+              units that are exactly 0 (Figure 10; only a model with an FFN: DSAN);
           `forward_output_max`, `backward_output_max` [T]: max over dimensions of the block
               output (Figure 10);
           `s2t_weights` [T, 2D]: source2token attention (each column sums to 1);
@@ -57,10 +59,11 @@ def sentence_analysis(backbone, ids):
     result = {}
     for side in ("forward", "backward"):
         block = info[side]
-        hidden = numpy(block["ffn_hidden"])
         result[f"{side}_attention"] = numpy(block["attention_weights"])
         result[f"{side}_gate"] = numpy(block["gate"])
-        result[f"{side}_inactive_relu"] = np.mean(hidden == 0.0, axis=-1)
+        if "ffn_hidden" in block:
+            result[f"{side}_inactive_relu"] = np.mean(numpy(block["ffn_hidden"]) == 0.0,
+                                                      axis=-1)
         result[f"{side}_output_max"] = numpy(block["output"]).max(axis=-1)
     encoded = numpy(info["encoded"])
     winners = np.argmax(encoded, axis=0)

@@ -39,12 +39,14 @@ def attention_maps(tokens, forward, backward, title=""):
     """Figures 7, 12, 13: per-head and head-averaged attention [H, T, T], both directions;
     each row of a map (one attending word) sums to 1 over the words it may see."""
     heads = forward.shape[0]
-    figure, axes = plt.subplots(2, heads + 1, figsize=(2.7 * (heads + 1) + 1.2, 6.2),
+    columns = heads + 1 if heads > 1 else 1  # one map (DiSAN's): no mean beside it
+    figure, axes = plt.subplots(2, columns, figsize=(2.7 * columns + 1.2, 6.2),
                                 squeeze=False, layout="constrained")
     for row, (name, weights) in enumerate((("forward", forward), ("backward", backward))):
-        for column in range(heads + 1):
+        for column in range(columns):
             values = weights[column] if column < heads else weights.mean(axis=0)
-            label = f"head {column + 1}" if column < heads else "mean of the heads"
+            label = (f"head {column + 1}" if heads > 1 else "its one map") \
+                if column < heads else "mean of the heads"
             image = _heatmap(axes[row, column], tokens, values, f"{name} block, {label}",
                              row_labels=column == 0, column_labels=row == 1)
     _colour_bar(figure, image, axes)
@@ -222,7 +224,9 @@ def sentence_figures(tokens, analysis, title=""):
             "forward block": ("mean gate: share kept\nfrom the word itself",
                               analysis["forward_gate"].mean(axis=-1))},
             "Figure 9: fusion gate per word (1: the word's own projection; 0: its context)"),
-        "fig10_ffn": word_bars(tokens, {
+    }
+    if "forward_inactive_relu" in analysis:  # a model with an FFN (DSAN; not DiSAN)
+        figures["fig10_ffn"] = word_bars(tokens, {
             "forward block: FFN units that are off": (
                 "share of ReLU units\nat zero", analysis["forward_inactive_relu"]),
             "backward block: FFN units that are off": (
@@ -231,8 +235,7 @@ def sentence_figures(tokens, analysis, title=""):
                 "largest output\nvalue", analysis["forward_output_max"]),
             "backward block: FFN output": (
                 "largest output\nvalue", analysis["backward_output_max"])},
-            "Figure 10: activity of the position-wise feed-forward network per word"),
-    }
+            "Figure 10: activity of the position-wise feed-forward network per word")
     pooling = {"max pooling": ("share of the sentence\nvector's dimensions",
                                analysis["max_pool_share"])}
     if "s2t_weights" in analysis:

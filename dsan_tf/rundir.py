@@ -244,8 +244,18 @@ def read_history(path):
 
 
 def read_json(path):
+    """The JSON value in `path`; `UsageError` naming the file and where it breaks when it
+    is not JSON (a file cut off by a killed process, or edited by hand)."""
     with open(path, encoding="utf-8") as stream:
-        return json.load(stream)
+        text = stream.read()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        # A record file ends with its closing bracket; one that does not was cut short.
+        ending = ("; the file ends before its closing bracket: was it cut off?"
+                  if not text.rstrip().endswith(("}", "]")) else ".")
+        raise UsageError(f"{path} is not valid JSON ({error.msg}: line {error.lineno}, "
+                         f"column {error.colno}){ending}") from None
 
 
 def provenance():

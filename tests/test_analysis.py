@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dsan_tf import DSANConfig, build_model, model_config, plots
+from dsan_tf import DSANConfig, build_model, masks, model_config, plots
 from dsan_tf.analysis import attention_by_distance, sentence_analysis
 from dsan_tf.models import AnalysisUnavailable
 
@@ -47,12 +47,40 @@ def test_figures_render(result, tmp_path):
     assert plots.png_bytes(figure).startswith(b"\x89PNG")
 
 
-@pytest.mark.parametrize("name", ["cbow", "disan"])
-def test_other_backbones_say_what_they_cannot_show(name):
-    model = build_model(name, model_config(name, vocab_size=10, embedding_dim=8))
+def test_cbow_says_in_one_sentence_that_it_has_nothing_to_draw():
+    model = build_model("cbow", model_config("cbow", vocab_size=10, embedding_dim=8))
     with pytest.raises(AnalysisUnavailable, match="Figures 7-11") as raised:
         sentence_analysis(model.backbone, [2, 3])
+    assert "no attention, fusion gate or pooling weights" in str(raised.value)
     assert len(str(raised.value).rstrip(".").split(". ")) == 1  # one sentence
+
+
+def test_disan_shows_its_attention_gate_and_pooling(tmp_path):
+    """Issue 37, item 11: DiSAN's figures. Its one map per direction is the mean over
+    dimensions of its per-dimension weights (read from the layer, each row a distribution
+    over the keys its direction sees); its gate and source2token weights; no Figure 10
+    (DiSAN has no FFN)."""
+    model = build_model("disan", model_config("disan", vocab_size=10, embedding_dim=8))
+    ids = [2, 5, 3, 7, 4]
+    result = sentence_analysis(model.backbone, ids)
+    info = model.backbone.sentence_intermediates(np.array([ids], "int32"))
+    for side in ("forward", "backward"):
+        per_dimension = np.asarray(info[side]["dimension_weights"])[0]  # [T, T, D]
+        np.testing.assert_allclose(result[f"{side}_attention"][0], per_dimension.mean(-1),
+                                   atol=1e-6)
+        visible = np.asarray(masks.directional_mask(5, side))
+        rows = result[f"{side}_attention"][0].sum(-1)
+        np.testing.assert_allclose(rows[visible.any(-1)], 1.0, rtol=1e-5)
+        assert np.all(result[f"{side}_attention"][0][~visible] == 0.0)
+        assert result[f"{side}_gate"].shape == (5, 8)
+        assert f"{side}_inactive_relu" not in result
+    np.testing.assert_allclose(result["s2t_weights"].sum(axis=0), 1.0, rtol=1e-5)
+    vector = model.backbone(np.array([ids], "int32"))
+    encoded = np.asarray(info["encoded"])[0]
+    np.testing.assert_allclose(np.asarray(vector)[0], (result["s2t_weights"] * encoded).sum(0),
+                               atol=1e-5)  # the pooling the figure shows is the model's
+    figures = plots.sentence_figures(["a", "b", "c", "d", "e"], result)
+    assert sorted(figures) == ["fig07_attention", "fig09_fusion_gate", "fig11_pooling"]
 
 
 def _zero_queries(backbone):

@@ -321,21 +321,32 @@ def test_help_is_short_and_grouped_by_topic_with_each_familys_flags_under_it():
     assert took < 5  # a fresh Python process; the program part is well under a second
 
 
-def test_visualize_on_a_disan_run_says_what_it_cannot_show(tmp_path):
-    """No traceback: one sentence naming the run and what the figures need."""
+@pytest.mark.parametrize("name", ["disan", "cbow"])
+def test_visualize_draws_disan_and_says_cbow_has_nothing_to_draw(tmp_path, name):
+    """Issue 37, item 11: a DiSAN run gets its attention, gate and pooling figures; a CBOW
+    run gets one sentence naming the run and why (no traceback)."""
     from dsan_tf import build_model, model_config
     from dsan_tf.data import NLIPreprocessor, Vocabulary
 
-    model = build_model("disan", model_config("disan", vocab_size=5, embedding_dim=8))
+    model = build_model(name, model_config(name, vocab_size=5, embedding_dim=8))
+    model.preprocessor = NLIPreprocessor(Vocabulary(["a", "dog", "runs"]))
     model.save(tmp_path / "best.keras")
-    NLIPreprocessor(Vocabulary(["a", "dog", "runs"])).save(tmp_path)
-    (tmp_path / "config.json").write_text(json.dumps({"model": "disan", "max_length": 256}))
+    model.preprocessor.save(tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps({"model": name, "max_length": 256}))
     result = cli("visualize", f"--workdir={tmp_path}", f"--output_dir={tmp_path / 'figures'}",
                  "--sentence=a dog runs")
+    if name == "disan":
+        ok(result)
+        written = sorted(p.name for p in (tmp_path / "figures").iterdir())
+        assert written == ["fig07_attention.png", "fig09_fusion_gate.png",
+                           "fig11_pooling.png"]
+        assert all((tmp_path / "figures" / n).read_bytes().startswith(b"\x89PNG")
+                   for n in written)
+        return
     assert result.returncode != 0 and "Traceback" not in result.stderr
     message = result.stderr.strip().splitlines()[-1]
-    assert message.startswith(f"error: --workdir={tmp_path} is a disan run:")
-    assert "Figures 7-11" in message and "DiSANBackbone" in message
+    assert message.startswith(f"error: --workdir={tmp_path} is a cbow run: a CBOWBackbone "
+                              "has no attention, fusion gate or pooling weights to draw")
 
 
 ENSEMBLE_FRESH = """

@@ -308,3 +308,29 @@ def test_a_model_without_sentence_vectors_says_why():
     model.preprocessor = NLIPreprocessor(vocabulary)
     with pytest.raises(ValueError, match=r"^runs/gt is a pair model .*embeddings\.$"):
         LoadedModel(model, source="runs/gt").encode("a dog")
+
+
+def test_a_json_file_cut_off_is_one_sentence_naming_it(trained, tmp_path):
+    """Issue 37, item 8: a run's config.json cut mid-record (a killed process, an edit),
+    or an evaluation file cut short, is one sentence naming the file, the line and the
+    column, not a traceback."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(trained, run)
+    text = (run / "config.json").read_text()
+    (run / "config.json").write_text(text[:len(text) // 2])
+    result = cli("summary", f"--workdir={run}")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    message = result.stderr.strip().splitlines()[-1]
+    assert re.fullmatch(rf"error: {re.escape(str(run / 'config.json'))} is not valid JSON "
+                        r"\(.+: line \d+, column \d+\); the file ends before its closing "
+                        r"bracket: was it cut off\?", message), message
+    evaluation = tmp_path / "eval.json"
+    evaluation.write_text('{"sources": {"snli": {"accuracy": 0.5,, "x": 1}}}')
+    result = cli("visualize", f"--workdir={trained}", f"--evaluation={evaluation}",
+                 f"--output_dir={tmp_path / 'figures'}")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"error: {evaluation} is not valid JSON (Expecting property name enclosed in double "
+        "quotes: line 1, column 39).")

@@ -9,7 +9,9 @@ runs on --long_sentence); with --evaluation fig06_length.png (accuracy by pair l
 --distance_data attention_by_distance.png and .json: the attention weight at each query-key
 distance over that source's sentences, for --workdir (and --compare_workdir), against uniform
 attention and the distance prior alone over the same keys (Figure 8 counted over a corpus).
-For a pair model (--model=gaussian_transformer) it writes self_attention.png and
+A DiSAN run gets fig07 (one map per direction: its per-dimension weights averaged over the
+dimensions), fig09 and fig11 (it has no FFN: no fig10); a CBOW run has nothing to draw and says
+so. For a pair model (--model=gaussian_transformer) it writes self_attention.png and
 inter_attention.png for --sentence as premise and --hypothesis.
 All values come from the model's own intermediate outputs (dsan_tf.analysis).
 """
@@ -72,8 +74,7 @@ def load_evaluations(specs):
         name, _, path = spec.rpartition("=")
         if not os.path.isfile(path):
             raise program.UsageError(f"--evaluation file {path} does not exist.")
-        with open(path, encoding="utf-8") as stream:
-            results = json.load(stream)
+        results = rundir.read_json(path)
         run = name or os.path.basename(os.path.normpath(results.get("workdir", path)))
         for source, result in results.get("sources", {}).items():
             runs[f"{run} on {short_source(source)}"] = result["accuracy_by_length"]

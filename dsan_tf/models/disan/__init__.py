@@ -37,7 +37,7 @@ FAMILY = register(Family(
     config=DiSANConfig,
     backbone=_backbone, head=_head, forward_flops=_flops,
     modules=("dsan_tf.models.disan.layers", "dsan_tf.models.disan.backbone"),
-    paper_parameters="2.4M"))
+    paper_parameters="2.4M", sentence_figures=True))
 
 __getattr__ = lazy_attributes(__name__, {
     "DiSANBackbone": "backbone", "DiSANEncoder": "layers", "DiSABlock": "layers",

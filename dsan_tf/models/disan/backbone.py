@@ -5,6 +5,7 @@ Shape legend: B batch, T tokens, D word width, E sentence-vector width (2D).
 
 import keras
 
+from dsan_tf import masks
 from dsan_tf.models.disan.layers import DiSANEncoder
 from dsan_tf.models.backbone import SentenceEncoderBackbone
 
@@ -47,6 +48,25 @@ class DiSANBackbone(SentenceEncoderBackbone):
                 parts.append((f"{block.name}.{sublayer.name}", sublayer))
         parts.append(("source2token", self.encoder.source2token))
         return parts
+
+    def sentence_intermediates(self, token_ids):
+        """What the encoder computes on the way (the figures of `dsan_tf.analysis`, as
+        DSAN's Figures 7, 9 and 11 show them; DiSAN has no FFN, so no Figure 10).
+
+        Args:
+            token_ids: int [B, T].
+
+        Returns:
+            dict: `forward`, `backward` (each with `attention_weights` [B, 1, T, T], the
+            multi-dimensional weights averaged over dimensions, `dimension_weights` [B, T,
+            T, D], `gate` [B, T, D], `output` [B, T, D]), `encoded` [B, T, 2D] and
+            `s2t_weights` [B, T, 2D]; inference mode (no dropout).
+        """
+        self.ensure_built()
+        vectors = self.token_embedding(token_ids)
+        _, info = self.encoder(vectors, padding_mask=masks.padding_mask(token_ids),
+                               training=False, return_intermediates=True)
+        return info
 
     def get_config(self):
         return dict(super().get_config(), dropout=self.dropout,

@@ -34,9 +34,11 @@ class MultiDimensionalTokenAttention(keras.layers.Layer):
     Call arguments:
         inputs: float [B, T, D], h.
         padding_mask: optional bool [B, T].
+        return_attention_scores: bool.
 
     Returns:
-        float [B, T, D].
+        float [B, T, D]; with `return_attention_scores` also the weights [B, T, T, D]
+        (query, key, dimension; masked keys exactly 0).
     """
 
     def __init__(self, direction="forward", scale=5.0, kernel_initializer="glorot_uniform",
@@ -59,7 +61,7 @@ class MultiDimensionalTokenAttention(keras.layers.Layer):
         self.query_dense.build(inputs_shape)
         self.built = True
 
-    def call(self, inputs, padding_mask=None):
+    def call(self, inputs, padding_mask=None, return_attention_scores=False):
         length = ops.shape(inputs)[1]
         visible = masks.directional_mask(length, self.direction)[None]
         if padding_mask is not None:
@@ -71,7 +73,10 @@ class MultiDimensionalTokenAttention(keras.layers.Layer):
         weights = masks.softmax(scores, axis=2)  # over keys j, per dimension
         context = ops.einsum("bijd,bjd->bid", ops.cast(weights, inputs.dtype), inputs)
         has_key = ops.any(visible, axis=-1)[..., None]
-        return context * ops.cast(has_key, context.dtype)
+        context = context * ops.cast(has_key, context.dtype)
+        if return_attention_scores:
+            return context, weights * ops.cast(visible[..., None], weights.dtype)
+        return context
 
     def compute_output_shape(self, inputs_shape):
         return inputs_shape
@@ -102,9 +107,12 @@ class DiSABlock(keras.layers.Layer):
         inputs: float [B, T, D].
         padding_mask: optional bool [B, T].
         training: bool.
+        return_intermediates: bool; also return a dict with `attention_weights` [B, 1, T,
+            T] (the token2token weights averaged over the D dimensions: one map, each row
+            still sums to 1), `dimension_weights` [B, T, T, D] and `gate` F [B, T, D].
 
     Returns:
-        float [B, T, D].
+        float [B, T, D] (and the dict).
     """
 
     def __init__(self, direction="forward", dropout=0.1, layer_norm_epsilon=1e-5,
@@ -132,12 +140,16 @@ class DiSABlock(keras.layers.Layer):
             layer.build(inputs_shape)
         self.built = True
 
-    def call(self, inputs, padding_mask=None, training=None):
+    def call(self, inputs, padding_mask=None, training=None, return_intermediates=False):
         hidden = self.token_map(self.input_dropout(inputs, training=training))
-        context = self.attention(hidden, padding_mask=padding_mask)
-        outputs = self.fusion_gate(hidden, context, training=training)
+        context, weights = self.attention(hidden, padding_mask=padding_mask,
+                                          return_attention_scores=True)
+        outputs, gate = self.fusion_gate(hidden, context, training=training, return_gate=True)
         if padding_mask is not None:
             outputs = outputs * ops.cast(padding_mask, outputs.dtype)[:, :, None]
+        if return_intermediates:
+            return outputs, {"attention_weights": ops.mean(weights, axis=-1)[:, None],
+                             "dimension_weights": weights, "gate": gate}
         return outputs
 
     def compute_output_shape(self, inputs_shape):
@@ -167,9 +179,12 @@ class DiSANEncoder(keras.layers.Layer):
         inputs: float [B, T, D].
         padding_mask: optional bool [B, T].
         training: bool.
+        return_intermediates: bool; also return a dict with `forward` and `backward`
+            (each `DiSABlock`'s, with its `output` [B, T, D]), `encoded` [B, T, 2D] and
+            `s2t_weights` [B, T, 2D].
 
     Returns:
-        float [B, 2D].
+        float [B, 2D] (and the dict).
     """
 
     def __init__(self, dropout=0.1, layer_norm_epsilon=1e-5,
@@ -199,11 +214,19 @@ class DiSANEncoder(keras.layers.Layer):
     def output_dim(self, input_dim):
         return 2 * input_dim
 
-    def call(self, inputs, padding_mask=None, training=None):
-        encoded = ops.concatenate([
-            block(inputs, padding_mask=padding_mask, training=training)
-            for block in (self.forward_block, self.backward_block)], axis=-1)
-        return self.source2token(encoded, padding_mask=padding_mask)
+    def call(self, inputs, padding_mask=None, training=None, return_intermediates=False):
+        info = {}
+        for side, block in (("forward", self.forward_block), ("backward", self.backward_block)):
+            output, block_info = block(inputs, padding_mask=padding_mask, training=training,
+                                       return_intermediates=True)
+            info[side] = dict(block_info, output=output)
+        encoded = ops.concatenate([info["forward"]["output"], info["backward"]["output"]],
+                                  axis=-1)
+        vector, weights = self.source2token(encoded, padding_mask=padding_mask,
+                                            return_attention_scores=True)
+        if return_intermediates:
+            return vector, dict(info, encoded=encoded, s2t_weights=weights)
+        return vector
 
     def compute_output_shape(self, inputs_shape):
         return (inputs_shape[0], self.output_dim(inputs_shape[-1]))
