@@ -1,0 +1,110 @@
+"""Mutation check: is each curated one-line change of what the code does caught by the
+default suite? (issue 41; the list: `tools.mutants.MUTANTS`.)
+
+    python -m tools.mutation                 # every mutant
+    python -m tools.mutation --sample=10 --seed=$(git rev-parse --short HEAD)
+    python -m tools.mutation --only=3,7      # by number (1 = the first)
+
+Each mutant is applied, alone, to a copy of the clone (its tracked files) in a temporary
+directory, and the test files the entry names run there (`pytest -x`, fail fast, the default
+suite's options) with the copy first on the path. A mutant is caught (a test failed),
+missed (they all passed: the defect would reach users) or stale (its text is no longer in
+the file, exactly once). Ends with `caught=N/M`; the exit status is 1 unless every mutant
+run was caught.
+"""
+
+import argparse
+import hashlib
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from tools.mutants import MUTANTS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def tracked_files():
+    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
+                            check=True).stdout.split()
+    return [name for name in listed if not name.startswith(("docs/", "tools/"))]
+
+
+def copy_clone(target):
+    for name in tracked_files():
+        source = os.path.join(ROOT, name)
+        if os.path.isfile(source):
+            os.makedirs(os.path.dirname(os.path.join(target, name)), exist_ok=True)
+            shutil.copy2(source, os.path.join(target, name))
+
+
+def check_list():
+    """Every test file named exists in the default suite (tests/, not only `slow`)."""
+    for number, (path, old, new, seen, tests) in enumerate(MUTANTS, 1):
+        for test in tests:
+            file = test.split("::")[0]
+            if not (file.startswith("tests/test_") and os.path.isfile(os.path.join(ROOT, file))):
+                raise SystemExit(f"mutant {number}: {file} is not a test file of the suite.")
+
+
+def run(number, path, old, new, tests, keep=False):
+    """'caught', 'missed' or 'stale' for one mutant, and the seconds it took."""
+    started = time.perf_counter()
+    text = open(os.path.join(ROOT, path), encoding="utf-8").read()
+    if text.count(old) != 1:
+        return "stale", 0.0
+    work = tempfile.mkdtemp(prefix=f"mutant{number}_")
+    try:
+        copy_clone(work)
+        with open(os.path.join(work, path), "w", encoding="utf-8") as stream:
+            stream.write(text.replace(old, new))
+        env = {**os.environ, "PYTHONPATH": work + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        where = subprocess.run([sys.executable, "-c", "import dsan_tf; print(dsan_tf.__file__)"],
+                               cwd=work, env=env, capture_output=True, text=True)
+        if not where.stdout.strip().startswith(work):
+            raise SystemExit(f"the copy's dsan_tf is not the one imported: {where.stdout}")
+        result = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly",
+                                 *tests], cwd=work, env=env, capture_output=True, text=True)
+        outcome = "missed" if result.returncode == 0 else (
+            "caught" if result.returncode == 1 else f"error (pytest exit {result.returncode})")
+        return outcome, time.perf_counter() - started
+    finally:
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sample", type=int, help="run this many mutants, drawn by --seed")
+    parser.add_argument("--seed", default="0", help="any text (e.g. the commit)")
+    parser.add_argument("--only", help="comma-separated mutant numbers")
+    parser.add_argument("--list", action="store_true", help="print the list and stop")
+    args = parser.parse_args(argv)
+    check_list()
+    numbers = list(range(1, len(MUTANTS) + 1))
+    if args.only:
+        numbers = [int(n) for n in args.only.split(",")]
+    elif args.sample:
+        seed = int(hashlib.sha256(args.seed.encode()).hexdigest()[:8], 16)
+        numbers = sorted(random.Random(seed).sample(numbers, min(args.sample, len(numbers))))
+    if args.list:
+        for number in numbers:
+            path, _, _, seen, tests = MUTANTS[number - 1]
+            print(f"{number:3d} {path}: {seen} [{', '.join(tests)}]")
+        return 0
+    caught = 0
+    for number in numbers:
+        path, old, new, seen, tests = MUTANTS[number - 1]
+        outcome, seconds = run(number, path, old, new, tests)
+        caught += outcome == "caught"
+        print(f"{number:3d} {outcome:<7} {seconds:6.0f} s  {path}: {seen}", flush=True)
+    print(f"caught={caught}/{len(numbers)}")
+    return 0 if caught == len(numbers) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
