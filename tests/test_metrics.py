@@ -81,3 +81,18 @@ def test_paired_bootstrap_interval_brackets_the_difference_and_excludes_zero_onl
     low95, high95 = metrics.paired_bootstrap(noise, other)[2]
     low99, high99 = metrics.paired_bootstrap(noise, other, level=0.99)[2]
     assert low99 < low95 < high95 < high99
+
+
+def test_paired_bootstrap_p_is_two_sided_and_agrees_with_mcnemar():
+    """108 pairs only a gets right, 80 only b, of 2,000: the difference is 1.4 points,
+    about 2.04 standard errors, so the two-sided p is about 0.041 (one-sided 0.021), and
+    the exact McNemar test on the same split gives about the same."""
+    a = np.zeros(2000, bool)
+    b = np.zeros(2000, bool)
+    a[:108] = True
+    b[108:188] = True
+    a[188:1400] = b[188:1400] = True
+    difference, p = metrics.paired_bootstrap_p(a, b, resamples=20_000)
+    assert difference == pytest.approx(0.014)
+    assert 0.033 < p < 0.05
+    assert abs(p - metrics.mcnemar_p(a, b)) < 0.015

@@ -8,7 +8,8 @@ default suite? (issue 41; the list: `tools.mutants.MUTANTS`.)
 Each mutant is applied, alone, to a copy of the clone (its tracked files) in a temporary
 directory, and the test files the entry names run there (`pytest -x`, fail fast, the default
 suite's options) with the copy first on the path. A mutant is caught (a test failed),
-missed (they all passed: the defect would reach users) or stale (its text is no longer in
+missed (they all passed: the defect would reach users), an error (pytest could not run)
+or stale (its text is no longer in
 the file, exactly once). Ends with `caught=N/M`; the exit status is 1 unless every mutant
 run was caught.
 """
@@ -17,6 +18,7 @@ import argparse
 import hashlib
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -52,16 +54,18 @@ def check_list():
 
 
 def run(number, path, old, new, tests, keep=False):
-    """'caught', 'missed' or 'stale' for one mutant, and the seconds it took."""
+    """'caught', 'missed' or 'stale' for one mutant (number 0, `old` None: the clone as it
+    is, the baseline), and the seconds it took."""
     started = time.perf_counter()
-    text = open(os.path.join(ROOT, path), encoding="utf-8").read()
-    if text.count(old) != 1:
+    text = open(os.path.join(ROOT, path), encoding="utf-8").read() if path else ""
+    if path and text.count(old) != 1:
         return "stale", 0.0
     work = tempfile.mkdtemp(prefix=f"mutant{number}_")
     try:
         copy_clone(work)
-        with open(os.path.join(work, path), "w", encoding="utf-8") as stream:
-            stream.write(text.replace(old, new))
+        if path:
+            with open(os.path.join(work, path), "w", encoding="utf-8") as stream:
+                stream.write(text.replace(old, new))
         env = {**os.environ, "PYTHONPATH": work + os.pathsep + os.environ.get("PYTHONPATH", "")}
         where = subprocess.run([sys.executable, "-c", "import dsan_tf; print(dsan_tf.__file__)"],
                                cwd=work, env=env, capture_output=True, text=True)
@@ -69,8 +73,10 @@ def run(number, path, old, new, tests, keep=False):
             raise SystemExit(f"the copy's dsan_tf is not the one imported: {where.stdout}")
         result = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly",
                                  *tests], cwd=work, env=env, capture_output=True, text=True)
+        # With -x, xdist ends "Interrupted" (exit 2) after the first failure.
+        failed = re.search(r"\b\d+ (failed|errors?)\b", result.stdout)
         outcome = "missed" if result.returncode == 0 else (
-            "caught" if result.returncode == 1 else f"error (pytest exit {result.returncode})")
+            "caught" if failed else f"error (pytest exit {result.returncode})")
         return outcome, time.perf_counter() - started
     finally:
         if not keep:
@@ -96,6 +102,14 @@ def main(argv=None):
             path, _, _, seen, tests = MUTANTS[number - 1]
             print(f"{number:3d} {path}: {seen} [{', '.join(tests)}]")
         return 0
+    # The tests must pass on the clone as it is, or a failure says nothing of a mutant.
+    named = list(dict.fromkeys(test for number in numbers for test in MUTANTS[number - 1][4]))
+    outcome, seconds = run(0, None, None, None, named)
+    print(f"  0 {'passed' if outcome == 'missed' else 'FAILED':<7} {seconds:6.0f} s  the "
+          f"clone unmutated, the {len(named)} named test files or tests", flush=True)
+    if outcome != "missed":
+        print("the named tests fail without a mutant: fix them first.")
+        return 2
     caught = 0
     for number in numbers:
         path, old, new, seen, tests = MUTANTS[number - 1]
