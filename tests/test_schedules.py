@@ -120,3 +120,29 @@ def test_halving_on_a_dev_drop_halves_the_rate_only_after_a_drop(capsys):
     printed = capsys.readouterr().out.splitlines()
     assert printed == ["dev accuracy fell (0.6000 -> 0.5500): learning rate halved to 0.0001",
                        "dev accuracy fell (0.5800 -> 0.4000): learning rate halved to 5e-05"]
+
+
+@pytest.mark.parametrize("patience, cycle_epochs, stopped", [(2, None, 5), (1, None, 4),
+                                                             (2, 2, 6), (1, 4, 4)])
+def test_early_stopping_stops_after_patience_epochs_without_a_gain(patience, cycle_epochs,
+                                                                   stopped, capsys):
+    """Dev accuracy improves until epoch 3 and never after: patience P stops after epoch
+    3 + P (Keras' rule), or at the first cycle end from then on."""
+    import types
+
+    from dsan_tf.training.callbacks import EarlyStopping
+
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.stop_training = False  # as fit sets it
+    best = types.SimpleNamespace(best_epoch=0, best=0.0)
+    stop = EarlyStopping(patience, cycle_epochs, best)
+    stop.set_model(model)
+    for epoch, accuracy in enumerate([0.5, 0.6, 0.7, 0.65, 0.69, 0.6, 0.6, 0.6]):
+        if accuracy > best.best:  # what KeepBest, before it, records
+            best.best, best.best_epoch = accuracy, epoch + 1
+        stop.on_epoch_end(epoch, {"val_accuracy": accuracy})
+        if model.stop_training:
+            break
+    assert stop.stopped_epoch == stopped
+    assert capsys.readouterr().out.strip() == (
+        f"early stop after epoch {stopped}: dev accuracy last improved at epoch 3 (0.7000)")

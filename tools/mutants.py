@@ -104,5 +104,5 @@ MUTANTS = [
      "if epoch + 1 - best.best_epoch >= self.patience and at_cycle_end:",
      "if epoch + 1 - best.best_epoch > self.patience and at_cycle_end:",
      "early stopping waits one epoch more than --patience",
-     ["tests/test_schedules.py::test_epochs_of_n_pairs_and_early_stopping_only_at_cycle_ends"]),
+     ["tests/test_schedules.py::test_early_stopping_stops_after_patience_epochs_without_a_gain"]),
 ]
