@@ -228,3 +228,17 @@ def test_snli_dev_oov_rate_with_glove_6b():
                                  Vocabulary.from_examples(dev, lowercase=True).words,
                                  progress=False)
     assert NLIPreprocessor(vocab).encode(dev).report.oov_rate <= 0.0056
+
+
+def test_the_encode_report_counts_unknown_words_and_truncation_exactly():
+    """What evaluate and train print for a split: 2 unknown tokens of 11 ("zebra",
+    "unicorn"), the longest sentence, and the sentences max_length cut, per side."""
+    from dsan_tf.data import Example
+
+    vocabulary = Vocabulary(["the", "dog", "cat", "saw", "a"])
+    examples = [Example("the dog saw a zebra", "a cat", 0),
+                Example("the cat", "a unicorn saw the dog", 1)]
+    report = NLIPreprocessor(vocabulary, max_length=4).encode(examples).report
+    assert (report.tokens, report.unknown_tokens, report.longest) == (14, 2, 5)
+    assert report.oov_rate == pytest.approx(2 / 14)
+    assert (report.truncated_premises, report.truncated_hypotheses) == (1, 1)

@@ -84,7 +84,7 @@ def test_a_finished_run_is_exported_when_asked(tmp_path):
 
 def test_probe_sentence_is_refused_for_a_family_that_cannot_show_it(tmp_path):
     with pytest.raises(UsageError, match="probe_sentence needs a model that shows a "
-                                         "sentence's attention \\(dsan\\), not cbow"):
+                                         "sentence's attention \\(dsan, disan\\), not cbow"):
         steps.train_run(str(tmp_path / "run"), _config(), RunOptions(probe_sentence="A man."))
     assert not (tmp_path / "run").exists()  # refused before anything was written
 

@@ -126,8 +126,9 @@ class NLIPreprocessor(keras.layers.Layer):
             report.longest = max(report.longest,
                                  int(tf.reduce_max(lengths)) if len(examples) else 0)
             ids, cut = self.cut(ids)
-            if self.max_length:
-                setattr(report, f"truncated_{side}s", int(tf.math.count_nonzero(cut)))
+            if self.max_length:  # the report's fields: truncated_premises, _hypotheses
+                plural = {"premise": "premises", "hypothesis": "hypotheses"}[side]
+                setattr(report, f"truncated_{plural}", int(tf.math.count_nonzero(cut)))
             sides.append(ids)
         labels = np.array([e.label for e in examples], dtype=np.int32)
         return EncodedPairs(sides[0], sides[1], labels, report)
