@@ -102,7 +102,7 @@ class TextModel:
                                       hint, stacklevel)
 
     def fit(self, x=None, y=None, batch_size=None, sample_weight=None, validation_data=None,
-            shuffle=True, **kwargs):
+            **kwargs):
         """Keras' `fit`; with a preprocessor, `x` may be text ({"premise": [...],
         "hypothesis": [...]} with `y` labels as ids or names, or a `tf.data.Dataset` of
         such dicts with labels), reshuffled every epoch when in memory."""
@@ -111,9 +111,10 @@ class TextModel:
             if kwargs.get("validation_split"):
                 raise ValueError("validation_split does not split text: give "
                                  "validation_data=(x, y).")
-            x, cut = self._text_batches(x, y, sample_weight, batch_size or BATCH_SIZE, shuffle)
+            x, cut = self._text_batches(x, y, sample_weight, batch_size or BATCH_SIZE,
+                                        kwargs.get("shuffle", True))
             y = sample_weight = batch_size = None
-            shuffle = False  # done in tf.data, every epoch
+            kwargs["shuffle"] = False  # done in tf.data, every epoch
         if validation_data is not None:
             vx, vy, vw = (keras.utils.unpack_x_y_sample_weight(validation_data)
                           if isinstance(validation_data, tuple) else (validation_data,
@@ -121,7 +122,7 @@ class TextModel:
             if self._is_text(vx):
                 validation_data, _ = self._text_batches(vx, vy, vw, batch_size)
         history = super().fit(x, y, batch_size=batch_size, sample_weight=sample_weight,
-                              validation_data=validation_data, shuffle=shuffle, **kwargs)
+                              validation_data=validation_data, **kwargs)
         if cut is not None:
             self._warn_truncated(cut)
         return history
