@@ -16,8 +16,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from dsan_tf.data.preprocessor import (PREDICTION_BATCH_SIZE, TruncationWarning, pair_texts,
-                                       texts, warn_truncated)
+from dsan_tf.data.preprocessor import (PREDICTION_BATCH_SIZE, TruncationWarning, dense,
+                                       members_ids, pair_texts, texts, warn_truncated)
 from dsan_tf.labels import LABELS
 from dsan_tf.models import preset
 from dsan_tf.models.ensemble import NLIEnsemble
@@ -31,13 +31,9 @@ def _serving_outputs(model, premise, hypothesis):
     `probabilities` float32 [B, C], `label` string [B], `label_names` string [C] and
     `premise_truncated`, `hypothesis_truncated` int32 [B] (tokens cut; for an ensemble,
     the most any member cut)."""
-    inputs, cut = [], {"premise": 0, "hypothesis": 0}
-    for preprocessor in model.preprocessors():
-        ids = {}
-        for side, values in (("premise", premise), ("hypothesis", hypothesis)):
-            ids[side], side_cut = preprocessor.dense_ids_and_cut(values)
-            cut[side] = tf.maximum(cut[side], side_cut)
-        inputs.append(ids)
+    many, cut = members_ids(model.preprocessors(), {"premise": premise,
+                                                    "hypothesis": hypothesis})
+    inputs = [{side: dense(ids) for side, ids in sides.items()} for sides in many]
     keys = model.input_keys()
     logits = model(inputs[0] if keys is None else dict(zip(keys, inputs)), training=False)
     probabilities = tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1)

@@ -313,13 +313,8 @@ def text_batches(preprocessors, x, y=None, sample_weight=None, batch_size=None,
                              "sample_weight beside it.")
         return _dataset_batches(preprocessors, x, batch_size, keys)
     premises, hypotheses, _ = pair_texts(x)
-    many, cut = [], {side: np.zeros(len(premises), "int32") for side in SIDES}
-    for preprocessor in preprocessors:
-        sides = {}
-        for side, values in zip(SIDES, (premises, hypotheses)):
-            sides[side], side_cut = preprocessor.cut(preprocessor.token_ids(values))
-            cut[side] = np.maximum(cut[side], side_cut.numpy())
-        many.append(sides)
+    many, cut = members_ids(preprocessors, {"premise": premises, "hypothesis": hypotheses})
+    cut = {side: values.numpy() for side, values in cut.items()}
     columns = [tuple(many)]
     if y is not None:
         columns.append(label_ids(y, len(premises)))
@@ -332,6 +327,21 @@ def text_batches(preprocessors, x, y=None, sample_weight=None, batch_size=None,
         lambda many_ids, *rest: (_model_ids(many_ids, keys), *rest) if rest
         else _model_ids(many_ids, keys))
     return dataset.prefetch(tf.data.AUTOTUNE), cut
+
+
+def members_ids(preprocessors, texts_by_side):
+    """Each preprocessor's ids of {"premise": string [N], "hypothesis": string [N]}: ([{side:
+    ragged int32 [N, None]} per preprocessor], {side: int32 [N], the most tokens any of them
+    cut}) (the one tokenize -> look up -> truncate step of text for a model or an
+    ensemble)."""
+    many, cut = [], {}
+    for preprocessor in preprocessors:
+        sides = {}
+        for side in SIDES:
+            sides[side], side_cut = preprocessor.cut(preprocessor.token_ids(texts_by_side[side]))
+            cut[side] = tf.maximum(cut[side], side_cut) if side in cut else side_cut
+        many.append(sides)
+    return many, cut
 
 
 def _model_ids(many, keys):
@@ -351,14 +361,8 @@ def _dataset_batches(preprocessors, x, batch_size, keys):
     counter = tf.Variable(0, dtype=tf.int64, trainable=False)
 
     def prepare(inputs, *rest):
-        many, cut = [], 0
-        for preprocessor in preprocessors:
-            sides = {}
-            for side in SIDES:
-                sides[side], side_cut = preprocessor.cut(preprocessor.token_ids(inputs[side]))
-                cut = tf.maximum(cut, side_cut)
-            many.append(sides)
-        counter.assign_add(tf.math.count_nonzero(cut))
+        many, cut = members_ids(preprocessors, inputs)
+        counter.assign_add(tf.math.count_nonzero(tf.maximum(cut["premise"], cut["hypothesis"])))
         return (_model_ids(many, keys), *rest) if rest else _model_ids(many, keys)
 
     dataset = x.map(prepare, num_parallel_calls=tf.data.AUTOTUNE)
