@@ -1,8 +1,13 @@
 """The training library without flags (state travels by arguments), and what `pip install`
 puts into site-packages (the library and its console scripts, no `experiments`)."""
 
+import ast
 import configparser
+import importlib.metadata
 import json
+import os
+import pathlib
+import re
 import subprocess
 import sys
 import zipfile
@@ -119,7 +124,6 @@ def test_pyproject_declares_the_package_and_agrees_with_requirements(tmp_path):
     """PEP 621 metadata: the version is dsan_tf.__version__ (dsan_tf/version.py), every run-time dependency is
     pinned as requirements.txt pins it, and an editable install (PEP 660) puts dsan_tf on
     the path, not the clone's experiments/ or tests/."""
-    import importlib.util
     import tomllib
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -128,16 +132,35 @@ def test_pyproject_declares_the_package_and_agrees_with_requirements(tmp_path):
     pinned = {line.strip() for line in (ROOT / "requirements.txt").read_text().splitlines()}
     assert set(project["project"]["dependencies"]) <= pinned
     assert set(project["project"]["optional-dependencies"]["test"]) <= pinned
-    spec = importlib.util.find_spec("dsan_tf")
-    if "site-packages" in spec.origin or not (ROOT / "dsan_tf").samefile(
-            __import__("pathlib").Path(spec.origin).parent):
+    # The installed distribution is the one pip recorded (PEP 610 direct_url.json); the
+    # clone's own dsan_tf.egg-info, which setuptools leaves at the root, records nothing.
+    installed = next((found for found in importlib.metadata.distributions(name="dsan_tf")
+                      if found.read_text("direct_url.json")), None)
+    origin = json.loads(installed.read_text("direct_url.json")) if installed else {}
+    url = origin.get("url", "")
+    if not (origin.get("dir_info", {}).get("editable") and url.startswith("file://")
+            and pathlib.Path(url[len("file://"):]).exists()
+            and pathlib.Path(url[len("file://"):]).samefile(ROOT)):
         pytest.skip("dsan_tf is not installed from this clone in editable mode")
-    probe = ("import importlib.util as u; print(u.find_spec('dsan_tf') is not None, "
-             "u.find_spec('experiments') is None, u.find_spec('tests') is None)")
+    # What the install itself put in site-packages: its .pth files and, for a PEP 660 finder,
+    # the module map. (The path as a whole is not asked: an environment may keep a stale
+    # easy-install.pth from an old `setup.py develop` of the clone, which is not ours to judge.)
+    files = installed.files or []
+    pth = [f for f in files if f.name.endswith(".pth")]
+    assert pth, "the editable install wrote no .pth file"
+    for entry in pth:
+        lines = pathlib.Path(entry.locate()).read_text().splitlines()
+        paths = [line.strip() for line in lines if line.strip() and not line.startswith("import")]
+        assert all(not pathlib.Path(path).exists() or not pathlib.Path(path).samefile(ROOT)
+                   for path in paths), f"{entry} puts the clone root on sys.path: {paths}"
+    for finder in (f for f in files if f.name.endswith("_finder.py")):
+        mapping = re.search(r"MAPPING[^=]*=\s*(\{.*?\})", pathlib.Path(finder.locate()).read_text())
+        assert mapping, f"{finder} has no MAPPING"
+        assert {name: os.path.realpath(where) for name, where in
+                ast.literal_eval(mapping.group(1)).items()} == {
+            "dsan_tf": os.path.realpath(ROOT / "dsan_tf")}
+    probe = "import dsan_tf, os; print(os.path.realpath(dsan_tf.__file__))"
     found = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True,
-                           text=True, timeout=60, env={k: v for k, v in
-                                                       __import__("os").environ.items()
+                           text=True, timeout=60, env={k: v for k, v in os.environ.items()
                                                        if k != "PYTHONPATH"})
-    if found.stdout.split()[:1] == ["False"]:
-        pytest.skip("dsan_tf is not installed (the suite runs from the clone's path)")
-    assert found.stdout.split() == ["True", "True", "True"], found.stderr
+    assert found.stdout.strip() == os.path.realpath(ROOT / "dsan_tf" / "__init__.py"), found.stderr
