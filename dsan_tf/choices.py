@@ -7,3 +7,8 @@ configurations (above them) read one definition.
 # none (its Table 1 ablation), and the Gaussian Transformer paper's alternatives.
 PRIORS = ("linear", "gaussian", "gaussian_variant", "zipf", "learned", "none")
 FUSIONS = ("projected", "raw")  # what the fusion gate reads (dsan_tf.layers.FusionGate)
+# How the DSAN layers start (dsan_tf.layers.utils.dense_initializers): Glorot-uniform kernels
+# and zero biases, or SAN4NLI-pytorch's (Xavier-normal and PyTorch's nn.Linear default).
+INITIALIZATIONS = ("glorot", "san4nli")
+# Max pooling over real tokens only, or over the padded sentence with padding as 0 (SAN4NLI's).
+MAX_POOL_PADDINGS = ("masked", "zeros")

@@ -7,7 +7,7 @@ Shape legend: B batch, T tokens, D width, F hidden width (d_ff).
 import keras
 
 from dsan_tf.layers.layer_norm import LayerNorm
-from dsan_tf.layers.utils import clone_initializer
+from dsan_tf.layers.utils import dense_initializers
 
 
 @keras.saving.register_keras_serializable(package="dsan_tf")
@@ -21,6 +21,7 @@ class PositionwiseFeedForward(keras.layers.Layer):
         layer_norm_epsilon: float.
         dropout: float, on the FFN's output before the residual (DSAN: 0).
         kernel_initializer: initializer of W1 and W2.
+        initialization: `"glorot"` or `"san4nli"` (`dense_initializers`).
 
     Call arguments:
         inputs: float [B, T, D].
@@ -32,22 +33,28 @@ class PositionwiseFeedForward(keras.layers.Layer):
     """
 
     def __init__(self, ffn_dim, layer_norm_epsilon=1e-5,
-                 kernel_initializer="glorot_uniform", dropout=0.0, **kwargs):
+                 kernel_initializer="glorot_uniform", dropout=0.0, initialization="glorot",
+                 **kwargs):
         super().__init__(**kwargs)
         self.ffn_dim = ffn_dim
         self.dropout = dropout
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.initialization = initialization
 
     def build(self, inputs_shape):
         width = inputs_shape[-1]
+        kernel, bias = dense_initializers(self.initialization, self.kernel_initializer,
+                                          "ffn_hidden", width)
         self.hidden_dense = keras.layers.Dense(
             self.ffn_dim, activation="relu", name="ffn_hidden", dtype=self.dtype_policy,
-            kernel_initializer=clone_initializer(self.kernel_initializer, "ffn_hidden"))
+            kernel_initializer=kernel, bias_initializer=bias)
         self.hidden_dense.build(inputs_shape)
+        kernel, bias = dense_initializers(self.initialization, self.kernel_initializer,
+                                          "ffn_output", self.ffn_dim)
         self.output_dense = keras.layers.Dense(
             width, name="ffn_output", dtype=self.dtype_policy,
-            kernel_initializer=clone_initializer(self.kernel_initializer, "ffn_output"))
+            kernel_initializer=kernel, bias_initializer=bias)
         self.output_dense.build(tuple(inputs_shape[:-1]) + (self.ffn_dim,))
         self.output_norm = LayerNorm(
             epsilon=self.layer_norm_epsilon, name="ffn_norm", dtype=self.dtype_policy)
@@ -73,5 +80,6 @@ class PositionwiseFeedForward(keras.layers.Layer):
             "dropout": self.dropout,
             "layer_norm_epsilon": self.layer_norm_epsilon,
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "initialization": self.initialization,
         })
         return config

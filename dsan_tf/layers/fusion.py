@@ -9,7 +9,7 @@ from keras import ops
 
 from dsan_tf.choices import FUSIONS
 from dsan_tf.layers.layer_norm import LayerNorm
-from dsan_tf.layers.utils import clone_initializer
+from dsan_tf.layers.utils import dense_initializers
 
 
 @keras.saving.register_keras_serializable(package="dsan_tf")
@@ -21,13 +21,20 @@ class FusionGate(keras.layers.Layer):
     output = F ⊙ S^F + (1 - F) ⊙ H^F   (`fusion="projected"`, the paper)
     output = F ⊙ S + (1 - F) ⊙ H       (`fusion="raw"`, DiSAN; same parameters)
 
-    W^S and W^H have no bias: b^F is the gate's only bias (docs/FIDELITY.md).
+    W^S and W^H have no bias: b^F is the gate's only bias (docs/FIDELITY.md). SAN4NLI's
+    gate (`shared_norm=True, output_norm=True`) uses one LN for S^F, H^F and the output,
+    LN(F ⊙ S^F + (1 - F) ⊙ H^F).
 
     Args:
         fusion: `"projected"` or `"raw"`.
         dropout: float, dropout rate on S^F + H^F + b^F.
         layer_norm_epsilon: float.
         kernel_initializer: initializer of W^S and W^H.
+        shared_norm: one LayerNorm (γ, β) for S^F and H^F (and the output) instead of one
+            each.
+        output_norm: LayerNorm on the output (eq. 12 has none).
+        initialization: `"glorot"` or `"san4nli"` (W^S, W^H Xavier-normal, see
+            `dense_initializers`).
 
     Call arguments:
         source: float [B, T, D], S (the block input).
@@ -39,7 +46,8 @@ class FusionGate(keras.layers.Layer):
     """
 
     def __init__(self, fusion="projected", dropout=0.1, layer_norm_epsilon=1e-5,
-                 kernel_initializer="glorot_uniform", **kwargs):
+                 kernel_initializer="glorot_uniform", shared_norm=False, output_norm=False,
+                 initialization="glorot", **kwargs):
         super().__init__(**kwargs)
         if fusion not in FUSIONS:
             raise ValueError(f"fusion must be one of {FUSIONS}, got {fusion!r}.")
@@ -47,24 +55,37 @@ class FusionGate(keras.layers.Layer):
         self.dropout = dropout
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.shared_norm = shared_norm
+        self.output_norm = output_norm
+        self.initialization = initialization
 
     def build(self, source_shape):
         width = source_shape[-1]
         common = {"dtype": self.dtype_policy}
-        self.source_dense = keras.layers.Dense(
-            width, use_bias=False, name="source_projection",
-            kernel_initializer=clone_initializer(self.kernel_initializer, "source_projection"),
-            **common)
-        self.context_dense = keras.layers.Dense(
-            width, use_bias=False, name="context_projection",
-            kernel_initializer=clone_initializer(self.kernel_initializer, "context_projection"),
-            **common)
-        self.source_norm = LayerNorm(
-            epsilon=self.layer_norm_epsilon, name="source_projection_norm", **common)
-        self.context_norm = LayerNorm(
-            epsilon=self.layer_norm_epsilon, name="context_projection_norm", **common)
-        for layer in (self.source_dense, self.context_dense,
-                      self.source_norm, self.context_norm):
+        xavier_std = (2.0 / (width + width)) ** 0.5  # SAN4NLI's xavier_normal_ of [D, D]
+
+        def projection(name):
+            kernel, _ = dense_initializers(self.initialization, self.kernel_initializer, name,
+                                           width, xavier_std)
+            return keras.layers.Dense(width, use_bias=False, name=name,
+                                      kernel_initializer=kernel, **common)
+
+        def norm(name):
+            return LayerNorm(epsilon=self.layer_norm_epsilon, name=name, **common)
+
+        self.source_dense = projection("source_projection")
+        self.context_dense = projection("context_projection")
+        if self.shared_norm:
+            self.source_norm = self.context_norm = norm("projection_norm")
+        else:
+            self.source_norm = norm("source_projection_norm")
+            self.context_norm = norm("context_projection_norm")
+        self.fused_norm = None
+        if self.output_norm:
+            self.fused_norm = self.source_norm if self.shared_norm else norm("output_norm")
+        for layer in {id(x): x for x in (self.source_dense, self.context_dense,
+                                         self.source_norm, self.context_norm,
+                                         self.fused_norm) if x is not None}.values():
             layer.build(source_shape)
         self.gate_bias = self.add_weight(
             shape=(width,), initializer="zeros", name="gate_bias")
@@ -79,6 +100,8 @@ class FusionGate(keras.layers.Layer):
         if self.fusion == "raw":
             source_f, context_f = source, context
         outputs = gate * source_f + (1.0 - gate) * context_f
+        if self.fused_norm is not None:
+            outputs = self.fused_norm(outputs)
         if return_gate:
             return outputs, gate
         return outputs
@@ -93,5 +116,8 @@ class FusionGate(keras.layers.Layer):
             "dropout": self.dropout,
             "layer_norm_epsilon": self.layer_norm_epsilon,
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "shared_norm": self.shared_norm,
+            "output_norm": self.output_norm,
+            "initialization": self.initialization,
         })
         return config

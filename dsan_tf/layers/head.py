@@ -8,7 +8,7 @@ import keras
 from keras import ops
 
 from dsan_tf.layers.layer_norm import LayerNorm
-from dsan_tf.layers.utils import clone_initializer
+from dsan_tf.layers.utils import dense_initializers
 
 
 @keras.saving.register_keras_serializable(package="dsan_tf")
@@ -37,9 +37,9 @@ class ClassificationHead(keras.layers.Layer):
     """Dense(hidden) -> LN -> ReLU -> dropout -> Dense(C) (Section 4.1).
 
     Section 4.1 names layer normalization and dropout on the 300-d ReLU layer only.
-    Dropout on the input features (common in other NLI models) is an argument of the
-    layer, off by default; it cost 1.0-1.6 points of SNLI dev at the 25k setting
-    (docs/FIDELITY.md, "Measured choices"), so no model flag sets it.
+    Dropout on the input features (common in other NLI models, SAN4NLI's) is off by
+    default; it cost 1.0-1.6 points of SNLI dev at the 25k setting (docs/FIDELITY.md,
+    "Measured choices"); DSAN's `classifier_input_dropout` sets it.
 
     Args:
         hidden_units: int (the paper: 300).
@@ -52,6 +52,7 @@ class ClassificationHead(keras.layers.Layer):
         activation: of the hidden layer: "relu" (DSAN, Gaussian Transformer) or "tanh"
             (AF-DMN, eq. (8)).
         kernel_initializer: initializer of both dense layers.
+        initialization: `"glorot"` or `"san4nli"` (`dense_initializers`).
 
     Call arguments:
         features: float [B, F], e.g. `MatchingFeatures`' [u; v; |u - v|; u * v].
@@ -63,7 +64,8 @@ class ClassificationHead(keras.layers.Layer):
 
     def __init__(self, hidden_units=300, num_classes=3, dropout=0.1, input_dropout=0.0,
                  layer_norm_epsilon=1e-5, kernel_initializer="glorot_uniform",
-                 hidden_layer_norm=True, activation="relu", **kwargs):
+                 hidden_layer_norm=True, activation="relu", initialization="glorot",
+                 **kwargs):
         super().__init__(**kwargs)
         self.activation = activation
         self.hidden_units = hidden_units
@@ -73,14 +75,17 @@ class ClassificationHead(keras.layers.Layer):
         self.input_dropout_rate = input_dropout
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.initialization = initialization
 
     def build(self, features_shape):
         hidden_shape = (features_shape[0], self.hidden_units)
         self.input_dropout = keras.layers.Dropout(self.input_dropout_rate,
                                                   dtype=self.dtype_policy)
+        kernel, bias = dense_initializers(self.initialization, self.kernel_initializer,
+                                          "classifier_hidden", features_shape[-1])
         self.hidden_dense = keras.layers.Dense(
             self.hidden_units, name="classifier_hidden", dtype=self.dtype_policy,
-            kernel_initializer=clone_initializer(self.kernel_initializer, "classifier_hidden"))
+            kernel_initializer=kernel, bias_initializer=bias)
         self.hidden_dense.build(features_shape)
         self.hidden_norm = None
         if self.hidden_layer_norm:
@@ -89,9 +94,11 @@ class ClassificationHead(keras.layers.Layer):
                 dtype=self.dtype_policy)
             self.hidden_norm.build(hidden_shape)
         self.hidden_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        kernel, bias = dense_initializers(self.initialization, self.kernel_initializer,
+                                          "classifier_logits", self.hidden_units)
         self.logits_dense = keras.layers.Dense(
             self.num_classes, name="classifier_logits", dtype="float32",
-            kernel_initializer=clone_initializer(self.kernel_initializer, "classifier_logits"))
+            kernel_initializer=kernel, bias_initializer=bias)
         self.logits_dense.build(hidden_shape)
         self.built = True
 
@@ -116,5 +123,6 @@ class ClassificationHead(keras.layers.Layer):
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
             "hidden_layer_norm": self.hidden_layer_norm,
             "activation": self.activation,
+            "initialization": self.initialization,
         })
         return config

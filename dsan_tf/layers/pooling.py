@@ -8,8 +8,9 @@ import keras
 from keras import ops
 
 from dsan_tf import masks
+from dsan_tf.choices import MAX_POOL_PADDINGS
 from dsan_tf.layers.layer_norm import LayerNorm
-from dsan_tf.layers.utils import clone_initializer
+from dsan_tf.layers.utils import dense_initializers
 
 
 def _token_mask(inputs, padding_mask):
@@ -32,6 +33,9 @@ class Source2TokenAttention(keras.layers.Layer):
     Args:
         layer_norm_epsilon: float.
         kernel_initializer: initializer of W1 and W2.
+        shared_norm: one LayerNorm (γ, β) for both projections, SAN4NLI's (eq. 14 does
+            not say; the default is one each).
+        initialization: `"glorot"` or `"san4nli"` (`dense_initializers`).
 
     Call arguments:
         inputs: float [B, T, D].
@@ -43,25 +47,32 @@ class Source2TokenAttention(keras.layers.Layer):
     """
 
     def __init__(self, layer_norm_epsilon=1e-5, kernel_initializer="glorot_uniform",
-                 **kwargs):
+                 shared_norm=False, initialization="glorot", **kwargs):
         super().__init__(**kwargs)
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.shared_norm = shared_norm
+        self.initialization = initialization
 
     def build(self, inputs_shape):
         width = inputs_shape[-1]
         common = {"dtype": self.dtype_policy}
-        self.hidden_dense = keras.layers.Dense(
-            width, name="s2t_hidden", **common,
-            kernel_initializer=clone_initializer(self.kernel_initializer, "s2t_hidden"))
-        self.hidden_norm = LayerNorm(
-            epsilon=self.layer_norm_epsilon, name="s2t_hidden_norm", **common)
-        self.score_dense = keras.layers.Dense(
-            width, name="s2t_score", **common,
-            kernel_initializer=clone_initializer(self.kernel_initializer, "s2t_score"))
-        self.score_norm = LayerNorm(
-            epsilon=self.layer_norm_epsilon, name="s2t_score_norm", **common)
-        for layer in (self.hidden_dense, self.hidden_norm, self.score_dense, self.score_norm):
+
+        def dense(name):
+            kernel, bias = dense_initializers(self.initialization, self.kernel_initializer,
+                                              name, width)
+            return keras.layers.Dense(width, name=name, kernel_initializer=kernel,
+                                      bias_initializer=bias, **common)
+
+        def norm(name):
+            return LayerNorm(epsilon=self.layer_norm_epsilon, name=name, **common)
+
+        self.hidden_dense = dense("s2t_hidden")
+        self.hidden_norm = norm("s2t_norm" if self.shared_norm else "s2t_hidden_norm")
+        self.score_dense = dense("s2t_score")
+        self.score_norm = self.hidden_norm if self.shared_norm else norm("s2t_score_norm")
+        for layer in (self.hidden_dense, self.hidden_norm, self.score_dense) + (
+                () if self.shared_norm else (self.score_norm,)):
             layer.build(inputs_shape)
         self.built = True
 
@@ -84,6 +95,8 @@ class Source2TokenAttention(keras.layers.Layer):
         config.update({
             "layer_norm_epsilon": self.layer_norm_epsilon,
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "shared_norm": self.shared_norm,
+            "initialization": self.initialization,
         })
         return config
 
@@ -93,7 +106,11 @@ class MaskedMaxPooling(keras.layers.Layer):
     """Max over real tokens, per dimension.
 
     Padding is excluded (never filled with 0, which would turn the max of a negative
-    feature into 0); an all-padding sentence pools to 0.
+    feature into 0); an all-padding sentence pools to 0. `padding="zeros"` is SAN4NLI's
+    reading instead: the max over the whole padded sentence, padding counted as 0.
+
+    Args:
+        padding: `"masked"` (the default) or `"zeros"`.
 
     Call arguments:
         inputs: float [B, T, D].
@@ -103,8 +120,16 @@ class MaskedMaxPooling(keras.layers.Layer):
         float [B, D].
     """
 
+    def __init__(self, padding="masked", **kwargs):
+        super().__init__(**kwargs)
+        if padding not in MAX_POOL_PADDINGS:
+            raise ValueError(f"padding must be one of {MAX_POOL_PADDINGS}, got {padding!r}.")
+        self.padding = padding
+
     def call(self, inputs, padding_mask=None):
         token_mask = _token_mask(inputs, padding_mask)
+        if self.padding == "zeros":
+            return ops.max(inputs * ops.cast(token_mask, inputs.dtype), axis=1)
         # In float32 so that the fill value is below any half-precision activation.
         values = ops.where(token_mask, ops.cast(inputs, "float32"), masks.LARGE_NEGATIVE)
         pooled = ops.where(ops.any(token_mask, axis=1), ops.max(values, axis=1), 0.0)
@@ -112,3 +137,6 @@ class MaskedMaxPooling(keras.layers.Layer):
 
     def compute_output_shape(self, inputs_shape):
         return (inputs_shape[0], inputs_shape[-1])
+
+    def get_config(self):
+        return dict(super().get_config(), padding=self.padding)

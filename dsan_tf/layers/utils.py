@@ -1,8 +1,11 @@
 """Small helpers shared by the layers."""
 
+import math
 import zlib
 
 import keras
+
+from dsan_tf.choices import INITIALIZATIONS
 
 
 def clone_initializer(initializer, salt):
@@ -20,3 +23,27 @@ def clone_initializer(initializer, salt):
     if isinstance(config.get("seed"), int):
         config["seed"] = zlib.crc32(f"{config['seed']}/{salt}".encode()) & 0x7FFFFFFF
     return initializer.__class__.from_config(config)
+
+
+def dense_initializers(initialization, kernel_initializer, salt, fan_in, normal_std=None):
+    """(kernel, bias) initializers of the Dense sublayer named `salt` that reads `fan_in`
+    features.
+
+    `initialization="glorot"`: `clone_initializer(kernel_initializer, salt)` and zero
+    biases. `"san4nli"` (SAN4NLI-pytorch's): N(0, normal_std²) kernels where `normal_std`
+    is given (its Xavier-normal tensors), otherwise PyTorch's `nn.Linear` default,
+    U(±1/√fan_in) for the kernel (kaiming_uniform with a = √5) and for the bias. Seeds
+    follow `kernel_initializer`'s (salted by `salt`), unseeded when it is.
+    """
+    if initialization not in INITIALIZATIONS:
+        raise ValueError(f"initialization must be one of {INITIALIZATIONS}, "
+                         f"got {initialization!r}.")
+    if initialization == "glorot":
+        return clone_initializer(kernel_initializer, salt), "zeros"
+    seed = keras.initializers.get(kernel_initializer).get_config().get("seed")
+    seed = seed if isinstance(seed, int) else None
+    limit = 1.0 / math.sqrt(fan_in)
+    kernel = (keras.initializers.RandomNormal(stddev=normal_std, seed=seed) if normal_std
+              else keras.initializers.RandomUniform(-limit, limit, seed=seed))
+    bias = keras.initializers.RandomUniform(-limit, limit, seed=seed)
+    return clone_initializer(kernel, salt), clone_initializer(bias, f"{salt}/bias")

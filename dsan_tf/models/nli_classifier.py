@@ -39,6 +39,8 @@ class NLIClassifier(TextModel, keras.Model):
         layer_norm_epsilon: float.
         hidden_layer_norm: LayerNorm on the head's hidden layer (DSAN: yes).
         hidden_activation: "relu" or "tanh" (AF-DMN).
+        initialization: of the head's layers, "glorot" or "san4nli" (PyTorch's
+            `nn.Linear` default; `dsan_tf.layers.utils.dense_initializers`).
         preprocessor: the `dsan_tf.data.NLIPreprocessor` its ids come from, or None (ids
             only). It is saved with the model (its vocabulary as an asset).
 
@@ -52,13 +54,15 @@ class NLIClassifier(TextModel, keras.Model):
 
     def __init__(self, backbone, num_classes=3, hidden_units=300, dropout=0.1,
                  input_dropout=0.0, layer_norm_epsilon=1e-5, hidden_layer_norm=True,
-                 hidden_activation="relu", preprocessor=None, **kwargs):
+                 hidden_activation="relu", initialization="glorot", preprocessor=None,
+                 **kwargs):
         # The head is made before the backbone is first called (see DSANBackbone).
         head = ClassificationHead(hidden_units=hidden_units, num_classes=num_classes,
                                   dropout=dropout, input_dropout=input_dropout,
                                   layer_norm_epsilon=layer_norm_epsilon,
                                   hidden_layer_norm=hidden_layer_norm,
                                   activation=hidden_activation,
+                                  initialization=initialization,
                                   name="classification_head", dtype=backbone.dtype_policy)
         inputs = {side: keras.Input(shape=(None,), dtype="int32", name=side)
                   for side in ("premise", "hypothesis")}
@@ -77,6 +81,7 @@ class NLIClassifier(TextModel, keras.Model):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.hidden_layer_norm = hidden_layer_norm
         self.hidden_activation = hidden_activation
+        self.initialization = initialization
         self.preprocessor = preprocessor
 
     def encode(self, sentences, batch_size=None, return_truncated=False):
@@ -123,6 +128,7 @@ class NLIClassifier(TextModel, keras.Model):
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "hidden_layer_norm": self.hidden_layer_norm,
                 "hidden_activation": self.hidden_activation,
+                "initialization": self.initialization,
                 "preprocessor": (keras.layers.serialize(self.preprocessor)
                                  if self.preprocessor is not None else None)}
 

@@ -1,6 +1,8 @@
 """DSAN (Im & Cho 2017): the sentence encoder of a forward and a backward block (masked
 multi-head attention with a distance prior, fusion gate, FFN), source2token and max
-pooling; docs/FIDELITY.md rows 1-44."""
+pooling; docs/FIDELITY.md rows 1-44 and, for SAN4NLI's departures, 69-77."""
+
+import dataclasses
 
 from dsan_tf.models import flops
 from dsan_tf.models.dsan.config import DSANConfig
@@ -8,22 +10,24 @@ from dsan_tf.models.dsan.presets import PRESETS
 from dsan_tf.models.registry import Family, lazy_attributes, register
 
 
+# DSANConfig's fields that are not DSANBackbone's arguments (the head's, the task's).
+_NOT_BACKBONE = ("vocab_size", "num_classes", "classifier_units", "classifier_input_dropout")
+
+
 def _backbone(config, vocabulary_size):
     from dsan_tf.models.dsan.backbone import DSANBackbone
 
-    return DSANBackbone(
-        vocabulary_size=vocabulary_size, embedding_dim=config.embedding_dim,
-        trainable_embeddings=config.trainable_embeddings, num_heads=config.num_heads,
-        ffn_dim=config.ffn_dim, distance_prior=config.distance_prior,
-        distance_alpha=config.distance_alpha, prior_max_distance=config.prior_max_distance,
-        use_direction_mask=config.use_direction_mask, fusion=config.fusion,
-        pooling=config.pooling, qkv_norm=config.qkv_norm, dropout=config.dropout,
-        layer_norm_epsilon=config.layer_norm_epsilon)
+    return DSANBackbone(vocabulary_size=vocabulary_size, **{
+        field.name: getattr(config, field.name) for field in dataclasses.fields(config)
+        if field.name not in _NOT_BACKBONE})
 
 
 def _head(config):
-    """Section 4.1: a ReLU layer with LayerNorm, dropout after it."""
-    return dict(hidden_units=config.classifier_units, dropout=config.dropout)
+    """Section 4.1: a ReLU layer with LayerNorm, dropout after it (and, SAN4NLI's, on its
+    input features)."""
+    return dict(hidden_units=config.classifier_units, dropout=config.dropout,
+                input_dropout=config.dropout if config.classifier_input_dropout else 0.0,
+                initialization=config.initialization)
 
 
 def _flops(config, premise_length, hypothesis_length):

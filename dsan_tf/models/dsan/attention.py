@@ -9,10 +9,10 @@ import keras
 from keras import ops
 
 from dsan_tf import masks
-from dsan_tf.models.dsan.config import QKV_NORMS
+from dsan_tf.models.dsan.config import ATTENTION_SCALES, QKV_NORMS
 from dsan_tf.layers.distance_prior import DistancePrior
 from dsan_tf.layers.layer_norm import LayerNorm
-from dsan_tf.layers.utils import clone_initializer
+from dsan_tf.layers.utils import dense_initializers
 
 
 @keras.saving.register_keras_serializable(package="dsan_tf")
@@ -44,10 +44,15 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
         prior_max_distance: int, distances above this share a `learned` prior bias.
         dropout: float, dropout rate on the attention output.
         qkv_norm: `"per_head"` (one LayerNorm over each head's K-wide projection, γ and β
-            shared by the heads) or `"full"` (one LayerNorm over the D-wide projection,
-            before it is split into heads).
+            shared by the heads), `"full"` (one LayerNorm over the D-wide projection,
+            before it is split into heads) or `"shared"` (per head, one LayerNorm for Q,
+            K and V: SAN4NLI's).
+        attention_scale: `"d_k"` (eq. 7: logits / √K) or `"d_e"` (logits / √D, SAN4NLI's).
         layer_norm_epsilon: float.
         kernel_initializer: initializer for the projections.
+        initialization: `"glorot"` or `"san4nli"` (`dense_initializers`: Q, K, V as SAN4NLI's
+            Xavier-normal [H, D, K] tensors, std √(2 / (D·K + H·K)); W^O as PyTorch's
+            `nn.Linear`).
 
     Call arguments:
         inputs: float [B, T, D].
@@ -61,13 +66,17 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
 
     def __init__(self, num_heads, direction="forward", use_direction_mask=True,
                  distance_prior="linear", distance_alpha=1.5, prior_max_distance=10,
-                 dropout=0.1, qkv_norm="per_head",
-                 layer_norm_epsilon=1e-5, kernel_initializer="glorot_uniform", **kwargs):
+                 dropout=0.1, qkv_norm="per_head", attention_scale="d_k",
+                 layer_norm_epsilon=1e-5, kernel_initializer="glorot_uniform",
+                 initialization="glorot", **kwargs):
         super().__init__(**kwargs)
         if direction not in masks.DIRECTIONS:
             raise ValueError(f"direction must be one of {masks.DIRECTIONS}, got {direction!r}.")
         if qkv_norm not in QKV_NORMS:
             raise ValueError(f"qkv_norm must be one of {QKV_NORMS}, got {qkv_norm!r}.")
+        if attention_scale not in ATTENTION_SCALES:
+            raise ValueError(f"attention_scale must be one of {ATTENTION_SCALES}, "
+                             f"got {attention_scale!r}.")
         self.num_heads = num_heads
         self.direction = direction
         self.use_direction_mask = use_direction_mask
@@ -76,21 +85,27 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
         self.prior_max_distance = prior_max_distance
         self.dropout = dropout
         self.qkv_norm = qkv_norm
+        self.attention_scale = attention_scale
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.initialization = initialization
 
     def build(self, inputs_shape):
         width = inputs_shape[-1]
         if width % self.num_heads:
             raise ValueError(f"width {width} is not divisible by num_heads={self.num_heads}.")
         self.key_dim = width // self.num_heads
-        norm_shape = (tuple(inputs_shape[:-1]) + (self.num_heads, self.key_dim)
-                      if self.qkv_norm == "per_head" else inputs_shape)
+        norm_shape = (inputs_shape if self.qkv_norm == "full" else
+                      tuple(inputs_shape[:-1]) + (self.num_heads, self.key_dim))
+        # SAN4NLI's Xavier-normal of a [H, D, K] tensor: fan_in D·K, fan_out H·K.
+        head_std = math.sqrt(2.0 / (width * self.key_dim + self.num_heads * self.key_dim))
 
-        def dense(name, use_bias):
+        def dense(name, use_bias, normal_std=None):
+            kernel, bias = dense_initializers(self.initialization, self.kernel_initializer,
+                                              name, width, normal_std)
             layer = keras.layers.Dense(
                 width, use_bias=use_bias, name=name, dtype=self.dtype_policy,
-                kernel_initializer=clone_initializer(self.kernel_initializer, name))
+                kernel_initializer=kernel, bias_initializer=bias)
             layer.build(inputs_shape)
             return layer
 
@@ -100,12 +115,15 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
             layer.build(shape)
             return layer
 
-        self.query_dense = dense("query", use_bias=False)
-        self.key_dense = dense("key", use_bias=False)
-        self.value_dense = dense("value", use_bias=False)
-        self.query_norm = norm("query_norm", norm_shape)
-        self.key_norm = norm("key_norm", norm_shape)
-        self.value_norm = norm("value_norm", norm_shape)
+        self.query_dense = dense("query", use_bias=False, normal_std=head_std)
+        self.key_dense = dense("key", use_bias=False, normal_std=head_std)
+        self.value_dense = dense("value", use_bias=False, normal_std=head_std)
+        if self.qkv_norm == "shared":
+            self.query_norm = self.key_norm = self.value_norm = norm("qkv_norm", norm_shape)
+        else:
+            self.query_norm = norm("query_norm", norm_shape)
+            self.key_norm = norm("key_norm", norm_shape)
+            self.value_norm = norm("value_norm", norm_shape)
         self.output_dense = dense("attention_output", use_bias=True)
         self.output_norm = norm("attention_output_norm", inputs_shape)
         self.output_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
@@ -142,8 +160,9 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
         length = ops.shape(inputs)[1]
         # Scaling the [B, T, H, K] queries rather than the [B, H, T, T] logits keeps the
         # backward pass from holding on to the unscaled logits.
+        scale = self.key_dim * (1 if self.attention_scale == "d_k" else self.num_heads)
         query = self._heads(self.query_dense, self.query_norm, inputs) * (
-            1.0 / math.sqrt(self.key_dim))
+            1.0 / math.sqrt(scale))
         key = self._heads(self.key_dense, self.key_norm, inputs)
         value = self._heads(self.value_dense, self.value_norm, inputs)
 
@@ -182,7 +201,9 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
             "prior_max_distance": self.prior_max_distance,
             "dropout": self.dropout,
             "qkv_norm": self.qkv_norm,
+            "attention_scale": self.attention_scale,
             "layer_norm_epsilon": self.layer_norm_epsilon,
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "initialization": self.initialization,
         })
         return config

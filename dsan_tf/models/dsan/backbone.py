@@ -23,6 +23,9 @@ class DSANBackbone(SentenceEncoderBackbone):
         ffn_dim: d_ff (1200).
         distance_prior, distance_alpha, prior_max_distance, use_direction_mask, fusion,
             pooling, qkv_norm, dropout, layer_norm_epsilon: see `dsan_tf.DSANConfig`.
+        attention_scale, fusion_norm, fusion_output_norm, ffn_dropout, s2t_norm,
+            max_pool_padding, initialization: SAN4NLI-pytorch's departures, off by
+            default (`dsan_tf.DSANConfig`, docs/FIDELITY.md rows 69-77).
         trainable_embeddings: bool (False: the paper's frozen GloVe).
 
     Call arguments:
@@ -37,13 +40,19 @@ class DSANBackbone(SentenceEncoderBackbone):
                  distance_prior="linear", distance_alpha=1.5, prior_max_distance=10,
                  use_direction_mask=True, fusion="projected", pooling="multi_dim_max",
                  qkv_norm="per_head", dropout=0.1, layer_norm_epsilon=1e-5,
-                 trainable_embeddings=False, **kwargs):
+                 trainable_embeddings=False, attention_scale="d_k", fusion_norm="separate",
+                 fusion_output_norm=False, ffn_dropout=False, s2t_norm="separate",
+                 max_pool_padding="masked", initialization="glorot", **kwargs):
         super().__init__(vocabulary_size, embedding_dim, trainable_embeddings, **kwargs)
         self.encoder_config = dict(
             num_heads=num_heads, ffn_dim=ffn_dim, distance_prior=distance_prior,
             distance_alpha=distance_alpha, prior_max_distance=prior_max_distance,
             use_direction_mask=use_direction_mask, fusion=fusion, pooling=pooling,
-            qkv_norm=qkv_norm, dropout=dropout, layer_norm_epsilon=layer_norm_epsilon)
+            qkv_norm=qkv_norm, dropout=dropout, layer_norm_epsilon=layer_norm_epsilon,
+            attention_scale=attention_scale, fusion_norm=fusion_norm,
+            fusion_output_norm=fusion_output_norm, ffn_dropout=ffn_dropout,
+            s2t_norm=s2t_norm, max_pool_padding=max_pool_padding,
+            initialization=initialization)
         # The encoder is made before the embedding, and both before the task's head: an
         # unseeded initializer takes its seed from Python's random state when it is made,
         # so this order is what makes a seed reproduce the runs of earlier versions.

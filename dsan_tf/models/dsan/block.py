@@ -26,10 +26,14 @@ class DSANBlock(keras.layers.Layer):
         use_direction_mask, distance_prior, distance_alpha, prior_max_distance: see
             `MaskedMultiHeadAttention`.
         fusion: `"projected"` (paper) or `"raw"` (DiSAN), see `FusionGate`.
-        qkv_norm: `"per_head"` or `"full"`, see `MaskedMultiHeadAttention`.
+        qkv_norm: `"per_head"`, `"full"` or `"shared"`, see `MaskedMultiHeadAttention`.
         dropout: float, on the attention output and inside the gate.
         layer_norm_epsilon: float.
         kernel_initializer: initializer of every projection.
+        attention_scale, initialization: see `MaskedMultiHeadAttention`.
+        fusion_norm: `"separate"` or `"shared"`; fusion_output_norm: bool (`FusionGate`'s
+            `shared_norm` and `output_norm`).
+        ffn_dropout: bool; `dropout` also on the FFN's output (SAN4NLI's).
 
     Call arguments:
         inputs: float [B, T, D].
@@ -46,7 +50,9 @@ class DSANBlock(keras.layers.Layer):
                  distance_prior="linear", distance_alpha=1.5, prior_max_distance=10,
                  fusion="projected", qkv_norm="per_head",
                  dropout=0.1, layer_norm_epsilon=1e-5,
-                 kernel_initializer="glorot_uniform", **kwargs):
+                 kernel_initializer="glorot_uniform", attention_scale="d_k",
+                 fusion_norm="separate", fusion_output_norm=False, ffn_dropout=False,
+                 initialization="glorot", **kwargs):
         super().__init__(**kwargs)
         self.direction = direction
         self.num_heads = num_heads
@@ -60,23 +66,32 @@ class DSANBlock(keras.layers.Layer):
         self.dropout = dropout
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.attention_scale = attention_scale
+        self.fusion_norm = fusion_norm
+        self.fusion_output_norm = fusion_output_norm
+        self.ffn_dropout = ffn_dropout
+        self.initialization = initialization
 
     def build(self, inputs_shape):
-        common = {"layer_norm_epsilon": self.layer_norm_epsilon, "dtype": self.dtype_policy}
+        common = {"layer_norm_epsilon": self.layer_norm_epsilon, "dtype": self.dtype_policy,
+                  "initialization": self.initialization}
         initializer = lambda name: clone_initializer(self.kernel_initializer, name)  # noqa: E731
         self.attention = MaskedMultiHeadAttention(
             num_heads=self.num_heads, direction=self.direction,
             use_direction_mask=self.use_direction_mask,
             distance_prior=self.distance_prior, distance_alpha=self.distance_alpha,
             prior_max_distance=self.prior_max_distance, dropout=self.dropout,
-            qkv_norm=self.qkv_norm, name="masked_attention",
+            qkv_norm=self.qkv_norm, attention_scale=self.attention_scale,
+            name="masked_attention",
             kernel_initializer=initializer("masked_attention"),
             **common)
         self.fusion_gate = FusionGate(
             fusion=self.fusion, dropout=self.dropout, name="fusion_gate",
+            shared_norm=self.fusion_norm == "shared", output_norm=self.fusion_output_norm,
             kernel_initializer=initializer("fusion_gate"), **common)
         self.feed_forward = PositionwiseFeedForward(
             ffn_dim=self.ffn_dim or 4 * inputs_shape[-1], name="feed_forward",
+            dropout=self.dropout if self.ffn_dropout else 0.0,
             kernel_initializer=initializer("feed_forward"), **common)
         self.attention.build(inputs_shape)
         self.fusion_gate.build(inputs_shape)
@@ -88,7 +103,7 @@ class DSANBlock(keras.layers.Layer):
             inputs, padding_mask=padding_mask, training=training,
             return_attention_scores=True)
         fused, gate = self.fusion_gate(inputs, context, training=training, return_gate=True)
-        outputs, hidden = self.feed_forward(fused, return_hidden=True)
+        outputs, hidden = self.feed_forward(fused, training=training, return_hidden=True)
         if return_intermediates:
             return outputs, {"attention_weights": weights, "gate": gate, "ffn_hidden": hidden}
         return outputs
@@ -111,5 +126,10 @@ class DSANBlock(keras.layers.Layer):
             "dropout": self.dropout,
             "layer_norm_epsilon": self.layer_norm_epsilon,
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "attention_scale": self.attention_scale,
+            "fusion_norm": self.fusion_norm,
+            "fusion_output_norm": self.fusion_output_norm,
+            "ffn_dropout": self.ffn_dropout,
+            "initialization": self.initialization,
         })
         return config

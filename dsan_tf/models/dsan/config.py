@@ -3,11 +3,14 @@ classifier, 4.2.4 for d_ff = 4·d_e, 5.2 for d_e, h, α, dropout and LayerNorm).
 
 import dataclasses
 
+from dsan_tf.choices import INITIALIZATIONS, MAX_POOL_PADDINGS
 from dsan_tf.models.config import (
     FUSIONS, PRIORS, SentenceEncoderConfig, check_choice, hyperparameter)
 
 POOLINGS = ("multi_dim_max", "multi_dim", "max")
-QKV_NORMS = ("per_head", "full")
+QKV_NORMS = ("per_head", "full", "shared")
+ATTENTION_SCALES = ("d_k", "d_e")
+NORM_SHARING = ("separate", "shared")
 
 
 @dataclasses.dataclass
@@ -27,7 +30,12 @@ class DSANConfig(SentenceEncoderConfig):
         fusion: "projected" (the paper: gate the projected S^F, H^F) or "raw" (DiSAN's).
         pooling: "multi_dim_max" (the paper), "multi_dim" or "max".
         qkv_norm: LayerNorm of the Q, K, V projections: "per_head" (each head's d_k-wide
-            projection, eq. 8's W_i) or "full" (the d_e-wide projection of all heads).
+            projection, eq. 8's W_i), "full" (the d_e-wide projection of all heads) or
+            "shared" (per head, one LayerNorm for Q, K and V).
+
+    The fields after `qkv_norm` are the departures of the SAN4NLI-pytorch
+    implementation (docs/FIDELITY.md rows 69-77); each default is the paper's reading,
+    and the `san4nli` preset sets them all.
     """
 
     num_heads: int = hyperparameter(5, "h: attention heads (d_k = d_e / h).", lower_bound=1)
@@ -51,6 +59,33 @@ class DSANConfig(SentenceEncoderConfig):
     qkv_norm: str = hyperparameter(
         "per_head", "LayerNorm of the Q, K, V projections: per head (d_k wide) or over the "
         "full d_e-wide projection before splitting into heads.", choices=QKV_NORMS)
+
+    attention_scale: str = hyperparameter(
+        "d_k", "Divide the attention logits by sqrt(d_k) (eq. 7) or by sqrt(d_e) "
+        "(SAN4NLI's).", choices=ATTENTION_SCALES)
+    fusion_norm: str = hyperparameter(
+        "separate", "LayerNorm of the fusion gate's S^F and H^F: one each (separate) or one "
+        "shared by both, and by the gate's output when it is normalised (SAN4NLI's).",
+        choices=NORM_SHARING)
+    fusion_output_norm: bool = hyperparameter(
+        False, "LayerNorm on the fusion gate's output (SAN4NLI's; eq. 12 has none).")
+    ffn_dropout: bool = hyperparameter(
+        False, "Dropout on the FFN's output before the residual (SAN4NLI's; Section 5.2 "
+        "names none there).")
+    s2t_norm: str = hyperparameter(
+        "separate", "LayerNorm of source2token's two projections (eq. 14): one each "
+        "(separate) or one shared by both (SAN4NLI's).", choices=NORM_SHARING)
+    max_pool_padding: str = hyperparameter(
+        "masked", "Max pooling over real tokens only (masked) or over the padded sentence "
+        "with padding as 0 (zeros, SAN4NLI's).", choices=MAX_POOL_PADDINGS)
+    initialization: str = hyperparameter(
+        "glorot", "glorot: Glorot-uniform kernels, zero biases (TF's default). san4nli: "
+        "Xavier-normal per-head Q, K, V tensors [h, d_e, d_k] and fusion W^S, W^H; "
+        "PyTorch's Linear default U(+-1/sqrt(fan_in)) for every other kernel and bias.",
+        choices=INITIALIZATIONS)
+    classifier_input_dropout: bool = hyperparameter(
+        False, "Dropout on the classifier's 16 d_e input features (SAN4NLI's; Section 4.1 "
+        "names dropout on the ReLU layer only).")
 
     def validate(self):
         super().validate()

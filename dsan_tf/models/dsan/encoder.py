@@ -11,6 +11,12 @@ from dsan_tf.models.dsan.block import DSANBlock
 from dsan_tf.layers.pooling import MaskedMaxPooling, Source2TokenAttention
 from dsan_tf.layers.utils import clone_initializer
 
+# The blocks' arguments that the encoder passes through unchanged.
+BLOCK_ARGUMENTS = ("num_heads", "ffn_dim", "use_direction_mask", "distance_prior",
+                   "distance_alpha", "prior_max_distance", "fusion", "qkv_norm", "dropout",
+                   "layer_norm_epsilon", "attention_scale", "fusion_norm",
+                   "fusion_output_norm", "ffn_dropout", "initialization")
+
 
 @keras.saving.register_keras_serializable(package="dsan_tf")
 class DSANEncoder(keras.layers.Layer):
@@ -24,9 +30,13 @@ class DSANEncoder(keras.layers.Layer):
 
     Args:
         num_heads, ffn_dim, use_direction_mask, distance_prior, distance_alpha,
-            prior_max_distance, fusion, qkv_norm, dropout, layer_norm_epsilon, kernel_initializer: passed to both
-            `DSANBlock` blocks.
+            prior_max_distance, fusion, qkv_norm, dropout, layer_norm_epsilon,
+            attention_scale, fusion_norm, fusion_output_norm, ffn_dropout, initialization,
+            kernel_initializer: passed to both `DSANBlock` blocks (`initialization` and
+            `kernel_initializer` also to source2token).
         pooling: one of `POOLINGS`.
+        s2t_norm: `"separate"` or `"shared"` (`Source2TokenAttention`'s `shared_norm`).
+        max_pool_padding: `"masked"` or `"zeros"` (`MaskedMaxPooling`'s `padding`).
 
     Call arguments:
         inputs: float [B, T, D], word embeddings.
@@ -44,7 +54,10 @@ class DSANEncoder(keras.layers.Layer):
                  distance_prior="linear", distance_alpha=1.5, prior_max_distance=10,
                  fusion="projected", pooling="multi_dim_max", qkv_norm="per_head",
                  dropout=0.1, layer_norm_epsilon=1e-5,
-                 kernel_initializer="glorot_uniform", **kwargs):
+                 kernel_initializer="glorot_uniform", attention_scale="d_k",
+                 fusion_norm="separate", fusion_output_norm=False, ffn_dropout=False,
+                 s2t_norm="separate", max_pool_padding="masked", initialization="glorot",
+                 **kwargs):
         super().__init__(**kwargs)
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}.")
@@ -60,20 +73,16 @@ class DSANEncoder(keras.layers.Layer):
         self.dropout = dropout
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.attention_scale = attention_scale
+        self.fusion_norm = fusion_norm
+        self.fusion_output_norm = fusion_output_norm
+        self.ffn_dropout = ffn_dropout
+        self.s2t_norm = s2t_norm
+        self.max_pool_padding = max_pool_padding
+        self.initialization = initialization
 
     def _block_config(self):
-        return {
-            "num_heads": self.num_heads,
-            "ffn_dim": self.ffn_dim,
-            "use_direction_mask": self.use_direction_mask,
-            "distance_prior": self.distance_prior,
-            "distance_alpha": self.distance_alpha,
-            "prior_max_distance": self.prior_max_distance,
-            "fusion": self.fusion,
-            "qkv_norm": self.qkv_norm,
-            "dropout": self.dropout,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-        }
+        return {name: getattr(self, name) for name in BLOCK_ARGUMENTS}
 
     def build(self, inputs_shape):
         initializer = lambda name: clone_initializer(self.kernel_initializer, name)  # noqa: E731
@@ -91,10 +100,12 @@ class DSANEncoder(keras.layers.Layer):
         if self.pooling in ("multi_dim_max", "multi_dim"):
             self.source2token = Source2TokenAttention(
                 layer_norm_epsilon=self.layer_norm_epsilon, name="source2token",
+                shared_norm=self.s2t_norm == "shared", initialization=self.initialization,
                 kernel_initializer=initializer("source2token"), dtype=self.dtype_policy)
             self.source2token.build(encoded_shape)
         if self.pooling in ("multi_dim_max", "max"):
-            self.max_pooling = MaskedMaxPooling(name="max_pooling", dtype=self.dtype_policy)
+            self.max_pooling = MaskedMaxPooling(padding=self.max_pool_padding,
+                                                name="max_pooling", dtype=self.dtype_policy)
         self.built = True
 
     def output_dim(self, input_dim):
@@ -128,5 +139,7 @@ class DSANEncoder(keras.layers.Layer):
         config = super().get_config()
         config.update(self._block_config())
         config["pooling"] = self.pooling
+        config["s2t_norm"] = self.s2t_norm
+        config["max_pool_padding"] = self.max_pool_padding
         config["kernel_initializer"] = keras.initializers.serialize(self.kernel_initializer)
         return config

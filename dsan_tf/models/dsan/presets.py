@@ -72,4 +72,20 @@ PRESETS = {
         {'train_data': 'tfds:multi_nli/train',
          'dev_data': 'tfds:multi_nli/validation_matched',
          'test_data': 'tfds:multi_nli/validation_mismatched'}),
+    'san4nli': (
+        ("SAN4NLI-pytorch's model (baaesh/SAN4NLI-pytorch) at the study's setting: every "
+         'departure from the paper (docs/FIDELITY.md rows 69-77) on, classifier width d_e, '
+         'plain shuffled batches.'),
+        'snli25k_glove50',
+        {'classifier_units': 50,
+         'classifier_input_dropout': True,
+         'attention_scale': 'd_e',
+         'qkv_norm': 'shared',
+         'fusion_norm': 'shared',
+         'fusion_output_norm': True,
+         'ffn_dropout': True,
+         's2t_norm': 'shared',
+         'max_pool_padding': 'zeros',
+         'initialization': 'san4nli',
+         'batching': 'plain'}),
 }
