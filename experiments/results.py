@@ -43,8 +43,40 @@ GT_FLAGFILE = "--flagfile=experiments/configs/gaussian_transformer_snli25k_glove
 AFDMN_FLAGFILE = "--flagfile=experiments/configs/afdmn_snli25k_glove50.cfg"
 DSAN_OPTIMIZER = ("--optimizer=adam", "--learning_rate=1e-3", "--patience=3")
 # The issue's three, and the paper's ablation: is the distance prior's effect a matter of
-# data size?
-CURVE_MODELS = ("dsan", "prior_none", "disan", "cbow")
+# data size? And SAN4NLI's model: does its lead over DSAN shrink as the data grows?
+CURVE_MODELS = ("dsan", "prior_none", "disan", "cbow", "san4nli")
+
+
+def preset_flags(preset, base="snli25k_glove50"):
+    """The flags that turn the study's setting (`base`) into `preset`: its fields that
+    differ, as a command line writes them (`--name=value`, `--name`/`--noname`)."""
+    from dsan_tf.models import registry
+
+    values, start = registry.preset_values(preset), registry.preset_values(base)
+    flags_ = []
+    for name, value in values.items():
+        if start.get(name) != value:
+            flags_.append(f"--{name}" if value is True else f"--no{name}" if value is False
+                          else f"--{name}={value}")
+    return tuple(flags_)
+
+
+# SAN4NLI-pytorch's departures from the paper (docs/FIDELITY.md rows 69-80), one at a time.
+SAN4NLI_DEPARTURES = (
+    ("classifier_units", "classifier width d_e (50), not 300", "--classifier_units=50"),
+    ("classifier_input_dropout", "dropout on the classifier's input features",
+     "--classifier_input_dropout"),
+    ("attention_scale", "attention logits / √d_e, not √d_k", "--attention_scale=d_e"),
+    ("qkv_norm", "one LayerNorm shared by Q, K, V", "--qkv_norm=shared"),
+    ("fusion_norm", "one LayerNorm shared by S^F and H^F", "--fusion_norm=shared"),
+    ("fusion_output_norm", "LayerNorm on the fusion gate's output", "--fusion_output_norm"),
+    ("ffn_dropout", "dropout on the FFN's output", "--ffn_dropout"),
+    ("s2t_norm", "one LayerNorm shared by source2token's projections", "--s2t_norm=shared"),
+    ("max_pool_padding", "max pooling over zero-filled padding", "--max_pool_padding=zeros"),
+    ("initialization", "SAN4NLI's initialisers (Xavier-normal, PyTorch's Linear default)",
+     "--initialization=san4nli"),
+    ("batching", "plain shuffled batches", "--batching=plain"),
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,6 +113,10 @@ VARIANTS = (
     Variant("pool_max", "DSAN, max pooling only", ("--pooling=max",)),
     Variant("qkv_norm_full", "DSAN, Q/K/V LayerNorm over all heads' projection",
             ("--qkv_norm=full",)),
+    Variant("san4nli", "SAN4NLI-pytorch's model: all its departures from the paper "
+            "(`--preset=san4nli`)", preset_flags("san4nli"), 3),
+    *(Variant(f"san4nli_{key}", f"DSAN + SAN4NLI's {text}", (flag,))
+      for key, text, flag in SAN4NLI_DEPARTURES),
     # The joint models cost most: the Gaussian Transformer about 107 s an epoch on 2 cores,
     # AF-DMN's BiLSTMs, run step by step, about 4 minutes (h = 100, k = 3). Each gets its
     # paper's optimiser carried to this data size by epochs (docs/TRAINING.md, "Schedules"), and

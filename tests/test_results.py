@@ -73,14 +73,21 @@ def test_every_row_trains_a_different_model():
             project_flags.FLAGS.unparse_flags()
             project_flags.FLAGS(["results", f"--flagfile={ROOT / results.CONFIG_FILE}",
                                  *variant.flags])
+            experiment = project_flags.experiment_config()
             described = (project_flags.FLAGS.model, project_flags.model_config(vocab_size=10),
-                         project_flags.experiment_config().training)
+                         experiment.training, experiment.data.batching)
             assert described not in seen.values(), f"{variant.key} trains the same model as another row"
             seen[variant.key] = described
     finally:
         project_flags.FLAGS.unparse_flags()
     assert seen["dsan"][1].distance_prior == "linear" and seen["dsan"][1].distance_alpha == 1.5
     assert seen["dsan"][1].embedding_dim == 50 and seen["dsan"][1].qkv_norm == "per_head"
+    # SAN4NLI's row is its preset: every departure on, and nothing else changed.
+    from dsan_tf.config import ExperimentConfig
+
+    preset = ExperimentConfig.from_preset("san4nli", vocab_size=10)
+    assert seen["san4nli"][1] == preset.model_config and seen["san4nli"][3] == "plain"
+    assert seen["san4nli"][2] == preset.training
 
 
 def test_plan_has_three_seeds_where_the_issue_asks_and_the_first_seeds_first():

@@ -94,6 +94,16 @@ def model_hyperparameters():
             entry = found.setdefault(field.name, (field, {}, {}))
             entry[1][name] = field.default
             entry[2][name] = field.metadata["help"]
+            choices = entry[0].metadata.get("choices")
+            if choices and set(field.metadata["choices"]) - set(choices):
+                # Families offer different choices under one name (DSAN's and AF-DMN's
+                # --initialization): the flag takes any of them, the chosen family's
+                # configuration refuses the others.
+                union = tuple(dict.fromkeys((*choices, *field.metadata["choices"])))
+                merged = dataclasses.field(default=entry[0].default,
+                                           metadata={**entry[0].metadata, "choices": union})
+                merged.name, merged.type = field.name, entry[0].type
+                found[field.name] = (merged, entry[1], entry[2])
     return found
 
 

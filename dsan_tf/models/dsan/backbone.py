@@ -25,7 +25,7 @@ class DSANBackbone(SentenceEncoderBackbone):
             pooling, qkv_norm, dropout, layer_norm_epsilon: see `dsan_tf.DSANConfig`.
         attention_scale, fusion_norm, fusion_output_norm, ffn_dropout, s2t_norm,
             max_pool_padding, initialization: SAN4NLI-pytorch's departures, off by
-            default (`dsan_tf.DSANConfig`, docs/FIDELITY.md rows 69-77).
+            default (`dsan_tf.DSANConfig`, docs/FIDELITY.md rows 69-80).
         trainable_embeddings: bool (False: the paper's frozen GloVe).
 
     Call arguments:

@@ -34,7 +34,7 @@ class DSANConfig(SentenceEncoderConfig):
             "shared" (per head, one LayerNorm for Q, K and V).
 
     The fields after `qkv_norm` are the departures of the SAN4NLI-pytorch
-    implementation (docs/FIDELITY.md rows 69-77); each default is the paper's reading,
+    implementation (docs/FIDELITY.md rows 69-80); each default is the paper's reading,
     and the `san4nli` preset sets them all.
     """
 

@@ -74,7 +74,7 @@ PRESETS = {
          'test_data': 'tfds:multi_nli/validation_mismatched'}),
     'san4nli': (
         ("SAN4NLI-pytorch's model (baaesh/SAN4NLI-pytorch) at the study's setting: every "
-         'departure from the paper (docs/FIDELITY.md rows 69-77) on, classifier width d_e, '
+         'departure from the paper (docs/FIDELITY.md rows 69-80) on, classifier width d_e, '
          'plain shuffled batches.'),
         'snli25k_glove50',
         {'classifier_units': 50,
