@@ -59,3 +59,14 @@ def test_a_block_runs_alone(small_run, tmp_path, page, number, code):
     result = subprocess.run([sys.executable, "-c", _dedent(code)], cwd=work,
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, f"{page.name} block {number}:\n{result.stderr[-3000:]}"
+
+
+def test_the_mutation_list_is_documented_as_it_is():
+    """docs/DEVELOPMENT.md shows every mutant of tools/mutants.py, as `python -m
+    tools.mutation --markdown` prints the list (issue 41: the whole list is documented)."""
+    from tools import mutation
+
+    table = mutation.markdown_table(range(1, len(mutation.MUTANTS) + 1))
+    assert table in (ROOT / "docs" / "DEVELOPMENT.md").read_text(encoding="utf-8"), (
+        "docs/DEVELOPMENT.md's mutant table is out of date: paste `python -m tools.mutation "
+        "--markdown` there.")

@@ -83,12 +83,24 @@ def run(number, path, old, new, tests, keep=False):
             shutil.rmtree(work, ignore_errors=True)
 
 
+def markdown_table(numbers):
+    """The list as docs/DEVELOPMENT.md shows it (tests/test_docs.py keeps the two equal)."""
+    lines = ["| # | file | what a user would see | caught by |", "|---:|---|---|---|"]
+    for number in numbers:
+        path, _, _, seen, tests = MUTANTS[number - 1]
+        shown = ", ".join(f"`{test.replace('tests/', '')}`" for test in tests)
+        lines.append(f"| {number} | `{path}` | {seen} | {shown} |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sample", type=int, help="run this many mutants, drawn by --seed")
     parser.add_argument("--seed", default="0", help="any text (e.g. the commit)")
     parser.add_argument("--only", help="comma-separated mutant numbers")
     parser.add_argument("--list", action="store_true", help="print the list and stop")
+    parser.add_argument("--markdown", action="store_true", help="print the list as the "
+                        "Markdown table of docs/DEVELOPMENT.md and stop")
     args = parser.parse_args(argv)
     check_list()
     numbers = list(range(1, len(MUTANTS) + 1))
@@ -97,6 +109,9 @@ def main(argv=None):
     elif args.sample:
         seed = int(hashlib.sha256(args.seed.encode()).hexdigest()[:8], 16)
         numbers = sorted(random.Random(seed).sample(numbers, min(args.sample, len(numbers))))
+    if args.markdown:
+        print(markdown_table(numbers))
+        return 0
     if args.list:
         for number in numbers:
             path, _, _, seen, tests = MUTANTS[number - 1]
