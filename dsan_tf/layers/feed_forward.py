@@ -7,7 +7,7 @@ Shape legend: B batch, T tokens, D width, F hidden width (d_ff).
 import keras
 
 from dsan_tf.layers.layer_norm import LayerNorm
-from dsan_tf.layers.utils import dense_initializers
+from dsan_tf.layers.utils import initialized_dense
 
 
 @keras.saving.register_keras_serializable(package="dsan_tf")
@@ -44,17 +44,10 @@ class PositionwiseFeedForward(keras.layers.Layer):
 
     def build(self, inputs_shape):
         width = inputs_shape[-1]
-        kernel, bias = dense_initializers(self.initialization, self.kernel_initializer,
-                                          "ffn_hidden", width)
-        self.hidden_dense = keras.layers.Dense(
-            self.ffn_dim, activation="relu", name="ffn_hidden", dtype=self.dtype_policy,
-            kernel_initializer=kernel, bias_initializer=bias)
+        self.hidden_dense = initialized_dense(self.ffn_dim, "ffn_hidden", self, width,
+                                              activation="relu")
         self.hidden_dense.build(inputs_shape)
-        kernel, bias = dense_initializers(self.initialization, self.kernel_initializer,
-                                          "ffn_output", self.ffn_dim)
-        self.output_dense = keras.layers.Dense(
-            width, name="ffn_output", dtype=self.dtype_policy,
-            kernel_initializer=kernel, bias_initializer=bias)
+        self.output_dense = initialized_dense(width, "ffn_output", self, self.ffn_dim)
         self.output_dense.build(tuple(inputs_shape[:-1]) + (self.ffn_dim,))
         self.output_norm = LayerNorm(
             epsilon=self.layer_norm_epsilon, name="ffn_norm", dtype=self.dtype_policy)

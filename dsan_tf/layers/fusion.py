@@ -9,7 +9,7 @@ from keras import ops
 
 from dsan_tf.choices import FUSIONS
 from dsan_tf.layers.layer_norm import LayerNorm
-from dsan_tf.layers.utils import dense_initializers
+from dsan_tf.layers.utils import initialized_dense
 
 
 @keras.saving.register_keras_serializable(package="dsan_tf")
@@ -65,10 +65,8 @@ class FusionGate(keras.layers.Layer):
         xavier_std = (2.0 / (width + width)) ** 0.5  # SAN4NLI's xavier_normal_ of [D, D]
 
         def projection(name):
-            kernel, _ = dense_initializers(self.initialization, self.kernel_initializer, name,
-                                           width, xavier_std)
-            return keras.layers.Dense(width, use_bias=False, name=name,
-                                      kernel_initializer=kernel, **common)
+            return initialized_dense(width, name, self, width, use_bias=False,
+                                     normal_std=xavier_std)
 
         def norm(name):
             return LayerNorm(epsilon=self.layer_norm_epsilon, name=name, **common)

@@ -8,7 +8,7 @@ import keras
 from keras import ops
 
 from dsan_tf.layers.layer_norm import LayerNorm
-from dsan_tf.layers.utils import dense_initializers
+from dsan_tf.layers.utils import initialized_dense
 
 
 @keras.saving.register_keras_serializable(package="dsan_tf")
@@ -81,11 +81,8 @@ class ClassificationHead(keras.layers.Layer):
         hidden_shape = (features_shape[0], self.hidden_units)
         self.input_dropout = keras.layers.Dropout(self.input_dropout_rate,
                                                   dtype=self.dtype_policy)
-        kernel, bias = dense_initializers(self.initialization, self.kernel_initializer,
-                                          "classifier_hidden", features_shape[-1])
-        self.hidden_dense = keras.layers.Dense(
-            self.hidden_units, name="classifier_hidden", dtype=self.dtype_policy,
-            kernel_initializer=kernel, bias_initializer=bias)
+        self.hidden_dense = initialized_dense(self.hidden_units, "classifier_hidden", self,
+                                              features_shape[-1])
         self.hidden_dense.build(features_shape)
         self.hidden_norm = None
         if self.hidden_layer_norm:
@@ -94,11 +91,8 @@ class ClassificationHead(keras.layers.Layer):
                 dtype=self.dtype_policy)
             self.hidden_norm.build(hidden_shape)
         self.hidden_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
-        kernel, bias = dense_initializers(self.initialization, self.kernel_initializer,
-                                          "classifier_logits", self.hidden_units)
-        self.logits_dense = keras.layers.Dense(
-            self.num_classes, name="classifier_logits", dtype="float32",
-            kernel_initializer=kernel, bias_initializer=bias)
+        self.logits_dense = initialized_dense(self.num_classes, "classifier_logits", self,
+                                              self.hidden_units, dtype="float32")
         self.logits_dense.build(hidden_shape)
         self.built = True
 

@@ -10,7 +10,7 @@ from keras import ops
 from dsan_tf import masks
 from dsan_tf.choices import MAX_POOL_PADDINGS
 from dsan_tf.layers.layer_norm import LayerNorm
-from dsan_tf.layers.utils import dense_initializers
+from dsan_tf.layers.utils import initialized_dense
 
 
 def _token_mask(inputs, padding_mask):
@@ -58,18 +58,12 @@ class Source2TokenAttention(keras.layers.Layer):
         width = inputs_shape[-1]
         common = {"dtype": self.dtype_policy}
 
-        def dense(name):
-            kernel, bias = dense_initializers(self.initialization, self.kernel_initializer,
-                                              name, width)
-            return keras.layers.Dense(width, name=name, kernel_initializer=kernel,
-                                      bias_initializer=bias, **common)
-
         def norm(name):
             return LayerNorm(epsilon=self.layer_norm_epsilon, name=name, **common)
 
-        self.hidden_dense = dense("s2t_hidden")
+        self.hidden_dense = initialized_dense(width, "s2t_hidden", self, width)
         self.hidden_norm = norm("s2t_norm" if self.shared_norm else "s2t_hidden_norm")
-        self.score_dense = dense("s2t_score")
+        self.score_dense = initialized_dense(width, "s2t_score", self, width)
         self.score_norm = self.hidden_norm if self.shared_norm else norm("s2t_score_norm")
         for layer in (self.hidden_dense, self.hidden_norm, self.score_dense) + (
                 () if self.shared_norm else (self.score_norm,)):

@@ -47,3 +47,15 @@ def dense_initializers(initialization, kernel_initializer, salt, fan_in, normal_
               else keras.initializers.RandomUniform(-limit, limit, seed=seed))
     bias = keras.initializers.RandomUniform(-limit, limit, seed=seed)
     return clone_initializer(kernel, salt), clone_initializer(bias, f"{salt}/bias")
+
+
+def initialized_dense(units, name, layer, fan_in, use_bias=True, normal_std=None,
+                      activation=None, dtype=None):
+    """A `keras.layers.Dense` sublayer `name` of `layer`, started as `layer.initialization`
+    and `layer.kernel_initializer` say (`dense_initializers`), in `layer`'s dtype policy
+    unless `dtype` is given."""
+    kernel, bias = dense_initializers(layer.initialization, layer.kernel_initializer, name,
+                                      fan_in, normal_std)
+    return keras.layers.Dense(units, use_bias=use_bias, activation=activation, name=name,
+                              dtype=dtype or layer.dtype_policy, kernel_initializer=kernel,
+                              bias_initializer=bias)

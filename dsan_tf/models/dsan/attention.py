@@ -12,7 +12,7 @@ from dsan_tf import masks
 from dsan_tf.models.dsan.config import ATTENTION_SCALES, QKV_NORMS
 from dsan_tf.layers.distance_prior import DistancePrior
 from dsan_tf.layers.layer_norm import LayerNorm
-from dsan_tf.layers.utils import dense_initializers
+from dsan_tf.layers.utils import initialized_dense
 
 
 @keras.saving.register_keras_serializable(package="dsan_tf")
@@ -101,11 +101,7 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
         head_std = math.sqrt(2.0 / (width * self.key_dim + self.num_heads * self.key_dim))
 
         def dense(name, use_bias, normal_std=None):
-            kernel, bias = dense_initializers(self.initialization, self.kernel_initializer,
-                                              name, width, normal_std)
-            layer = keras.layers.Dense(
-                width, use_bias=use_bias, name=name, dtype=self.dtype_policy,
-                kernel_initializer=kernel, bias_initializer=bias)
+            layer = initialized_dense(width, name, self, width, use_bias, normal_std)
             layer.build(inputs_shape)
             return layer
 
