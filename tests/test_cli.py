@@ -524,12 +524,26 @@ def test_evaluate_scores_two_way_sets_and_groups_by_any_field(demo, tmp_path):
                                 + "\n" for h, g, c in (
         ("the cat saw the dog", "contradiction", "antonyms"),
         ("the dog saw the cat", "entailment", "synonyms"),
-        ("the dog saw a cat", "entailment", "synonyms"))))
+        ("the dog saw a cat", "entailment", "synonyms"),
+        # One pair under its three labels, a group each: the model predicts one label for
+        # all three, so exactly one of these groups is right, whatever the model.
+        ("a dog saw a cat", "entailment", "same_pair_e"),
+        ("a dog saw a cat", "neutral", "same_pair_n"),
+        ("a dog saw a cat", "contradiction", "same_pair_c"))))
     output = tmp_path / "breaking.json"
     ok(cli("evaluate", f"--workdir={workdir}", f"--data={breaking}", "--group_by=category",
-           f"--output={output}"))
+           "--save_predictions", f"--output={output}"))
     result = json.loads(output.read_text())["sources"][str(breaking)]
     assert result["groups"]["category"]["synonyms"]["examples"] == 2
+    # Each group's accuracy is its own records' (file order: the saved predictions).
+    correct = [p == g for p, g in zip(result["predictions"], result["labels"])]
+    categories = ["antonyms", "synonyms", "synonyms", "same_pair_e", "same_pair_n",
+                  "same_pair_c"]
+    for category, group in result["groups"]["category"].items():
+        mine = [c for c, name in zip(correct, categories) if name == category]
+        assert group == {"examples": len(mine), "accuracy": sum(mine) / len(mine)}, category
+    assert sorted(result["groups"]["category"][f"same_pair_{x}"]["accuracy"]
+                  for x in "enc") == [0.0, 0.0, 1.0]
     assert "per_class" in result  # three-way data keeps the full report
 
     unknown = cli("evaluate", f"--workdir={workdir}", f"--data={breaking}", "--group_by=genre")
