@@ -176,8 +176,11 @@ def test_predict_writes_submission_files(demo, tmp_path):
     written once, a bad line is named."""
     workdir, _ = demo
     pairs = tmp_path / "pairs.jsonl"
+    # The same, the swapped and another noun's sentence in turn: the labels vary along the
+    # file, so a label written beside another pair's id would show.
+    hypotheses = ("the dog saw the cat", "the cat saw the dog", "the dog saw the bird")
     pairs.write_text("".join(json.dumps({"pairID": f"p{i}", "sentence1": "the dog saw the cat",
-                                         "sentence2": "the cat saw the dog"}) + "\n"
+                                         "sentence2": hypotheses[i % 3]}) + "\n"
                              for i in range(300)) + "\n")
     output = tmp_path / "submission.csv"
     result = cli("predict", f"--workdir={workdir}", f"--input={pairs}", "--format=csv",
@@ -188,6 +191,17 @@ def test_predict_writes_submission_files(demo, tmp_path):
     assert [r[0] for r in rows[1:]] == [f"p{i}" for i in range(300)]
     assert {r[1] for r in rows[1:]} <= {"entailment", "neutral", "contradiction"}
     assert "300 pairs in" in result.stderr and "pairs/s" in result.stderr
+    # JSON lines: each pair's label is its own probabilities' argmax and the CSV's label.
+    lines = tmp_path / "predictions.jsonl"
+    ok(cli("predict", f"--workdir={workdir}", f"--input={pairs}", f"--output={lines}"))
+    records = [json.loads(line) for line in lines.read_text().splitlines()]
+    assert [r["pairID"] for r in records] == [f"p{i}" for i in range(300)]
+    assert [r["hypothesis"] for r in records] == [hypotheses[i % 3] for i in range(300)]
+    assert [r["label"] for r in records] == [r[1] for r in rows[1:]]
+    assert all(r["label"] == max(r["probabilities"], key=r["probabilities"].get)
+               for r in records)
+    assert [r["label"] for r in records[:3]] * 100 == [r["label"] for r in records]
+    assert len({r["label"] for r in records}) > 1, "the demo model gives one label to all"
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"sentence1": "a", "sentence2": "b"}\n{"sentence1": "a"}\n')
     refused = cli("predict", f"--workdir={workdir}", f"--input={bad}")

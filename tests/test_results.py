@@ -269,6 +269,24 @@ def test_seconds_per_epoch_compare_only_runs_that_had_every_core():
     assert "| 30 |" in lines[2] and "| 12† |" in lines[3]
 
 
+def test_a_rows_accuracy_is_the_mean_and_sample_sd_of_its_seeds():
+    """71.2 ± 0.5 in the table: the mean of the seeds' SNLI dev accuracies and their sample
+    standard deviation (n − 1), as the text above the table says."""
+    from experiments import study_report
+
+    accuracies = (0.707, 0.714, 0.716)
+    records = {f"s{seed}": {"task": "snli", "variant": "dsan", "seed": seed,
+                            "seconds_per_epoch": 30.0, "snli_dev_accuracy": accuracy,
+                            "multinli_accuracy": 0.46, "params": 1, "best_epoch": 1,
+                            "snli_dev_predictions": "0", "snli_dev_labels": "0"}
+               for seed, accuracy in enumerate(accuracies)}
+    dsan = study_report.row(next(v for v in results.VARIANTS if v.key == "dsan"), records)
+    mean = sum(accuracies) / 3
+    sd = (sum((a - mean) ** 2 for a in accuracies) / 2) ** 0.5
+    assert dsan["snli_dev_mean"] == pytest.approx(mean) and dsan["snli_dev_sd"] == pytest.approx(sd)
+    assert "| 71.2 ± 0.5 |" in study_report.table_lines([dsan])[2]
+
+
 def test_training_curves_draw_train_and_dev_accuracy_and_the_rate_against_steps():
     from dsan_tf import plots
 
