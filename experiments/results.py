@@ -73,7 +73,7 @@ SAN4NLI_DEPARTURES = (
     ("ffn_dropout", "dropout on the FFN's output", "--ffn_dropout"),
     ("s2t_norm", "one LayerNorm shared by source2token's projections", "--s2t_norm=shared"),
     ("max_pool_padding", "max pooling over zero-filled padding", "--max_pool_padding=zeros"),
-    ("initialization", "SAN4NLI's initialisers (Xavier-normal, PyTorch's Linear default)",
+    ("initialization", "initialisers (Xavier-normal, PyTorch's Linear default)",
      "--initialization=san4nli"),
     ("batching", "plain shuffled batches", "--batching=plain"),
 )

@@ -2,6 +2,7 @@
 the machine-readable rows, and the learning curve."""
 
 import json
+import os
 import statistics
 
 import numpy as np
@@ -189,6 +190,10 @@ def write(records, variants, sizes, settings, elapsed):
     """
     rows = [row(v, records) for v in variants]
     points = curve(records, sizes)
+    for path in (settings.output, settings.json_output, settings.curve_output,
+                 settings.history_output):
+        if path and os.path.dirname(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(settings.output, "w", encoding="utf-8") as stream:
         stream.write(markdown(rows, points, records, settings, sizes, elapsed))
     with open(settings.json_output, "w", encoding="utf-8") as stream:

@@ -269,7 +269,7 @@ def test_seconds_per_epoch_compare_only_runs_that_had_every_core():
     assert "| 30 |" in lines[2] and "| 12† |" in lines[3]
 
 
-def test_a_rows_accuracy_is_the_mean_and_sample_sd_of_its_seeds():
+def test_a_rows_accuracy_is_the_mean_and_sample_sd_of_its_seeds(tmp_path):
     """71.2 ± 0.5 in the table: the mean of the seeds' SNLI dev accuracies and their sample
     standard deviation (n − 1), as the text above the table says."""
     from experiments import study_report
@@ -285,6 +285,15 @@ def test_a_rows_accuracy_is_the_mean_and_sample_sd_of_its_seeds():
     sd = (sum((a - mean) ** 2 for a in accuracies) / 2) ** 0.5
     assert dsan["snli_dev_mean"] == pytest.approx(mean) and dsan["snli_dev_sd"] == pytest.approx(sd)
     assert "| 71.2 ± 0.5 |" in study_report.table_lines([dsan])[2]
+    # The outputs' folders are made when missing (no traceback for a new --output path).
+    out = tmp_path / "new" / "folder"
+    settings = results.Settings(str(tmp_path), "../shared/data", results.CONFIG_FILE,
+                                str(out / "RESULTS.md"), str(out / "results.json"),
+                                str(out / "curve.png"), "digest")
+    study_report.write(records, [v for v in results.VARIANTS if v.key == "dsan"], [], settings,
+                       0.0)
+    assert json.loads((out / "results.json").read_text())["rows"][0]["snli_dev"] == list(
+        accuracies)
 
 
 def test_training_curves_draw_train_and_dev_accuracy_and_the_rate_against_steps():
