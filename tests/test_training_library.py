@@ -78,6 +78,33 @@ def test_a_run_is_its_configuration_not_trained_twice_and_trained_on_with_more_e
     assert json.loads((workdir / "config.json").read_text())["training"]["epochs"] == 3
 
 
+def test_best_keras_holds_the_best_epoch_not_the_last(tmp_path):
+    """best.keras and best.json hold the first epoch of the highest dev accuracy: a later
+    epoch that is worse, or only as good, leaves them; a resumed run remembers the best."""
+    import keras
+    import numpy as np
+
+    from dsan_tf.training.callbacks import KeepBest
+
+    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1, use_bias=False)])
+    paths = str(tmp_path / "best.keras"), str(tmp_path / "best.json")
+    keep = KeepBest(*paths)
+    keep.set_model(model)
+    keep.on_train_begin()
+    for epoch, accuracy in enumerate((0.5, 0.7, 0.6, 0.7)):
+        model.layers[0].kernel.assign([[float(epoch + 1)]])  # the epoch, in the weights
+        keep.on_epoch_end(epoch, {"val_accuracy": accuracy})
+    assert json.loads((tmp_path / "best.json").read_text()) == {
+        "epoch": 2, "monitor": "val_accuracy", "value": 0.7}
+    assert np.asarray(keras.saving.load_model(paths[0]).layers[0].kernel).item() == 2.0
+    resumed = KeepBest(*paths)
+    resumed.set_model(model)
+    resumed.on_train_begin()
+    resumed.on_epoch_end(4, {"val_accuracy": 0.65})
+    assert (resumed.best, resumed.best_epoch) == (0.7, 2)
+    assert np.asarray(keras.saving.load_model(paths[0]).layers[0].kernel).item() == 2.0
+
+
 def test_a_finished_run_is_exported_when_asked(tmp_path):
     workdir, exports = tmp_path / "run", tmp_path / "exports"
     steps.train_run(str(workdir), _config(1))
