@@ -118,6 +118,11 @@ VARIANTS = (
             ("--qkv_norm=full",)),
     Variant("san4nli", "SAN4NLI-pytorch's model: all its departures from the paper "
             "(`--preset=san4nli`)", preset_flags("san4nli"), 3),
+    # SAN4NLI's train.py keeps the best dev epoch of all its 20, with no early stopping:
+    # more epochs to select from on the same dev set.
+    Variant("san4nli_all_epochs", "SAN4NLI's model trained as its train.py: 20 epochs, the "
+            "best dev epoch of all kept (no early stopping)",
+            (*preset_flags("san4nli"), "--epochs=20", "--patience=0"), 3),
     *(Variant(f"san4nli_{key}", f"DSAN + SAN4NLI's {text}", (flag,),
               3 if key in SAN4NLI_THREE_SEEDS else 1)
       for key, text, flag in SAN4NLI_DEPARTURES),
