@@ -77,7 +77,7 @@ def test_every_family_builds_from_its_own_configuration_only():
 
 
 # The hyperparameters of the task model's head (NLIClassifier), which a backbone may lack.
-HEAD_FIELDS = ("classifier_units", "dropout", "layer_norm_epsilon")
+HEAD_FIELDS = ("classifier_units", "classifier_input_dropout", "dropout", "layer_norm_epsilon")
 
 
 @pytest.mark.parametrize("name", registry.PACKAGES)

@@ -2,24 +2,27 @@
 multi-head attention with a distance prior, fusion gate, FFN), source2token and max
 pooling; docs/FIDELITY.md rows 1-44 and, for SAN4NLI's departures, 69-80."""
 
-import dataclasses
-
 from dsan_tf.models import flops
 from dsan_tf.models.dsan.config import DSANConfig
 from dsan_tf.models.dsan.presets import PRESETS
 from dsan_tf.models.registry import Family, lazy_attributes, register
 
 
-# DSANConfig's fields that are not DSANBackbone's arguments (the head's, the task's).
-_NOT_BACKBONE = ("vocab_size", "num_classes", "classifier_units", "classifier_input_dropout")
-
-
 def _backbone(config, vocabulary_size):
     from dsan_tf.models.dsan.backbone import DSANBackbone
 
-    return DSANBackbone(vocabulary_size=vocabulary_size, **{
-        field.name: getattr(config, field.name) for field in dataclasses.fields(config)
-        if field.name not in _NOT_BACKBONE})
+    return DSANBackbone(
+        vocabulary_size=vocabulary_size, embedding_dim=config.embedding_dim,
+        trainable_embeddings=config.trainable_embeddings, num_heads=config.num_heads,
+        ffn_dim=config.ffn_dim, distance_prior=config.distance_prior,
+        distance_alpha=config.distance_alpha, prior_max_distance=config.prior_max_distance,
+        use_direction_mask=config.use_direction_mask, fusion=config.fusion,
+        pooling=config.pooling, qkv_norm=config.qkv_norm, dropout=config.dropout,
+        layer_norm_epsilon=config.layer_norm_epsilon,
+        attention_scale=config.attention_scale, fusion_norm=config.fusion_norm,
+        fusion_output_norm=config.fusion_output_norm, ffn_dropout=config.ffn_dropout,
+        s2t_norm=config.s2t_norm, max_pool_padding=config.max_pool_padding,
+        initialization=config.initialization)
 
 
 def _head(config):
