@@ -77,12 +77,15 @@ def row(variant, records):
 
 
 def curve(records, sizes):
-    """{row: [(training pairs, SNLI dev accuracy)]}, seed 0."""
+    """{row: [(training pairs, SNLI dev accuracy)]}, seed 0, of the rows trained on part of
+    the pairs (`experiments.results.CURVE_MODELS`)."""
+    on_curve = {record["variant"] for record in records.values()
+                if "error" not in record and record["task"].startswith("curve")}
     points = {}
     for task, pairs in [(f"curve{s}", s) for s in sizes] + [("snli", FULL_TRAIN_PAIRS)]:
         for record in records.values():
             if ("error" not in record and record["task"] == task and record["seed"] == 0
-                    and record["variant"] in ("dsan", "prior_none", "disan", "cbow")):
+                    and record["variant"] in on_curve):
                 points.setdefault(record["variant"], []).append(
                     (pairs, record["snli_dev_accuracy"]))
     return points
