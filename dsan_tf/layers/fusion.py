@@ -64,12 +64,16 @@ class FusionGate(keras.layers.Layer):
         common = {"dtype": self.dtype_policy}
         xavier_std = (2.0 / (width + width)) ** 0.5  # SAN4NLI's xavier_normal_ of [D, D]
 
+        def built(layer):  # each sublayer is built where it is made: a shared one is reused
+            layer.build(source_shape)
+            return layer
+
         def projection(name):
-            return initialized_dense(width, name, self, width, use_bias=False,
-                                     normal_std=xavier_std)
+            return built(initialized_dense(width, name, self, width, use_bias=False,
+                                           normal_std=xavier_std))
 
         def norm(name):
-            return LayerNorm(epsilon=self.layer_norm_epsilon, name=name, **common)
+            return built(LayerNorm(epsilon=self.layer_norm_epsilon, name=name, **common))
 
         self.source_dense = projection("source_projection")
         self.context_dense = projection("context_projection")
@@ -81,10 +85,6 @@ class FusionGate(keras.layers.Layer):
         self.fused_norm = None
         if self.output_norm:
             self.fused_norm = self.source_norm if self.shared_norm else norm("output_norm")
-        for layer in {id(x): x for x in (self.source_dense, self.context_dense,
-                                         self.source_norm, self.context_norm,
-                                         self.fused_norm) if x is not None}.values():
-            layer.build(source_shape)
         self.gate_bias = self.add_weight(
             shape=(width,), initializer="zeros", name="gate_bias")
         self.gate_dropout = keras.layers.Dropout(self.dropout, **common)

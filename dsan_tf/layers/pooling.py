@@ -58,16 +58,17 @@ class Source2TokenAttention(keras.layers.Layer):
         width = inputs_shape[-1]
         common = {"dtype": self.dtype_policy}
 
-        def norm(name):
-            return LayerNorm(epsilon=self.layer_norm_epsilon, name=name, **common)
-
-        self.hidden_dense = initialized_dense(width, "s2t_hidden", self, width)
-        self.hidden_norm = norm("s2t_norm" if self.shared_norm else "s2t_hidden_norm")
-        self.score_dense = initialized_dense(width, "s2t_score", self, width)
-        self.score_norm = self.hidden_norm if self.shared_norm else norm("s2t_score_norm")
-        for layer in (self.hidden_dense, self.hidden_norm, self.score_dense) + (
-                () if self.shared_norm else (self.score_norm,)):
+        def built(layer):  # each sublayer is built where it is made: a shared one is reused
             layer.build(inputs_shape)
+            return layer
+
+        def norm(name):
+            return built(LayerNorm(epsilon=self.layer_norm_epsilon, name=name, **common))
+
+        self.hidden_dense = built(initialized_dense(width, "s2t_hidden", self, width))
+        self.hidden_norm = norm("s2t_norm" if self.shared_norm else "s2t_hidden_norm")
+        self.score_dense = built(initialized_dense(width, "s2t_score", self, width))
+        self.score_norm = self.hidden_norm if self.shared_norm else norm("s2t_score_norm")
         self.built = True
 
     def call(self, inputs, padding_mask=None, return_attention_scores=False):
