@@ -194,8 +194,11 @@ def training_curves(histories, title=""):
     still rising when a run stops; over-fitting as a widening train-dev gap."""
     figure, (top, bottom) = plt.subplots(2, 1, figsize=(7, 5.5), sharex=True,
                                          gridspec_kw={"height_ratios": [3, 1]})
+    # Ten default colours repeat from the eleventh row: more rows take tab20's twenty.
+    palette = ([f"C{i}" for i in range(10)] if len(histories) <= 10 else
+               [plt.get_cmap("tab20")(i) for i in range(20)])
     for index, (name, rows) in enumerate(histories.items()):
-        colour = f"C{index % 10}"
+        colour = palette[index % len(palette)]
         steps = [row["steps"] for row in rows]
         top.plot(steps, [100 * row["accuracy"] for row in rows], color=colour, label=name)
         top.plot(steps, [100 * row["val_accuracy"] for row in rows], color=colour,
