@@ -105,6 +105,8 @@ class Variant:
     # Not trained again: the row's records were made by older code or flags, and say what
     # they measured; this sentence says what differs today (shown under the table).
     kept: str = ""
+    # Also compared with this row (its own table under the main one): the row it changes.
+    against: str = ""
 
 
 VARIANTS = (
@@ -134,14 +136,14 @@ VARIANTS = (
     # more epochs to select from on the same dev set.
     Variant("san4nli_all_epochs", "SAN4NLI's model trained as its train.py: 20 epochs, the "
             "best dev epoch of all kept (no early stopping)",
-            (*preset_flags("san4nli"), "--epochs=20", "--patience=0"), 3),
+            (*preset_flags("san4nli"), "--epochs=20", "--patience=0"), 3, against="san4nli"),
     *(Variant(f"san4nli_{key}", f"DSAN + SAN4NLI's {text}", (flag,),
               3 if key in SAN4NLI_THREE_SEEDS else 1)
       for key, text, flag in SAN4NLI_DEPARTURES),
     # The other way round: SAN4NLI's model with one departure undone (the paper's reading
     # back), seed 0, for departures that only matter together. Last: after the rows above.
-    *(Variant(f"san4nli_without_{key}", f"SAN4NLI's model, {text} undone",
-              without(preset_flags("san4nli"), flag), last=True)
+    *(Variant(f"san4nli_without_{key}", f"SAN4NLI's model less one departure: {text}",
+              without(preset_flags("san4nli"), flag), last=True, against="san4nli")
       for key, text, flag in SAN4NLI_DEPARTURES),
     # The joint models cost most: the Gaussian Transformer about 107 s an epoch on 2 cores,
     # AF-DMN's BiLSTMs, run step by step, about 4 minutes (h = 100, k = 3). Each gets its

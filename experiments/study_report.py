@@ -45,11 +45,24 @@ def _timed(runs):
     return (whole, False) if whole or not runs else (runs, True)
 
 
+def compare(snli, reference):
+    """Paired tests of a row's SNLI runs against a reference row's: (difference of mean
+    accuracy, its bootstrap p-value, its 95% interval, McNemar's p of seed 0 against seed 0
+    or None)."""
+    ours, theirs = [_correct(r) for r in snli], [_correct(r) for r in reference]
+    difference, p_value, interval = metrics.paired_bootstrap(np.stack(ours), np.stack(theirs))
+    mcnemar = (metrics.mcnemar_p(ours[0], theirs[0])
+               if snli[0]["seed"] == reference[0]["seed"] else None)
+    return difference, p_value, interval, mcnemar
+
+
 def row(variant, records):
-    """One row's figures from its runs (and DSAN's, for the paired tests)."""
+    """One row's figures from its runs (and DSAN's, and its `against` row's, for the paired
+    tests)."""
     snli = sorted(_runs(records, "snli", variant.key), key=lambda r: r["seed"])
     timed, fewer_cores = _timed(snli)
     dsan = sorted(_runs(records, "snli", "dsan"), key=lambda r: r["seed"])
+    reference = sorted(_runs(records, "snli", variant.against), key=lambda r: r["seed"])
     sick = _runs(records, "sick", variant.key)
     accuracies = [r["snli_dev_accuracy"] for r in snli]
     result = {
@@ -65,14 +78,17 @@ def row(variant, records):
         "best_epochs": [r["best_epoch"] for r in snli],
         "difference_vs_dsan": None, "difference_ci_vs_dsan": None, "p_value_vs_dsan": None,
         "p_value_mcnemar_seed0": None, "kept": variant.kept or None,
+        "against": variant.against or None, "difference_vs_against": None,
+        "difference_ci_vs_against": None, "p_value_vs_against": None,
+        "p_value_mcnemar_seed0_vs_against": None,
     }
     if snli and dsan and variant.key != "dsan":
-        ours, theirs = [_correct(r) for r in snli], [_correct(r) for r in dsan]
         (result["difference_vs_dsan"], result["p_value_vs_dsan"],
-         result["difference_ci_vs_dsan"]) = metrics.paired_bootstrap(np.stack(ours),
-                                                                     np.stack(theirs))
-        if snli[0]["seed"] == dsan[0]["seed"]:
-            result["p_value_mcnemar_seed0"] = metrics.mcnemar_p(ours[0], theirs[0])
+         result["difference_ci_vs_dsan"], result["p_value_mcnemar_seed0"]) = compare(snli, dsan)
+    if snli and reference:
+        (result["difference_vs_against"], result["p_value_vs_against"],
+         result["difference_ci_vs_against"],
+         result["p_value_mcnemar_seed0_vs_against"]) = compare(snli, reference)
     return result
 
 
@@ -101,6 +117,15 @@ def _p(value):
     return "–" if value is None else ("< 0.001" if value < 0.001 else f"{value:.3f}")
 
 
+def _delta(difference, interval):
+    return ("–" if difference is None else f"{100 * difference:+.1f} "
+            "[{:+.1f}, {:+.1f}]".format(*[100 * x for x in interval]))
+
+
+def _name(r):
+    return f"{r['description'].replace('|', chr(92) + '|')} (`{r['variant']}`)"
+
+
 def table_lines(rows):
     lines = ["| variant | seeds | params | SNLI dev | MultiNLI m. | SICK test | s/epoch | "
              "Δ vs DSAN [95%] | p (bootstrap) | p (McNemar, seed 0) |",
@@ -109,16 +134,30 @@ def table_lines(rows):
         params = "–" if r["params"] is None else f"{r['params']:,}"
         seconds = ("–" if r["seconds_per_epoch"] is None else f"{r['seconds_per_epoch']:.0f}"
                    + ("†" if r["seconds_on_fewer_cores"] else ""))
-        delta = ("–" if r["difference_vs_dsan"] is None
-                 else f"{100 * r['difference_vs_dsan']:+.1f} "
-                      "[{:+.1f}, {:+.1f}]".format(*[100 * x for x in r["difference_ci_vs_dsan"]]))
         lines.append(
-            f"| {r['description'].replace('|', chr(92) + '|')} (`{r['variant']}`) | "
-            f"{len(r['seeds'])} | {params} | "
+            f"| {_name(r)} | {len(r['seeds'])} | {params} | "
             f"{_percent(r['snli_dev_mean'], r['snli_dev_sd'])} | "
             f"{_percent(r['multinli_m_mean'])} | {_percent(r['sick_test_mean'])} | {seconds} | "
-            f"{delta} | {_p(r['p_value_vs_dsan'])} | {_p(r['p_value_mcnemar_seed0'])} |")
+            f"{_delta(r['difference_vs_dsan'], r['difference_ci_vs_dsan'])} | "
+            f"{_p(r['p_value_vs_dsan'])} | {_p(r['p_value_mcnemar_seed0'])} |")
     return lines
+
+
+def against_lines(rows):
+    """The rows that change another row (`Variant.against`), compared with it."""
+    rows = [r for r in rows if r["against"]]
+    if not rows:
+        return []
+    lines = ["The rows that change another row, against that row (same tests):", "",
+             "| variant | against | seeds | SNLI dev | Δ [95%] | p (bootstrap) | "
+             "p (McNemar, seed 0) |", "|---|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(
+            f"| {_name(r)} | `{r['against']}` | {len(r['seeds'])} | "
+            f"{_percent(r['snli_dev_mean'], r['snli_dev_sd'])} | "
+            f"{_delta(r['difference_vs_against'], r['difference_ci_vs_against'])} | "
+            f"{_p(r['p_value_vs_against'])} | {_p(r['p_value_mcnemar_seed0_vs_against'])} |")
+    return lines + [""]
 
 
 def kept_lines(rows):
@@ -167,7 +206,7 @@ def markdown(rows, points, records, settings, sizes, elapsed):
         "- **s/epoch**: wall-clock seconds of a training epoch with its dev pass, 2-core CPU, "
         "over the row's runs that had every core; † where none had (runs trained two at a "
         "time, `--jobs=2`, one core each): slower, not comparable with the others.",
-        "", *table_lines(rows), "", *kept_lines(rows),
+        "", *table_lines(rows), "", *against_lines(rows), *kept_lines(rows),
         "## Learning curve (seed 0, SNLI dev; `learning_curve.png`)", "",
         *curve_lines(points, sizes), "",
         f"Runs finished: {len(finished)}; their wall clock summed: {wall / 3600:.2f} h "

@@ -314,3 +314,39 @@ def test_training_curves_draw_train_and_dev_accuracy_and_the_rate_against_steps(
     assert lines[1].get_linestyle() == "--" and lines[0].get_color() == lines[1].get_color()
     assert list(bottom.get_lines()[1].get_ydata()) == pytest.approx([2e-4, 1e-4])
     assert [t.get_text() for t in top.get_legend().get_texts()] == ["dsan", "afdmn"]
+
+
+def test_a_row_that_changes_another_is_compared_with_it():
+    """A leave-one-out row of SAN4NLI's model is tested against that model, not only DSAN:
+    its Δ is the difference of mean accuracy to the `against` row's seeds, and McNemar pairs
+    seed 0 with seed 0."""
+    from experiments import study_report
+
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 3, size=400)
+
+    def record(variant, seed, right):
+        predictions = np.where(np.arange(400) < right, labels, (labels + 1) % 3)
+        return {"task": "snli", "variant": variant, "seed": seed, "seconds_per_epoch": 30.0,
+                "snli_dev_accuracy": right / 400, "multinli_accuracy": 0.5, "params": 1,
+                "best_epoch": 1, "snli_dev_labels": "".join(map(str, labels)),
+                "snli_dev_predictions": "".join(map(str, predictions))}
+
+    records = {f"{v}{seed}": record(v, seed, right) for v, seed, right in [
+        ("dsan", 0, 280), ("dsan", 1, 284), ("dsan", 2, 288),
+        ("san4nli", 0, 300), ("san4nli", 1, 296), ("san4nli", 2, 304),
+        ("san4nli_without_initialization", 0, 260)]}
+    variant = next(v for v in results.VARIANTS if v.key == "san4nli_without_initialization")
+    assert variant.against == "san4nli" and "--initialization=san4nli" not in variant.flags
+    assert len(variant.flags) == len(results.preset_flags("san4nli")) - 1
+    r = study_report.row(variant, records)
+    assert r["difference_vs_against"] == pytest.approx((260 - 300) / 400)
+    assert r["difference_vs_dsan"] == pytest.approx((260 - 284) / 400)
+    low, high = r["difference_ci_vs_against"]
+    assert low <= -0.1 <= high and r["p_value_vs_against"] < 0.001
+    # Seed 0 is wrong on pairs 260-299 where SAN4NLI's seed 0 is right, and never the reverse.
+    assert r["p_value_mcnemar_seed0_vs_against"] == pytest.approx(2 * 0.5 ** 40)
+    lines = study_report.against_lines([study_report.row(v, records) for v in results.VARIANTS
+                                        if v.key in ("dsan", "san4nli", variant.key)])
+    assert len(lines) == 6 and "| `san4nli` | 1 | 65.0 | -10.0 [" in lines[4]
+    assert "| < 0.001 | < 0.001 |" in lines[4]
