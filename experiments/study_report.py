@@ -62,7 +62,6 @@ def row(variant, records):
     snli = sorted(_runs(records, "snli", variant.key), key=lambda r: r["seed"])
     timed, fewer_cores = _timed(snli)
     dsan = sorted(_runs(records, "snli", "dsan"), key=lambda r: r["seed"])
-    reference = sorted(_runs(records, "snli", variant.against), key=lambda r: r["seed"])
     sick = _runs(records, "sick", variant.key)
     accuracies = [r["snli_dev_accuracy"] for r in snli]
     result = {
@@ -78,17 +77,17 @@ def row(variant, records):
         "best_epochs": [r["best_epoch"] for r in snli],
         "difference_vs_dsan": None, "difference_ci_vs_dsan": None, "p_value_vs_dsan": None,
         "p_value_mcnemar_seed0": None, "kept": variant.kept or None,
-        "against": variant.against or None, "difference_vs_against": None,
-        "difference_ci_vs_against": None, "p_value_vs_against": None,
-        "p_value_mcnemar_seed0_vs_against": None,
+        "against": [],
     }
     if snli and dsan and variant.key != "dsan":
         (result["difference_vs_dsan"], result["p_value_vs_dsan"],
          result["difference_ci_vs_dsan"], result["p_value_mcnemar_seed0"]) = compare(snli, dsan)
-    if snli and reference:
-        (result["difference_vs_against"], result["p_value_vs_against"],
-         result["difference_ci_vs_against"],
-         result["p_value_mcnemar_seed0_vs_against"]) = compare(snli, reference)
+    for key in variant.against:
+        reference = sorted(_runs(records, "snli", key), key=lambda r: r["seed"])
+        tests = compare(snli, reference) if snli and reference else (None,) * 4
+        result["against"].append(dict(zip(
+            ("variant", "seeds", "difference", "p_value", "difference_ci", "p_value_mcnemar_seed0"),
+            (key, [r["seed"] for r in reference], *tests))))
     return result
 
 
@@ -144,19 +143,22 @@ def table_lines(rows):
 
 
 def against_lines(rows):
-    """The rows that change another row (`Variant.against`), compared with it."""
-    rows = [r for r in rows if r["against"]]
-    if not rows:
+    """The rows that change another row, compared with it (`Variant.against`)."""
+    pairs = [(r, other) for r in rows for other in r["against"]]
+    if not pairs:
         return []
-    lines = ["The rows that change another row, against that row (same tests):", "",
-             "| variant | against | seeds | SNLI dev | Δ [95%] | p (bootstrap) | "
-             "p (McNemar, seed 0) |", "|---|---|---:|---:|---:|---:|---:|"]
-    for r in rows:
+    lines = ["The rows that change another row, against that row (the same tests; a row's "
+             "seeds against the other's):", "",
+             "| variant | SNLI dev | against | its SNLI dev | Δ [95%] | p (bootstrap) | "
+             "p (McNemar, seed 0) |", "|---|---:|---|---:|---:|---:|---:|"]
+    for r, other in pairs:
+        theirs = next((o for o in rows if o["variant"] == other["variant"]), None)
         lines.append(
-            f"| {_name(r)} | `{r['against']}` | {len(r['seeds'])} | "
-            f"{_percent(r['snli_dev_mean'], r['snli_dev_sd'])} | "
-            f"{_delta(r['difference_vs_against'], r['difference_ci_vs_against'])} | "
-            f"{_p(r['p_value_vs_against'])} | {_p(r['p_value_mcnemar_seed0_vs_against'])} |")
+            f"| {_name(r)} | {_percent(r['snli_dev_mean'], r['snli_dev_sd'])} | "
+            f"`{other['variant']}` | "
+            f"{_percent(theirs['snli_dev_mean'], theirs['snli_dev_sd']) if theirs else '–'} | "
+            f"{_delta(other['difference'], other['difference_ci'])} | "
+            f"{_p(other['p_value'])} | {_p(other['p_value_mcnemar_seed0'])} |")
     return lines + [""]
 
 

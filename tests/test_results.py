@@ -337,16 +337,23 @@ def test_a_row_that_changes_another_is_compared_with_it():
         ("san4nli", 0, 300), ("san4nli", 1, 296), ("san4nli", 2, 304),
         ("san4nli_without_initialization", 0, 260)]}
     variant = next(v for v in results.VARIANTS if v.key == "san4nli_without_initialization")
-    assert variant.against == "san4nli" and "--initialization=san4nli" not in variant.flags
+    assert variant.against == ("san4nli",) and "--initialization=san4nli" not in variant.flags
     assert len(variant.flags) == len(results.preset_flags("san4nli")) - 1
     r = study_report.row(variant, records)
-    assert r["difference_vs_against"] == pytest.approx((260 - 300) / 400)
+    (against,) = r["against"]
+    assert against["variant"] == "san4nli" and against["seeds"] == [0, 1, 2]
+    assert against["difference"] == pytest.approx((260 - 300) / 400)
     assert r["difference_vs_dsan"] == pytest.approx((260 - 284) / 400)
-    low, high = r["difference_ci_vs_against"]
-    assert low <= -0.1 <= high and r["p_value_vs_against"] < 0.001
+    low, high = against["difference_ci"]
+    assert low <= -0.1 <= high and against["p_value"] < 0.001
     # Seed 0 is wrong on pairs 260-299 where SAN4NLI's seed 0 is right, and never the reverse.
-    assert r["p_value_mcnemar_seed0_vs_against"] == pytest.approx(2 * 0.5 ** 40)
-    lines = study_report.against_lines([study_report.row(v, records) for v in results.VARIANTS
-                                        if v.key in ("dsan", "san4nli", variant.key)])
-    assert len(lines) == 6 and "| `san4nli` | 1 | 65.0 | -10.0 [" in lines[4]
-    assert "| < 0.001 | < 0.001 |" in lines[4]
+    assert against["p_value_mcnemar_seed0"] == pytest.approx(2 * 0.5 ** 40)
+    rows = [study_report.row(v, records) for v in results.VARIANTS
+            if v.key in ("dsan", "san4nli", variant.key, "dsan_all_epochs")]
+    lines = study_report.against_lines(rows)
+    # One line per row it is compared with; a row not yet trained shows dashes.
+    assert len(lines) == 7 and lines[5].startswith("| SAN4NLI's model less one departure")
+    assert "| 65.0 | `san4nli` | 75.0 ± 1.0 | -10.0 [" in lines[5]
+    assert "| < 0.001 | < 0.001 |" in lines[5]
+    assert lines[4].startswith("| DSAN trained as SAN4NLI's train.py")
+    assert "| – | `dsan` | 71.0 ± 1.0 | – | – | – |" in lines[4]
