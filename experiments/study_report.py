@@ -143,8 +143,9 @@ def table_lines(rows):
 
 
 def against_lines(rows):
-    """The rows that change another row, compared with it (`Variant.against`)."""
-    pairs = [(r, other) for r in rows for other in r["against"]]
+    """The rows that change another row, compared with it (`Variant.against`); rows not yet
+    trained are in the main table only."""
+    pairs = [(r, other) for r in rows if r["seeds"] for other in r["against"]]
     if not pairs:
         return []
     lines = ["The rows that change another row, against that row (the same tests; a row's "
