@@ -10,6 +10,7 @@ import numpy as np
 from dsan_tf import metrics, plots
 
 FULL_TRAIN_PAIRS = 25_299
+STUDY_PATIENCE = 3  # experiments/configs/snli25k_glove50.cfg's --patience
 DIFFERENCES = [
     "d_e 50 (GloVe 6B 50d, lower-cased, 100k words), not 300 (GloVe 840B, cased): every "
     "width scales with it (5 heads of d_k 10, d_ff 200), so DSAN has 0.33M parameters, "
@@ -89,6 +90,45 @@ def row(variant, records):
             ("variant", "seeds", "difference", "p_value", "difference_ci", "p_value_mcnemar_seed0"),
             (key, [r["seed"] for r in reference], *tests))))
     return result
+
+
+def early_stopped(history, patience=STUDY_PATIENCE):
+    """(best epoch, its dev accuracy, last epoch) of a run's per-epoch `history` as the
+    study's early stopping would have ended it: the best so far kept on a strict rise, and
+    training stopped once `patience` epochs have passed without one (training.callbacks)."""
+    best_epoch, best = 0, float("-inf")
+    for epoch, entry in enumerate(history, 1):
+        if entry["val_accuracy"] > best:
+            best_epoch, best = epoch, entry["val_accuracy"]
+        if epoch - best_epoch >= patience:
+            return best_epoch, best, epoch
+    return best_epoch, best, len(history)
+
+
+def selection_lines(variants, records):
+    """For the rows trained without early stopping (`--patience=0`): each seed's best dev epoch
+    of all against the one the study's early stopping would have kept, read from the same
+    run's history (the same weights: the difference is the selection alone)."""
+    lines = []
+    for variant in [v for v in variants if "--patience=0" in v.flags]:
+        for run in sorted(_runs(records, "snli", variant.key), key=lambda r: r["seed"]):
+            history = run.get("history") or []
+            if not history:
+                continue
+            every = max(range(len(history)), key=lambda i: history[i]["val_accuracy"])
+            epoch, accuracy, stopped = early_stopped(history)
+            gain = history[every]["val_accuracy"] - accuracy
+            lines.append(f"| `{variant.key}` | {run['seed']} | "
+                         f"{100 * history[every]['val_accuracy']:.2f} ({every + 1} of "
+                         f"{len(history)}) | {100 * accuracy:.2f} ({epoch}, stopped at "
+                         f"{stopped}) | {100 * gain:+.2f} |")
+    if not lines:
+        return []
+    return [f"Best dev epoch of all against the study's early stopping (patience "
+            f"{STUDY_PATIENCE}), read from each run's own history (dev accuracy of the "
+            "training pass):", "",
+            "| variant | seed | best of all (epoch) | early-stopped (epoch) | difference |",
+            "|---|---:|---:|---:|---:|", *lines, ""]
 
 
 def curve(records, sizes):
@@ -183,7 +223,7 @@ def curve_lines(points, sizes):
     return lines
 
 
-def markdown(rows, points, records, settings, sizes, elapsed):
+def markdown(rows, points, records, settings, sizes, elapsed, variants):
     command = (f"python -m experiments.results --workdir={settings.workdir} "
                f"--shared_data={settings.shared_data}")
     finished = [r for r in records.values() if "error" not in r]
@@ -209,7 +249,8 @@ def markdown(rows, points, records, settings, sizes, elapsed):
         "- **s/epoch**: wall-clock seconds of a training epoch with its dev pass, 2-core CPU, "
         "over the row's runs that had every core; † where none had (runs trained two at a "
         "time, `--jobs=2`, one core each): slower, not comparable with the others.",
-        "", *table_lines(rows), "", *against_lines(rows), *kept_lines(rows),
+        "", *table_lines(rows), "", *against_lines(rows),
+        *selection_lines(variants, records), *kept_lines(rows),
         "## Learning curve (seed 0, SNLI dev; `learning_curve.png`)", "",
         *curve_lines(points, sizes), "",
         f"Runs finished: {len(finished)}; their wall clock summed: {wall / 3600:.2f} h "
@@ -240,7 +281,7 @@ def write(records, variants, sizes, settings, elapsed):
         if path and os.path.dirname(path):
             os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(settings.output, "w", encoding="utf-8") as stream:
-        stream.write(markdown(rows, points, records, settings, sizes, elapsed))
+        stream.write(markdown(rows, points, records, settings, sizes, elapsed, variants))
     with open(settings.json_output, "w", encoding="utf-8") as stream:
         json.dump({"setting": settings.config, "rows": rows,
                    "learning_curve": {m: [list(p) for p in sorted(ps)]

@@ -362,3 +362,21 @@ def test_a_row_that_changes_another_is_compared_with_it():
                                                      "dsan_all_epochs")])
     assert len(lines) == 7 and lines[4].startswith("| DSAN trained as SAN4NLI's train.py")
     assert "| 73.0 | `dsan` | 71.0 ± 1.0 | +2.0 [" in lines[4]
+
+
+def test_a_run_without_early_stopping_is_also_read_as_early_stopping_would_have_ended_it():
+    """The 20-epoch rows: the study's early stopping (patience 3), replayed on the run's own
+    history, keeps the best epoch before the first 3 without a strict rise."""
+    from experiments import study_report
+
+    dev = [0.60, 0.65, 0.70, 0.70, 0.69, 0.70, 0.72, 0.71, 0.74, 0.73]
+    history = [{"val_accuracy": a} for a in dev]
+    # Epoch 4's 0.70 is no rise: 4, 5 and 6 pass without one, so training stops at 6.
+    assert study_report.early_stopped(history) == (3, 0.70, 6)
+    assert study_report.early_stopped(history, patience=5) == (9, 0.74, 10)
+    record = {"task": "snli", "variant": "san4nli_all_epochs", "seed": 1, "history": history}
+    variant = next(v for v in results.VARIANTS if v.key == "san4nli_all_epochs")
+    lines = study_report.selection_lines([variant], {"r": record})
+    assert lines[-2] == "| `san4nli_all_epochs` | 1 | 74.00 (9 of 10) | 70.00 (3, stopped at 6) | +4.00 |"
+    assert study_report.selection_lines([v for v in results.VARIANTS if v.key == "dsan"],
+                                        {"r": dict(record, variant="dsan")}) == []
