@@ -7,9 +7,10 @@ Only the running backend's framework is imported (TensorFlow, JAX or PyTorch).
 
 import importlib.util
 import os
-import platform
 
 import keras
+
+from experiments import machine
 
 BACKENDS = ("tensorflow", "jax", "torch")
 
@@ -17,17 +18,6 @@ BACKENDS = ("tensorflow", "jax", "torch")
 def installed():
     """The Keras backends whose framework is installed here, in `BACKENDS` order."""
     return [name for name in BACKENDS if importlib.util.find_spec(name)]
-
-
-def _cpu_model():
-    try:
-        with open("/proc/cpuinfo") as stream:
-            info = stream.read()
-    except OSError:
-        return platform.processor() or platform.machine(), None
-    model = next((line.split(":", 1)[1].strip() for line in info.splitlines()
-                  if line.startswith("model name")), platform.machine())
-    return model, " avx512f" in info
 
 
 def _accelerator():
@@ -54,7 +44,7 @@ def _accelerator():
 def info():
     """The backend, its version, Keras' version and the device the model runs on."""
     version, gpu = _accelerator()
-    cpu, avx512 = _cpu_model()
+    cpu, avx512 = machine.cpu_model()
     return {"backend": keras.backend.backend(), "backend_version": version,
             "keras": keras.__version__, "device": gpu or f"CPU: {cpu}", "gpu": gpu,
             "cpu_model": cpu, "avx512": avx512, "cpus": os.cpu_count(),

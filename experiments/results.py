@@ -29,6 +29,7 @@ from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program
 from dsan_tf import rundir
 from dsan_tf.rundir import read_history, read_json, write_json
+from experiments import machine
 
 FLAGS = project_flags.FLAGS
 CONFIG_FILE = "experiments/configs/snli25k_glove50.cfg"
@@ -434,7 +435,7 @@ def perform(run, settings, record_dir):
     epochs_time = record["seconds_per_epoch"] * record["epochs"]
     wall = max(wall, epochs_time) if trained_here else wall + epochs_time
     record.update(command=shown(train), wall_seconds=wall, config_digest=digest,
-                  cores=usable_cores(), machine_cores=os.cpu_count())
+                  cores=usable_cores(), machine_cores=os.cpu_count(), made_by=machine.describe())
     if evaluate:
         record["evaluate_command"] = shown(evaluate)
     write_json(record_path, record)
