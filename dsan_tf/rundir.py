@@ -258,6 +258,17 @@ def read_json(path):
                          f"column {error.colno}){ending}") from None
 
 
+def git_commit(path):
+    """The commit of the checkout holding `path` ("-dirty" when files differ from it), or
+    None outside a checkout (an installed package) or without git."""
+    try:
+        return subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"],
+                              cwd=path, capture_output=True, text=True, timeout=10,
+                              check=True).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def provenance():
     """What produced a result: package versions (Keras, its backend and that backend's
     framework; TensorFlow's where it is loaded) and, in a git checkout, the commit (with
@@ -268,14 +279,8 @@ def provenance():
     framework = sys.modules.get(backend)
     tf = sys.modules.get("tensorflow")
 
-    here = os.path.dirname(os.path.abspath(__file__))
-    try:
-        commit = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"],
-                                cwd=here, capture_output=True, text=True, timeout=10,
-                                check=True).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        commit = None  # not a checkout (an installed package) or no git
-    return {"dsan_tf": dsan_tf.__version__, "git_commit": commit,
+    return {"dsan_tf": dsan_tf.__version__,
+            "git_commit": git_commit(os.path.dirname(os.path.abspath(__file__))),
             "tensorflow": tf.__version__ if tf else None, "keras": keras.__version__,
             "keras_backend": backend,
             "backend_version": getattr(framework, "__version__", None)}

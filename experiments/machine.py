@@ -7,7 +7,8 @@ names both can be told apart from one made elsewhere (docs/STUDY.md, "SAN4NLI's 
 
 import os
 import platform
-import subprocess
+
+from dsan_tf import rundir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -27,12 +28,6 @@ def cpu_model():
 def describe(root=ROOT):
     """{"git_commit", "cpu_model", "avx512", "tf_enable_onednn_opts"} of this checkout and
     machine (git_commit None outside a checkout; "-dirty" when files differ from it)."""
-    try:
-        commit = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"],
-                                cwd=root, capture_output=True, text=True, timeout=10,
-                                check=True).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        commit = None
     model, avx512 = cpu_model()
-    return {"git_commit": commit, "cpu_model": model, "avx512": avx512,
+    return {"git_commit": rundir.git_commit(root), "cpu_model": model, "avx512": avx512,
             "tf_enable_onednn_opts": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "(TF's default)")}
