@@ -364,19 +364,13 @@ def usable_cores():
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
-def _flag_lines(path):
-    with open(path, encoding="utf-8") as config:
-        return [line.strip() for line in config
-                if line.strip() and not line.strip().startswith("#")]
-
-
 def config_digest(path, extra_flags=()):
     """Digest of a flagfile's flags (comments and blank lines aside) and of `extra_flags`
     (a row's flags; the flags of a --flagfile among them count, not its name). Records
     and run directories carry it, so none made under another configuration is reused."""
-    lines = _flag_lines(path)
+    lines = project_flags.flagfile_flags(path)
     for flag in extra_flags:
-        lines += (_flag_lines(flag.split("=", 1)[1]) if flag.startswith("--flagfile=")
+        lines += (project_flags.flagfile_flags(flag.split("=", 1)[1]) if flag.startswith("--flagfile=")
                   else [flag])
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:12]
 

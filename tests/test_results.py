@@ -144,6 +144,7 @@ def test_study_is_written_resumed_and_reproducible(tmp_path):
     text = outputs["output"].read_text()
     assert "| DSAN (paper" in text and "24 pairs" in text and "25,299 pairs" in text
     assert "experiments.evaluate" in text and "--save_predictions" in text
+    assert "- 2 epochs, the best dev epoch kept instead of the paper's unstated schedule." in text
     record = json.loads((records / "snli" / "cbow" / "seed1.json").read_text())
     assert len(record["snli_dev_predictions"]) == 48 and record["seed"] == 1
     # Which code and CPU made it: numerics differ between CPUs and commits.
@@ -298,6 +299,9 @@ def test_a_rows_accuracy_is_the_mean_and_sample_sd_of_its_seeds(tmp_path):
                        0.0)
     assert json.loads((out / "results.json").read_text())["rows"][0]["snli_dev"] == list(
         accuracies)
+    # What differs from the paper names the study flagfile's schedule.
+    assert ("- early stopping (patience 3, at most 30 epochs) instead of the paper's unstated "
+            "schedule.") in (out / "RESULTS.md").read_text().splitlines()
 
 
 def test_training_curves_draw_train_and_dev_accuracy_and_the_rate_against_steps():
@@ -376,11 +380,30 @@ def test_a_run_without_early_stopping_is_also_read_as_early_stopping_would_have_
     dev = [0.60, 0.65, 0.70, 0.70, 0.69, 0.70, 0.72, 0.71, 0.74, 0.73]
     history = [{"val_accuracy": a} for a in dev]
     # Epoch 4's 0.70 is no rise: 4, 5 and 6 pass without one, so training stops at 6.
-    assert study_report.early_stopped(history) == (3, 0.70, 6)
+    assert study_report.early_stopped(history, patience=3) == (3, 0.70, 6)
     assert study_report.early_stopped(history, patience=5) == (9, 0.74, 10)
     record = {"task": "snli", "variant": "san4nli_all_epochs", "seed": 1, "history": history}
     variant = next(v for v in results.VARIANTS if v.key == "san4nli_all_epochs")
-    lines = study_report.selection_lines([variant], {"r": record})
+    lines = study_report.selection_lines([variant], {"r": record}, patience=3)
+    assert lines[0].startswith("Best dev epoch of all against the study's early stopping "
+                               "(patience 3)")
     assert lines[-2] == "| `san4nli_all_epochs` | 1 | 74.00 (9 of 10) | 70.00 (3, stopped at 6) | +4.00 |"
+    lines = study_report.selection_lines([variant], {"r": record}, patience=5)
+    assert lines[-2] == "| `san4nli_all_epochs` | 1 | 74.00 (9 of 10) | 74.00 (9, stopped at 10) | +0.00 |"
     assert study_report.selection_lines([v for v in results.VARIANTS if v.key == "dsan"],
-                                        {"r": dict(record, variant="dsan")}) == []
+                                        {"r": dict(record, variant="dsan")}, patience=3) == []
+
+
+def test_the_report_reads_its_early_stopping_from_the_study_flagfile(tmp_path):
+    """The patience that the report states and replays is the study's --config's, not a
+    number written again in the report's code; a flagfile without it gets the training
+    configuration's defaults (no early stopping, 20 epochs)."""
+    from experiments import study_report
+
+    assert study_report.schedule(results.CONFIG_FILE) == (3, 30)
+    config = tmp_path / "study.cfg"
+    config.write_text("# --patience=9 in a comment counts for nothing\n--patience=5\n"
+                      "--epochs=12\n--patience=4\n")
+    assert study_report.schedule(str(config)) == (4, 12)
+    config.write_text("--embedding_dim=50\n")
+    assert study_report.schedule(str(config)) == (0, 20)

@@ -332,6 +332,14 @@ def family_defaults(values=FLAGS):
             and values[field.name].value != field.default}
 
 
+def flagfile_flags(path):
+    """The flags of the flagfile at `path`, one per line as written (comments and blank
+    lines aside)."""
+    with open(path, encoding="utf-8") as flagfile:
+        return [line.strip() for line in flagfile
+                if line.strip() and not line.strip().startswith("#")]
+
+
 def flagfile_lines(values=FLAGS, exclude=(), **resolved):
     """The program's own flags (not absl's, not those in `exclude`), with `resolved` values
     replacing the given ones, as --flagfile lines that repeat the run."""
