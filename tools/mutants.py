@@ -191,4 +191,8 @@ MUTANTS = [
      "                pass",
      "AF-DMN's --initialization=esim (its paper's flagfiles) is refused as not a DSAN choice",
      ["tests/test_results.py::test_every_row_trains_a_different_model"]),
+    ("experiments/study_report.py", "            values[name] = int(value)",
+     "            pass",
+     "the study report replays and states no early stopping, whatever the study's --config says",
+     ["tests/test_results.py::test_the_report_reads_its_early_stopping_from_the_study_flagfile"]),
 ]
