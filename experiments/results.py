@@ -154,7 +154,10 @@ VARIANTS = (
     # back), for departures that only matter together. Last: after the rows above.
     *(Variant(f"san4nli_without_{key}", f"SAN4NLI's model less one departure: {text}",
               without(preset_flags("san4nli"), flag),
-              3 if key in SAN4NLI_WITHOUT_THREE_SEEDS else 1, last=True, against=("san4nli",))
+              3 if key in SAN4NLI_WITHOUT_THREE_SEEDS else 1, last=True,
+              # The small-data preset's row, also against DSAN trained on this machine.
+              against=("san4nli", *(("dsan_all_epochs",) if key in SAN4NLI_WITHOUT_THREE_SEEDS
+                                    else ())))
       for key, text, flag in SAN4NLI_DEPARTURES),
     # The joint models cost most: the Gaussian Transformer about 107 s an epoch on 2 cores,
     # AF-DMN's BiLSTMs, run step by step, about 4 minutes (h = 100, k = 3). Each gets its

@@ -58,14 +58,17 @@ def _timed(runs):
 
 
 def compare(snli, reference):
-    """Paired tests of a row's SNLI runs against a reference row's: (difference of mean
-    accuracy, its bootstrap p-value, its 95% interval, McNemar's p of seed 0 against seed 0
-    or None)."""
+    """Tests of a row's SNLI runs against a reference row's: (difference of mean accuracy,
+    its paired-bootstrap p-value, its 95% interval, McNemar's p of seed 0 against seed 0 or
+    None, Welch's p over the seeds' accuracies or None when either row has one seed)."""
     ours, theirs = [_correct(r) for r in snli], [_correct(r) for r in reference]
     difference, p_value, interval = metrics.paired_bootstrap(np.stack(ours), np.stack(theirs))
     mcnemar = (metrics.mcnemar_p(ours[0], theirs[0])
                if snli[0]["seed"] == reference[0]["seed"] else None)
-    return difference, p_value, interval, mcnemar
+    welch = (metrics.welch_p([r["snli_dev_accuracy"] for r in snli],
+                             [r["snli_dev_accuracy"] for r in reference])
+             if len(snli) > 1 and len(reference) > 1 else None)
+    return difference, p_value, interval, mcnemar, welch
 
 
 def row(variant, records):
@@ -88,18 +91,20 @@ def row(variant, records):
         "seconds_on_fewer_cores": fewer_cores,
         "best_epochs": [r["best_epoch"] for r in snli],
         "difference_vs_dsan": None, "difference_ci_vs_dsan": None, "p_value_vs_dsan": None,
-        "p_value_mcnemar_seed0": None, "kept": variant.kept or None,
+        "p_value_mcnemar_seed0": None, "p_value_seeds_vs_dsan": None,
+        "kept": variant.kept or None,
         "against": [],
     }
     if snli and dsan and variant.key != "dsan":
         (result["difference_vs_dsan"], result["p_value_vs_dsan"],
-         result["difference_ci_vs_dsan"], result["p_value_mcnemar_seed0"]) = compare(snli, dsan)
+         result["difference_ci_vs_dsan"], result["p_value_mcnemar_seed0"],
+         result["p_value_seeds_vs_dsan"]) = compare(snli, dsan)
     for key in variant.against:
         reference = sorted(_runs(records, "snli", key), key=lambda r: r["seed"])
-        tests = compare(snli, reference) if snli and reference else (None,) * 4
+        tests = compare(snli, reference) if snli and reference else (None,) * 5
         result["against"].append(dict(zip(
-            ("variant", "seeds", "difference", "p_value", "difference_ci", "p_value_mcnemar_seed0"),
-            (key, [r["seed"] for r in reference], *tests))))
+            ("variant", "seeds", "difference", "p_value", "difference_ci", "p_value_mcnemar_seed0",
+             "p_value_seeds"), (key, [r["seed"] for r in reference], *tests))))
     return result
 
 
@@ -178,8 +183,8 @@ def _name(r):
 
 def table_lines(rows):
     lines = ["| variant | seeds | params | SNLI dev | MultiNLI m. | SICK test | s/epoch | "
-             "Δ vs DSAN [95%] | p (bootstrap) | p (McNemar, seed 0) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "Δ vs DSAN [95%] | p (bootstrap) | p (McNemar, seed 0) | p (seeds, Welch) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         params = "–" if r["params"] is None else f"{r['params']:,}"
         seconds = ("–" if r["seconds_per_epoch"] is None else f"{r['seconds_per_epoch']:.0f}"
@@ -189,7 +194,8 @@ def table_lines(rows):
             f"{_percent(r['snli_dev_mean'], r['snli_dev_sd'])} | "
             f"{_percent(r['multinli_m_mean'])} | {_percent(r['sick_test_mean'])} | {seconds} | "
             f"{_delta(r['difference_vs_dsan'], r['difference_ci_vs_dsan'])} | "
-            f"{_p(r['p_value_vs_dsan'])} | {_p(r['p_value_mcnemar_seed0'])} |")
+            f"{_p(r['p_value_vs_dsan'])} | {_p(r['p_value_mcnemar_seed0'])} | "
+            f"{_p(r.get('p_value_seeds_vs_dsan'))} |")
     return lines
 
 
@@ -202,7 +208,7 @@ def against_lines(rows):
     lines = ["The rows that change another row, against that row (the same tests; a row's "
              "seeds against the other's):", "",
              "| variant | SNLI dev | against | its SNLI dev | Δ [95%] | p (bootstrap) | "
-             "p (McNemar, seed 0) |", "|---|---:|---|---:|---:|---:|---:|"]
+             "p (McNemar, seed 0) | p (seeds, Welch) |", "|---|---:|---|---:|---:|---:|---:|---:|"]
     for r, other in pairs:
         theirs = next((o for o in rows if o["variant"] == other["variant"]), None)
         lines.append(
@@ -210,7 +216,8 @@ def against_lines(rows):
             f"`{other['variant']}` | "
             f"{_percent(theirs['snli_dev_mean'], theirs['snli_dev_sd']) if theirs else '–'} | "
             f"{_delta(other['difference'], other['difference_ci'])} | "
-            f"{_p(other['p_value'])} | {_p(other['p_value_mcnemar_seed0'])} |")
+            f"{_p(other['p_value'])} | {_p(other['p_value_mcnemar_seed0'])} | "
+            f"{_p(other.get('p_value_seeds'))} |")
     return lines + [""]
 
 
@@ -260,7 +267,9 @@ def markdown(rows, points, records, settings, sizes, elapsed, variants):
         "accuracy to the DSAN row, its percentile interval and a two-sided p-value from a "
         "paired bootstrap over the 9,842 dev pairs (10,000 resamples, each row's seeds "
         "averaged per pair: the interval covers the choice of dev pairs, not of seeds); "
-        "**McNemar**: exact test, seed 0 against DSAN's seed 0.",
+        "**McNemar**: exact test, seed 0 against DSAN's seed 0; **p (seeds, Welch)**: "
+        "Welch's t-test of the two rows' per-seed accuracies (both with 2 seeds or more), "
+        "the one test here that counts training's randomness.",
         "- **s/epoch**: wall-clock seconds of a training epoch with its dev pass, 2-core CPU, "
         "over the row's runs that had every core; † where none had (runs trained two at a "
         "time, `--jobs=2`, one core each): slower, not comparable with the others.",

@@ -96,3 +96,19 @@ def test_paired_bootstrap_p_is_two_sided_and_agrees_with_mcnemar():
     assert difference == pytest.approx(0.014)
     assert 0.033 < p < 0.05
     assert abs(p - metrics.mcnemar_p(a, b)) < 0.015
+
+
+def test_welch_p_is_students_t_with_welchs_degrees_of_freedom():
+    """The study's test over seeds. Two samples of two values with equal variances have
+    exactly 2 degrees of freedom, where Student's t has a closed form: p = 1 - |t|/√(2 + t²)."""
+    t = 3 / math.sqrt(2)  # [0, 2] against [3, 5]: means 1 and 4, each variance of a mean 1
+    assert metrics.welch_p([0, 2], [3, 5]) == pytest.approx(1 - t / math.sqrt(2 + t * t),
+                                                            abs=1e-12)
+    # Unequal variances and a fractional df: SciPy's ttest_ind(equal_var=False) gives
+    # 0.059478512594506094 for the study's rows (docs/STUDY.md); the test is symmetric.
+    ours, dsan = [72.63, 72.37, 71.74], [70.70, 71.44, 71.60]
+    assert metrics.welch_p(ours, dsan) == pytest.approx(0.059478512594506094, abs=1e-12)
+    assert metrics.welch_p(dsan, ours) == pytest.approx(metrics.welch_p(ours, dsan), abs=1e-15)
+    assert metrics.welch_p(ours, ours) == pytest.approx(1.0)
+    assert metrics.welch_p([1.0, 1.0], [1.0, 1.0]) == 1.0
+

@@ -18,7 +18,8 @@ from helpers import ROOT, cli
 FLAGS = project_flags.FLAGS
 # The flagfiles that are used after the study's (their comments say so).
 LAYERED = {"afdmn_snli25k_glove50": "snli25k_glove50",
-           "gaussian_transformer_snli25k_glove50": "snli25k_glove50"}
+           "gaussian_transformer_snli25k_glove50": "snli25k_glove50",
+           "san4nli_paper_classifier": "san4nli"}
 
 
 def _parsed(*argv):

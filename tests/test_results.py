@@ -88,6 +88,11 @@ def test_every_row_trains_a_different_model():
     preset = ExperimentConfig.from_preset("san4nli", vocab_size=10)
     assert seen["san4nli"][1] == preset.model_config and seen["san4nli"][3] == "plain"
     assert seen["san4nli"][2] == preset.training
+    # The row that the small-data preset rests on is that preset.
+    small = ExperimentConfig.from_preset("san4nli_paper_classifier", vocab_size=10)
+    assert seen["san4nli_without_classifier_units"][1:] == (
+        small.model_config, small.training, "plain")
+    assert small.model_config.classifier_units == 300
 
 
 def test_plan_has_three_seeds_where_the_issue_asks_and_the_first_seeds_first():
@@ -367,7 +372,13 @@ def test_a_row_that_changes_another_is_compared_with_it():
     # to the main table.
     assert len(lines) == 6 and lines[4].startswith("| SAN4NLI's model less one departure")
     assert "| 65.0 | `san4nli` | 75.0 ± 1.0 | -10.0 [" in lines[4]
-    assert "| < 0.001 | < 0.001 |" in lines[4]
+    # One seed against three: no test over the seeds.
+    assert lines[4].endswith("| < 0.001 | < 0.001 | – |")
+    # Three seeds against three: Welch's t-test of 75.0 ± 1.0 against 71.0 ± 1.0 (SciPy's
+    # ttest_ind(equal_var=False): 0.008049893100837719).
+    san4nli = study_report.row(next(v for v in results.VARIANTS if v.key == "san4nli"), records)
+    assert san4nli["p_value_seeds_vs_dsan"] == pytest.approx(0.008049893100837719, abs=1e-12)
+    assert study_report.table_lines([san4nli])[2].endswith("| 0.008 |")
     records["d0"] = record("dsan_all_epochs", 0, 292)
     lines = study_report.against_lines([study_report.row(v, records) for v in results.VARIANTS
                                         if v.key in ("dsan", "san4nli", variant.key,
