@@ -195,7 +195,7 @@ def table_lines(rows):
             f"{_percent(r['multinli_m_mean'])} | {_percent(r['sick_test_mean'])} | {seconds} | "
             f"{_delta(r['difference_vs_dsan'], r['difference_ci_vs_dsan'])} | "
             f"{_p(r['p_value_vs_dsan'])} | {_p(r['p_value_mcnemar_seed0'])} | "
-            f"{_p(r.get('p_value_seeds_vs_dsan'))} |")
+            f"{_p(r['p_value_seeds_vs_dsan'])} |")
     return lines
 
 
@@ -217,7 +217,7 @@ def against_lines(rows):
             f"{_percent(theirs['snli_dev_mean'], theirs['snli_dev_sd']) if theirs else '–'} | "
             f"{_delta(other['difference'], other['difference_ci'])} | "
             f"{_p(other['p_value'])} | {_p(other['p_value_mcnemar_seed0'])} | "
-            f"{_p(other.get('p_value_seeds'))} |")
+            f"{_p(other['p_value_seeds'])} |")
     return lines + [""]
 
 
