@@ -1,3 +1,4 @@
+import importlib.util
 import os
 import sys
 
@@ -23,7 +24,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from dsan_tf import DSANConfig  # noqa: E402
-from helpers import SMALL  # noqa: E402
+from helpers import SMALL, shared_once  # noqa: E402
 
 
 if BACKEND == "torch":
@@ -40,6 +41,11 @@ if BACKEND == "torch":
 
 
 def pytest_collection_modifyitems(config, items):
+    if importlib.util.find_spec("jax") is None:
+        missing = pytest.mark.skip(reason="needs JAX (pip install -r requirements-jax.txt)")
+        for item in items:
+            if "jax" in item.keywords:
+                item.add_marker(missing)
     if BACKEND == "tensorflow":
         return
     skip = pytest.mark.skip(reason=f"needs TensorFlow (KERAS_BACKEND={BACKEND})")
@@ -59,6 +65,28 @@ def _seed_and_policy():
     keras.utils.set_random_seed(1234)
     yield
     keras.config.set_dtype_policy("float32")
+
+
+# The README's first command, shortened to 4 epochs, with an export and a probe sentence:
+# the finished run that the programs' tests read (test_cli, test_first_hour, test_docs).
+DEMO_FLAGS = ("--flagfile=experiments/configs/demo.cfg", "--epochs=4",
+              "--probe_sentence=the dog saw the cat")
+
+
+@pytest.fixture(scope="session")
+def demo(tmp_path_factory):
+    """(run directory, what the program printed): the demo run, trained once per test run
+    and shared by every xdist worker (`helpers.shared_once`). Tests read it; a test that
+    changes a run works on a copy."""
+    from helpers import cli
+
+    def train(workdir):
+        done = cli("train", *DEMO_FLAGS, f"--workdir={workdir}",
+                   f"--export_dir={workdir / 'export'}")
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        return done.stdout
+
+    return shared_once(tmp_path_factory, "demo", train)
 
 
 @pytest.fixture

@@ -30,15 +30,142 @@ def command(program, *flags):
     return [sys.executable, "-m", f"experiments.{program}", *flags]
 
 
-def cli(program, *flags, timeout=600, env=None):
-    """Runs `python -m experiments.PROGRAM FLAGS...` from the repository root."""
-    return subprocess.run(command(program, *flags), cwd=ROOT, env=dict(ENV, **(env or {})),
+# Environment variables read once, when a process starts (Keras' backend, TensorFlow's
+# oneDNN and log level): a program run with one of them set differently runs in a child.
+START_UP = ("KERAS_BACKEND", "TF_ENABLE_ONEDNN_OPTS", "TF_CPP_MIN_LOG_LEVEL", "XLA_FLAGS")
+
+
+def cli(program, *flags, timeout=600, env=None, cwd=ROOT):
+    """`python -m experiments.PROGRAM FLAGS...` from the repository root, as a user runs
+    it: in this process (`run_in_process`, the same flag parsing, main and exit status, no
+    start-up of a new Python and TensorFlow), or in a child process where `env` sets a
+    variable read at start-up (`START_UP`)."""
+    env = env or {}
+    if any(key in START_UP and os.environ.get(key) != value for key, value in env.items()):
+        return cli_process(program, *flags, timeout=timeout, env=env, cwd=cwd)
+    return run_in_process(program, *flags, env=env, cwd=cwd)
+
+
+def cli_process(program, *flags, timeout=600, env=None, cwd=ROOT):
+    """Runs `python -m experiments.PROGRAM FLAGS...` in a child process: for what only a
+    process shows (its start-up, signals, file descriptors, the console scripts)."""
+    return subprocess.run(command(program, *flags), cwd=cwd, env=dict(ENV, **(env or {})),
                           capture_output=True, text=True, timeout=timeout)
+
+
+CHILD = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import helpers
+done = [helpers.run_in_process(program, *flags) for program, flags in json.loads(sys.argv[2])]
+print("\\n" + json.dumps([[d.returncode, d.stdout, d.stderr] for d in done]))
+"""
+
+
+def cli_in_child(runs, env, timeout=600):
+    """Runs several programs one after the other in one child process started with `env`
+    (e.g. `KERAS_BACKEND=jax`): one start-up for all of them. `runs` is a list of
+    (program, [flags]); returns a `subprocess.CompletedProcess` per run."""
+    child = subprocess.run([sys.executable, "-c", CHILD, str(ROOT / "tests"),
+                            json.dumps([[program, list(flags)] for program, flags in runs])],
+                           cwd=ROOT, env=dict(ENV, **env), capture_output=True, text=True,
+                           timeout=timeout)
+    assert child.returncode == 0, child.stderr[-3000:]
+    results = json.loads(child.stdout.strip().splitlines()[-1])
+    return [subprocess.CompletedProcess([program, *flags], *result)
+            for (program, flags), result in zip(runs, results)]
+
+
+def _program_module(name):
+    import importlib
+
+    for package in ("dsan_tf.programs", "experiments"):
+        try:
+            return importlib.import_module(f"{package}.{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"{package}.{name}":
+                raise
+    raise ValueError(f"no program {name}")
+
+
+def _reset_flags():
+    """Removes every flag this project defined, so the next program defines its own
+    afresh (programs define flags of one name differently: --output, --workdir)."""
+    from dsan_tf.programs import flags as project_flags
+
+    values = project_flags.FLAGS
+    for flag in project_flags.project_flags(values):
+        delattr(values, flag.name)
+    project_flags._DEFINED.clear()
+    project_flags.TOPIC_OF.clear()
+
+
+def run_in_process(program, *flags, env=None, cwd=ROOT):
+    """Runs a program as `python -m experiments.PROGRAM FLAGS...` would, in this process:
+    its flags defined afresh and parsed by the program's own parser, its `main` called as
+    absl's `app.run` calls it, in `cwd` (the repository root). Returns a
+    `subprocess.CompletedProcess`: the exit status (`sys.exit`'s message goes to stderr,
+    status 1, as Python does) and what was printed to stdout and stderr (absl's log lines
+    included)."""
+    import contextlib
+    import io
+
+    from absl import logging
+
+    from dsan_tf.programs import program as programs
+
+    module = _program_module(program)
+    _reset_flags()
+    module.define_flags()
+    out, err = io.StringIO(), io.StringIO()
+    handler = logging.get_absl_handler().python_handler
+    saved = (sys.argv, os.getcwd(), handler.stream, dict(os.environ))
+    argv = [f"experiments/{program}.py", *flags]
+    status = 0
+    try:
+        os.chdir(cwd)
+        os.environ.update(env or {})
+        sys.argv = argv
+        handler.stream = err
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                remaining = programs.parse_flags(argv, doc=module.__doc__ or "")
+                status = module.main(remaining) or 0
+            except SystemExit as error:
+                if isinstance(error.code, str):
+                    print(error.code, file=sys.stderr)
+                    status = 1
+                else:
+                    status = error.code or 0
+    finally:
+        sys.argv, cwd, handler.stream, environ = saved
+        os.chdir(cwd)
+        os.environ.clear()
+        os.environ.update(environ)
+        programs.FLAGS.unparse_flags()
+    return subprocess.CompletedProcess(argv, status, out.getvalue(), err.getvalue())
 
 
 def ok(result):
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return result.stdout
+
+
+def shared_once(tmp_path_factory, name, make):
+    """`(directory, make(directory))`, made once per test run whichever xdist worker asks
+    first (a lock file in the directory the workers share); the others wait and read it.
+    `make` returns text (e.g. what a program printed), kept beside the directory."""
+    import fcntl
+
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    directory, printed = root / f"shared-{name}", root / f"shared-{name}.txt"
+    with open(root / f"shared-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not printed.exists():
+            text = make(directory)
+            printed.write_text(text, encoding="utf-8")
+        return directory, printed.read_text(encoding="utf-8")
 
 
 def random_ids(rng, batch, length, vocab_size=SMALL["vocab_size"]):

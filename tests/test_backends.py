@@ -24,12 +24,15 @@ BACKENDS = [name for name, module in (("tensorflow", "tensorflow"), ("jax", "jax
             if importlib.util.find_spec(module)]
 
 # Builds each family small, compiled as for training, and saves it as BACKEND.FAMILY.keras
-# in the directory argv[1], with its inference logits on the fixed inputs argv[2].
-SAVE = """
+# in the directory argv[1], with its inference logits on the fixed inputs argv[2]; then
+# loads every .keras file there (the other backends' too) and gives its logits. Runs in this
+# process for TensorFlow, in a child process for each other backend.
+PORTABILITY = """
 import json, os, sys
 if os.environ["KERAS_BACKEND"] != "tensorflow":
     sys.modules["tensorflow"] = None  # `import tensorflow` fails: the models need Keras only
 import keras, numpy as np
+import dsan_tf.models
 from dsan_tf.config import MODELS, model_config
 from dsan_tf.models import build_model
 from dsan_tf.optimization import compile_for_training
@@ -37,46 +40,55 @@ from dsan_tf.optimization import compile_for_training
 SMALL = {"dsan": dict(num_heads=2, ffn_dim=16), "disan": {}, "cbow": {},
          "gaussian_transformer": dict(char_dim=4, model_dim=8, num_heads=2),
          "afdmn": dict(lstm_units=8)}
-backend = keras.backend.backend()
-inputs = dict(np.load(sys.argv[2]))
-logits = {}
-for name in MODELS:
-    keras.utils.set_random_seed(0)
-    config = model_config(name, vocab_size=50, embedding_dim=8, **SMALL[name])
-    model = compile_for_training(build_model(name, config))
-    model.save(os.path.join(sys.argv[1], f"{backend}.{name}.keras"))
-    logits[name] = model.predict_on_batch(inputs).tolist()
-print(json.dumps({"backend": backend, "tensorflow_loaded": bool(sys.modules.get("tensorflow")),
-                  "logits": logits}))
+
+
+def save(directory, inputs):
+    backend, logits = keras.backend.backend(), {}
+    for name in MODELS:
+        keras.utils.set_random_seed(0)
+        config = model_config(name, vocab_size=50, embedding_dim=8, **SMALL[name])
+        model = compile_for_training(build_model(name, config))
+        model.save(os.path.join(directory, f"{backend}.{name}.keras"))
+        logits[name] = model.predict_on_batch(inputs).tolist()
+    return {"backend": backend, "tensorflow_loaded": bool(sys.modules.get("tensorflow")),
+            "logits": logits}
+
+
+def load(directory, inputs):
+    logits = {}
+    for file in sorted(os.listdir(directory)):
+        if file.endswith(".keras"):
+            model = dsan_tf.models.load_model(os.path.join(directory, file))
+            logits[file] = model.predict_on_batch(inputs).tolist()
+    return {"backend": keras.backend.backend(), "logits": logits}
+
+
+if __name__ == "__main__":
+    inputs = dict(np.load(sys.argv[2]))
+    print(json.dumps(save(sys.argv[1], inputs)))
+    print(json.dumps(load(sys.argv[1], inputs)))
 """
 
-# Loads every .keras file in argv[1] and prints its logits on the inputs argv[2].
-LOAD = """
-import json, os, sys
-if os.environ["KERAS_BACKEND"] != "tensorflow":
-    sys.modules["tensorflow"] = None
-import keras, numpy as np
-import dsan_tf.models
-inputs = dict(np.load(sys.argv[2]))
-logits = {}
-for file in sorted(os.listdir(sys.argv[1])):
-    if file.endswith(".keras"):
-        model = dsan_tf.models.load_model(os.path.join(sys.argv[1], file))
-        logits[file] = model.predict_on_batch(inputs).tolist()
-print(json.dumps({"backend": keras.backend.backend(), "logits": logits}))
-"""
 
-
-def run(script, backend, *args):
-    result = subprocess.run([sys.executable, "-c", script, *map(str, args)], cwd=ROOT,
-                            env=dict(ENV, KERAS_BACKEND=backend), capture_output=True,
-                            text=True, timeout=600)
+def run(backend, directory, inputs, save=True):
+    """(saved, loaded) under `backend`: in this process for TensorFlow (`save=False`: load
+    only), else in a child."""
+    if backend == "tensorflow":
+        namespace = {"__name__": "portability"}
+        exec(PORTABILITY, namespace)
+        arrays = dict(np.load(inputs))
+        return (namespace["save"](directory, arrays) if save else None,
+                namespace["load"](directory, arrays))
+    result = subprocess.run([sys.executable, "-c", PORTABILITY, str(directory), str(inputs)],
+                            cwd=ROOT, env=dict(ENV, KERAS_BACKEND=backend),
+                            capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, f"{backend}: {result.stderr[-3000:]}"
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return [json.loads(line) for line in result.stdout.strip().splitlines()[-2:]]
 
 
 def check_portability(directory, backends):
-    """Saves every family under each of `backends` and loads every file under each."""
+    """Saves every family under each of `backends` and loads every file under each: the
+    first backend saves first, and loads again at the end, the others' files too."""
     rng = np.random.default_rng(0)
     premise = rng.integers(2, 50, (4, 7)).astype("int32")
     hypothesis = rng.integers(2, 50, (4, 5)).astype("int32")
@@ -85,23 +97,25 @@ def check_portability(directory, backends):
     hypothesis[3, 3:] = 0
     inputs = directory / "inputs.npz"
     np.savez(inputs, premise=premise, hypothesis=hypothesis)
-    saved = {}
+    saved, loads = {}, []
     for backend in backends:
-        result = run(SAVE, backend, directory, inputs)
-        assert result["backend"] == backend
+        result, loaded = run(backend, directory, inputs)
+        assert result["backend"] == loaded["backend"] == backend
         assert result["tensorflow_loaded"] == (backend == "tensorflow")
         saved.update({f"{backend}.{name}.keras": np.array(value)
                       for name, value in result["logits"].items()})
+        loads.append((backend, loaded["logits"]))
     assert len(saved) == 5 * len(backends)
-    for backend in backends:
-        loaded = run(LOAD, backend, directory, inputs)["logits"]
-        assert sorted(loaded) == sorted(saved)
-        for file, expected in saved.items():
-            np.testing.assert_allclose(np.array(loaded[file]), expected, rtol=0, atol=1e-5,
+    loads.append((backends[0], run(backends[0], directory, inputs, save=False)[1]["logits"]))
+    for backend, loaded in loads:
+        for file, logits in loaded.items():  # each backend reads what was there then
+            np.testing.assert_allclose(np.array(logits), saved[file], rtol=0, atol=1e-5,
                                        err_msg=f"{file} loaded under {backend}")
+    assert sorted(loads[-1][1]) == sorted(saved)
+    assert all(sorted(loaded) == sorted(saved) for _, loaded in loads[-len(backends):])
 
 
-@pytest.mark.skipif("jax" not in BACKENDS, reason="JAX is not installed")
+@pytest.mark.jax
 def test_keras_files_are_portable_between_tensorflow_and_jax(tmp_path):
     check_portability(tmp_path, ["tensorflow", "jax"])
 

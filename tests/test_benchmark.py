@@ -1,6 +1,5 @@
 """`experiments.benchmark` writes the figures users compare machines with (not a timed test)."""
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -72,7 +71,7 @@ cli()
 """
 
 
-@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="JAX is not installed")
+@pytest.mark.jax
 def test_benchmark_runs_on_jax_without_tensorflow(tmp_path):
     output = tmp_path / "jax.json"
     result = subprocess.run(
@@ -113,7 +112,7 @@ def test_side_by_side_epoch_projection_and_table():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="JAX is not installed")
+@pytest.mark.jax
 def test_benchmark_side_by_side_on_two_backends(tmp_path):
     output = tmp_path / "both.json"
     stdout = ok(cli("benchmark", *TINY, "--backends=tensorflow,jax", "--benchmark_lengths=8",

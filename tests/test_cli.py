@@ -11,18 +11,9 @@ import time
 import numpy as np
 import pytest
 
-from helpers import ENV, ROOT, cli, command, ok
+from helpers import ENV, ROOT, cli, cli_process, command, ok
 
 DEMO = ["--flagfile=experiments/configs/demo.cfg"]
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    """The README's first command, shortened to 4 epochs."""
-    workdir = tmp_path_factory.mktemp("demo")
-    result = cli("train", *DEMO, f"--workdir={workdir}", "--epochs=4",
-                 f"--export_dir={workdir / 'export'}", "--probe_sentence=the dog saw the cat")
-    return workdir, ok(result)
 
 
 def history(workdir):
@@ -653,7 +644,7 @@ def test_a_failed_run_leaves_no_directory(tmp_path):
 ])
 def test_bad_flag_values_are_refused_before_tensorflow_loads(program, flags):
     started = time.perf_counter()
-    refused = cli(program, *flags)
+    refused = cli_process(program, *flags)  # a new process: TensorFlow not loaded yet
     seconds = time.perf_counter() - started
     assert refused.returncode != 0 and refused.stdout == ""
     assert refused.stderr.startswith("error: flag --") and refused.stderr.count("\n") == 1
@@ -667,8 +658,9 @@ def test_without_internet_tfds_says_so_at_once_and_leaves_nothing(tmp_path):
     home.mkdir()
     proxy = "http://127.0.0.1:9"
     started = time.perf_counter()
-    refused = cli("train", *DEMO, f"--workdir={tmp_path / 'run'}",
-                  "--train_data=tfds:snli/train", timeout=120,
+    # A new process: TFDS reads HOME when it is imported.
+    refused = cli_process("train", *DEMO, f"--workdir={tmp_path / 'run'}",
+                          "--train_data=tfds:snli/train", timeout=120,
                   env={"HOME": str(home), "HTTPS_PROXY": proxy, "HTTP_PROXY": proxy,
                        "https_proxy": proxy, "http_proxy": proxy, "NO_PROXY": "",
                        "no_proxy": "", "TFDS_DATA_DIR": ""})

@@ -144,14 +144,10 @@ def test_ctrl_c_exits_130_naming_the_command_that_resumes_and_steps_go_on(tmp_pa
     assert os.path.exists(workdir / "results.json")
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    """A demo run, trained briefly: what predict reads."""
-    workdir = tmp_path_factory.mktemp("trained")
-    done = cli("train", "--flagfile=experiments/configs/demo.cfg", f"--workdir={workdir}",
-               "--epochs=1", "--steps_per_epoch=3", "--nocompile_ahead")
-    assert done.returncode == 0, done.stderr[-3000:]
-    return workdir
+@pytest.fixture
+def trained(demo):
+    """A finished demo run (tests/conftest.py's, shared): what predict reads."""
+    return demo[0]
 
 
 @pytest.mark.parametrize("name, text", [

@@ -3,15 +3,13 @@ feeding a jitted JAX model), exporting is TensorFlow's, and --strategy=mirrored 
 DataParallel over several devices."""
 
 import csv
-import importlib.util
 import json
 
 import pytest
 
-from helpers import cli, ok
+from helpers import cli, cli_in_child, ok
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("jax") is None,
-                                reason="JAX is not installed")
+pytestmark = pytest.mark.jax
 
 
 JAX = {"KERAS_BACKEND": "jax"}
@@ -29,20 +27,24 @@ def test_jax_trains_evaluates_predicts_and_tensorflow_exports(tmp_path):
     JAX in one sentence, done from the JAX run's directory on TensorFlow, where the
     SavedModel gives JAX's probabilities."""
     run = tmp_path / "run"
-    stdout = ok(cli("train", DEMO, f"--workdir={run}", env=JAX))
+    pair = ("--premise=the dog chased the cat", "--hypothesis=the cat chased the dog")
+    trained, evaluated, predicted, refused = cli_in_child([  # one JAX process for the four
+        ("train", [DEMO, f"--workdir={run}"]),
+        ("evaluate", [f"--workdir={run}", "--data=synthetic:word_order/dev",
+                      f"--output={tmp_path / 'eval.json'}"]),
+        ("predict", [f"--workdir={run}", *pair]),
+        ("export", [f"--workdir={run}", f"--export_dir={tmp_path / 'export'}"])], env=JAX)
+    stdout = ok(trained)
     assert stdout.strip().splitlines()[-1].startswith("dev accuracy 1.0000")
     assert "--jit_compile" in (run / "flags.txt").read_text().splitlines()  # JAX's default
     assert float(history(run)[-1]["val_accuracy"]) == 1.0
 
-    ok(cli("evaluate", f"--workdir={run}", "--data=synthetic:word_order/dev",
-           f"--output={tmp_path / 'eval.json'}", env=JAX))
+    ok(evaluated)
     report = json.loads((tmp_path / "eval.json").read_text())
     assert report["sources"]["synthetic:word_order/dev"]["accuracy"] == 1.0
 
-    pair = ("--premise=the dog chased the cat", "--hypothesis=the cat chased the dog")
-    on_jax = json.loads(ok(cli("predict", f"--workdir={run}", *pair, env=JAX)))
+    on_jax = json.loads(ok(predicted))
 
-    refused = cli("export", f"--workdir={run}", f"--export_dir={tmp_path / 'export'}", env=JAX)
     assert refused.returncode == 1 and "Traceback" not in refused.stderr
     assert refused.stderr.strip().splitlines()[-1].startswith(
         "error: experiments.export writes a TensorFlow SavedModel, which needs "

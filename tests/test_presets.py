@@ -116,14 +116,8 @@ def test_library_errors_name_fields_and_programs_show_them_as_flags(tmp_path):
 
 def test_a_preset_needs_no_clone(tmp_path):
     """`dsan-train --preset=demo` from any directory: the preset is in the package."""
-    import subprocess
-    import sys
-
-    code = ("import sys; sys.argv = ['dsan-train', '--preset=demo', '--epochs=1', "
-            "'--steps_per_epoch=2', '--workdir=run']; "
-            "from dsan_tf.programs.train import cli; cli()")
-    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                            text=True, timeout=600)
+    result = cli("train", "--preset=demo", "--epochs=1", "--steps_per_epoch=2",
+                 "--workdir=run", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().splitlines()[-1].startswith("dev accuracy ")
     flags_txt = (tmp_path / "run" / "flags.txt").read_text().split()
@@ -133,9 +127,6 @@ def test_a_preset_needs_no_clone(tmp_path):
     assert dataclasses.asdict(ExperimentConfig.from_preset("demo").data) == {
         **recorded["data"], "bounded_shapes": None}
     # flags.txt repeats the run: the same configuration, so the finished run is found.
-    code = code.replace("'--preset=demo', '--epochs=1', '--steps_per_epoch=2'",
-                        "'--flagfile=run/flags.txt'")
-    again = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                           text=True, timeout=600)
+    again = cli("train", "--flagfile=run/flags.txt", "--workdir=run", cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-2000:]
     assert "is a finished run of this configuration: nothing trained" in again.stdout

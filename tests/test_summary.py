@@ -1,18 +1,10 @@
 """`python -m experiments.summary` reports the paper's parameter count (issue: property 5)."""
 
-import os
-import pathlib
-import subprocess
-import sys
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from helpers import ROOT, cli
 
 
 def summary(*flags):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    result = subprocess.run([sys.executable, "-m", "experiments.summary", *flags], cwd=ROOT,
-                            env=env, capture_output=True, text=True, timeout=300)
-    return result
+    return cli("summary", *flags)
 
 
 def count(result):

@@ -220,6 +220,7 @@ def test_import_dsan_tf_registers_every_class_for_keras_loaders(keras_files, tmp
     assert lines == ["NLIClassifier (1, 3)"] * len(registry.names()) + ["NLIEnsemble (1, 3)"]
 
 
+@pytest.mark.jax
 def test_text_runs_on_the_jax_backend_with_the_same_numbers(tmp_path):
     """Strings stay in tf.data, the model runs on JAX: the probabilities of a saved model
     are TensorFlow's."""
