@@ -33,15 +33,18 @@ def command(program, *flags):
 # Environment variables read once, when a process starts (Keras' backend, TensorFlow's
 # oneDNN and log level): a program run with one of them set differently runs in a child.
 START_UP = ("KERAS_BACKEND", "TF_ENABLE_ONEDNN_OPTS", "TF_CPP_MIN_LOG_LEVEL", "XLA_FLAGS")
+# Flags that set up TensorFlow's devices, which a process can do once, before it uses them.
+START_UP_FLAGS = ("--logical_cpus", "--strategy")
 
 
 def cli(program, *flags, timeout=600, env=None, cwd=ROOT):
     """`python -m experiments.PROGRAM FLAGS...` from the repository root, as a user runs
     it: in this process (`run_in_process`, the same flag parsing, main and exit status, no
     start-up of a new Python and TensorFlow), or in a child process where `env` sets a
-    variable read at start-up (`START_UP`)."""
+    variable read at start-up (`START_UP`) or a flag sets up devices (`START_UP_FLAGS`)."""
     env = env or {}
-    if any(key in START_UP and os.environ.get(key) != value for key, value in env.items()):
+    if any(key in START_UP and os.environ.get(key) != value for key, value in env.items()) \
+            or any(flag.startswith(START_UP_FLAGS) for flag in flags):
         return cli_process(program, *flags, timeout=timeout, env=env, cwd=cwd)
     return run_in_process(program, *flags, env=env, cwd=cwd)
 
@@ -142,7 +145,7 @@ def run_in_process(program, *flags, env=None, cwd=ROOT):
         os.chdir(cwd)
         os.environ.clear()
         os.environ.update(environ)
-        programs.FLAGS.unparse_flags()
+        _reset_flags()  # as after a process ends: the next program defines its flags
     return subprocess.CompletedProcess(argv, status, out.getvalue(), err.getvalue())
 
 
@@ -285,5 +288,6 @@ def reloaded_outputs(model, inputs, directory):
     model.save(path)
     np.savez(data, **inputs)
     result = subprocess.run([sys.executable, "-c", RELOAD, str(path), str(data)], env=ENV,
-                            capture_output=True, text=True, timeout=300, check=True)
+                            capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
     return np.array(json.loads(result.stdout.strip().splitlines()[-1]))

@@ -104,18 +104,18 @@ def test_export_runs_without_our_package(demo, tmp_path):
     import dsan_tf
 
     workdir, _ = demo
-    export = tmp_path / "export"
-    ok(cli("export", f"--workdir={workdir}", f"--export_dir={export}"))
+    export = tmp_path / "export"  # what `train --export_dir` wrote: version 1
+    shutil.copytree(workdir / "export", export)
     ok(cli("export", f"--workdir={workdir}", f"--export_dir={export}"))
     assert sorted(p.name for p in export.iterdir()) == ["1", "2"]
     taken = cli("export", f"--workdir={workdir}", f"--export_dir={export}", "--version=2")
     assert taken.returncode != 0 and "exists: choose another --version" in taken.stderr
-    version = export / "1"
+    version = export / "2"
     assert (version / "saved_model.pb").exists() and (version / "model.keras").exists()
     # `train --export_dir` wrote the same complete export (one export path for both).
     files = lambda root: sorted(str(p.relative_to(root)) for p in root.rglob("*")  # noqa
                                 if p.is_file())
-    assert files(workdir / "export" / "1") == files(version)
+    assert files(export / "1") == files(version)
     card = (version / "MODEL_CARD.md").read_text()  # the run's card travels with the model
     assert card == (workdir / "MODEL_CARD.md").read_text()
     assert "- dev accuracy: " in card and "python -m experiments.train " in card
