@@ -82,14 +82,15 @@ if __name__ == "__main__":
 
 
 def run(backend, directory, inputs, save=True):
-    """(saved, loaded) under `backend`: in this process for TensorFlow (`save=False`: load
-    only), else in a child."""
+    """(saved or None, loaded or None) under `backend`: in this process for TensorFlow
+    (`save` says which of the two), else both in a child."""
     if backend == "tensorflow":
         namespace = {"__name__": "portability"}
         exec(PORTABILITY, namespace)
         arrays = dict(np.load(inputs))
-        return (namespace["save"](directory, arrays) if save else None,
-                namespace["load"](directory, arrays))
+        if save:
+            return namespace["save"](directory, arrays), None
+        return None, namespace["load"](directory, arrays)
     result = subprocess.run([sys.executable, "-c", PORTABILITY, str(directory), str(inputs)],
                             cwd=ROOT, env=dict(ENV, KERAS_BACKEND=backend),
                             capture_output=True, text=True, timeout=600)
@@ -98,8 +99,9 @@ def run(backend, directory, inputs, save=True):
 
 
 def check_portability(directory, backends):
-    """Saves every family under each of `backends` and loads every file under each: the
-    first backend saves first, and loads again at the end, the others' files too."""
+    """Saves every family under each of `backends` and loads every file under each: each
+    other backend saves and loads (the files saved so far) in its child process, then
+    TensorFlow (the first) loads them all."""
     rng = np.random.default_rng(0)
     premise = rng.integers(2, 50, (4, 7)).astype("int32")
     hypothesis = rng.integers(2, 50, (4, 5)).astype("int32")
@@ -111,11 +113,13 @@ def check_portability(directory, backends):
     saved, loads = {}, []
     for backend in backends:
         result, loaded = run(backend, directory, inputs)
-        assert result["backend"] == loaded["backend"] == backend
+        assert result["backend"] == backend
         assert result["tensorflow_loaded"] == (backend == "tensorflow")
         saved.update({f"{backend}.{name}.keras": np.array(value)
                       for name, value in result["logits"].items()})
-        loads.append((backend, loaded["logits"]))
+        if loaded is not None:
+            assert loaded["backend"] == backend
+            loads.append((backend, loaded["logits"]))
     assert len(saved) == 5 * len(backends)
     loads.append((backends[0], run(backends[0], directory, inputs, save=False)[1]["logits"]))
     for backend, loaded in loads:
@@ -124,8 +128,7 @@ def check_portability(directory, backends):
             np.testing.assert_allclose(np.array(logits), saved[file], rtol=0,
                                        atol=1e-5 * np.abs(saved[file]).max(),
                                        err_msg=f"{file} loaded under {backend}")
-    assert sorted(loads[-1][1]) == sorted(saved)
-    assert all(sorted(loaded) == sorted(saved) for _, loaded in loads[-len(backends):])
+    assert sorted(loads[-1][1]) == sorted(saved)  # TensorFlow read every backend's files
 
 
 @pytest.mark.jax

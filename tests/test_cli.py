@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from helpers import ENV, ROOT, cli, cli_process, command, ok
+from helpers import ENV, ROOT, cli, cli_process, command, ok, shared_once
 
 DEMO = ["--flagfile=experiments/configs/demo.cfg"]
 
@@ -364,12 +364,13 @@ print(json.dumps(out["probabilities"].numpy().tolist()))
 """
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def cbow_run(tmp_path_factory):
-    """A second, different demo run: CBOW on lower-cased text (another vocabulary)."""
-    workdir = tmp_path_factory.mktemp("cbow")
-    ok(cli("train", *DEMO, "--model=cbow", "--epochs=2", "--lowercase", f"--workdir={workdir}"))
-    return workdir
+    """A second, different demo run: CBOW on lower-cased text (another vocabulary), made
+    once per test run (`shared_once`)."""
+    return shared_once(tmp_path_factory, "cbow", lambda workdir: ok(cli(
+        "train", *DEMO, "--model=cbow", "--epochs=2", "--lowercase",
+        f"--workdir={workdir}")))[0]
 
 
 def test_ensemble_of_two_runs_evaluates_and_refuses_mixed_labels(demo, cbow_run, tmp_path):

@@ -14,7 +14,7 @@ import pytest
 import dsan_tf
 from dsan_tf.data import NLIPreprocessor, Vocabulary
 from dsan_tf.data.preprocessor import TruncationWarning
-from helpers import ROOT
+from helpers import ROOT, shared_once
 
 pytestmark = pytest.mark.tensorflow  # text is TensorFlow's strings
 
@@ -183,25 +183,28 @@ for path in sys.argv[1:]:
 """
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def keras_files(tmp_path_factory):
-    """A `.keras` file of every family and of an ensemble, each with its preprocessor."""
+    """A `.keras` file of every family and of an ensemble, each with its preprocessor, made
+    once per test run (`shared_once`)."""
     from dsan_tf.models import registry
 
-    tmp_path = tmp_path_factory.mktemp("keras_files")
-    paths = []
-    for family in registry.names():
-        vocabulary = Vocabulary.build(PREMISES + HYPOTHESES, lowercase=True)
-        config = dsan_tf.model_config(family, vocab_size=vocabulary.size,
-                                      **SMALL.get(family, {}))
-        model = dsan_tf.build_model(family, config)
-        model.preprocessor = NLIPreprocessor(vocabulary)
-        model.save(tmp_path / f"{family}.keras")
-        paths.append(str(tmp_path / f"{family}.keras"))
-    dsan_tf.NLIEnsemble([keras.saving.load_model(paths[0]), keras.saving.load_model(
-        paths[2])]).save(tmp_path / "ensemble.keras")
-    paths.append(str(tmp_path / "ensemble.keras"))
-    return paths
+    def save(directory):
+        directory.mkdir()
+        paths = []
+        for family in registry.names():
+            vocabulary = Vocabulary.build(PREMISES + HYPOTHESES, lowercase=True)
+            config = dsan_tf.model_config(family, vocab_size=vocabulary.size,
+                                          **SMALL.get(family, {}))
+            model = dsan_tf.build_model(family, config)
+            model.preprocessor = NLIPreprocessor(vocabulary)
+            model.save(directory / f"{family}.keras")
+            paths.append(str(directory / f"{family}.keras"))
+        dsan_tf.NLIEnsemble([keras.saving.load_model(paths[0]), keras.saving.load_model(
+            paths[2])]).save(directory / "ensemble.keras")
+        return json.dumps(paths + [str(directory / "ensemble.keras")])
+
+    return json.loads(shared_once(tmp_path_factory, "keras_files", save)[1])
 
 
 @pytest.mark.parametrize("first,loader", [("import dsan_tf", "saving.load_model"),

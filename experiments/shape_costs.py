@@ -1,0 +1,195 @@
+"""What each batch shape costs on this device: XLA compile seconds and steady step time
+(issue 48: choose the shapes by compile plus step time, not by padding).
+
+    KERAS_BACKEND=jax python -m experiments.shape_costs --preset=dsan_snli \
+        --shapes=16x16,32x16,48x32,64x64,96x64 --steps=400 --output=costs.jsonl
+    python -m experiments.shape_costs --plan=docs/runs/shape_costs_h200.jsonl
+
+For each premise x hypothesis shape (random ids, no padding: the cost of a shape does not
+depend on the words), a fresh model of the preset at its batch size: the first training
+step (compilation included) and the first evaluation step, timed; then `fit` on a fixed
+set of batches of that shape, --steps steps, timed on the second epoch (the first
+compiles), with `steps_per_execution` 1 and each of --steps_per_execution. One JSON line
+per measurement is appended to --output as it is made (a run cut short keeps what it
+measured). Needs no TensorFlow on JAX.
+
+--plan reads such a file and SNLI's length profile (docs/runs/snli25k_lengths.json, scaled
+to full SNLI's 549,367 pairs) and prints, for grids of one to three training shapes drawn
+from a ladder of lengths, the padding left and the seconds of a 20-epoch schedule:
+one compile per shape plus each epoch's steps, each at the step time a straight line
+through the measured (premise + hypothesis length, ms per step) points gives.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import keras
+import numpy as np
+
+from dsan_tf.config import ExperimentConfig
+from dsan_tf.task import NLITask
+
+VOCAB_SIZE = 20_000
+
+
+def batches(batch_size, premise, hypothesis, count, seed=0):
+    rng = np.random.default_rng(seed)
+    ids = lambda length: rng.integers(2, VOCAB_SIZE, (batch_size * count, length)).astype(  # noqa: E731
+        "int32")
+    return {"premise": ids(premise), "hypothesis": ids(hypothesis)}, rng.integers(
+        0, 3, batch_size * count)
+
+
+def synchronize():
+    if keras.backend.backend() == "jax":
+        import jax
+        jax.effects_barrier()
+
+
+def measure(task, premise, hypothesis, steps, steps_per_execution):
+    """{compile_train_s, compile_eval_s, ms_per_step} of one shape and one
+    steps_per_execution, on a fresh model."""
+    batch_size = task.config.data.batch_size
+    keras.utils.set_random_seed(0)
+    model = task.build_model(VOCAB_SIZE)
+    task.compile(model, jit_compile=True)
+    if steps_per_execution > 1:
+        model.compile(optimizer=model.optimizer, loss=model.loss, jit_compile=True,
+                      steps_per_execution=steps_per_execution)
+    x, y = batches(batch_size, premise, hypothesis, steps)
+    one = ({k: v[:batch_size] for k, v in x.items()}, y[:batch_size])
+    started = time.perf_counter()
+    model.train_on_batch(*one)
+    compile_train = time.perf_counter() - started
+    started = time.perf_counter()
+    model.test_on_batch(*one)
+    compile_eval = time.perf_counter() - started
+    model.fit(x, y, batch_size=batch_size, epochs=1, verbose=0, shuffle=False)  # compiles fit
+    synchronize()
+    started = time.perf_counter()
+    model.fit(x, y, batch_size=batch_size, epochs=1, verbose=0, shuffle=False)
+    synchronize()
+    seconds = time.perf_counter() - started
+    model.evaluate(x, y, batch_size=batch_size, verbose=0)
+    synchronize()
+    started = time.perf_counter()
+    model.evaluate(x, y, batch_size=batch_size, verbose=0)
+    synchronize()
+    eval_seconds = time.perf_counter() - started
+    return {"premise": premise, "hypothesis": hypothesis, "batch_size": batch_size,
+            "steps_per_execution": steps_per_execution, "steps": steps,
+            "first_train_step_s": round(compile_train, 2),
+            "first_eval_step_s": round(compile_eval, 2),
+            "train_ms_per_step": round(1e3 * seconds / steps, 3),
+            "train_pairs_per_s": round(batch_size * steps / seconds),
+            "eval_ms_per_step": round(1e3 * eval_seconds / steps, 3)}
+
+
+SNLI_TRAIN_PAIRS = 549_367
+
+
+def _epoch(grid, cells, batch, step_ms):
+    """(padding, steps, seconds) of an epoch whose pairs each go to the smallest shape of
+    `grid` that holds them; `cells` are (premise length, hypothesis length, pairs)."""
+    steps = seconds = padded = real = 0.0
+    for p, h, n in cells:
+        gp, gh = min(((gp, gh) for gp, gh in grid if gp >= p and gh >= h),
+                     key=lambda shape: shape[0] + shape[1])
+        steps += n / batch
+        seconds += n / batch * step_ms(gp + gh) / 1e3
+        padded += n * (gp + gh)
+        real += n * (p + h)
+    return 1 - real / padded, steps, seconds
+
+
+def plan(costs_path, profile_path, epochs=20, shapes_at_most=3, top=2):
+    """The grids of at most `shapes_at_most` training shapes with the least compile plus
+    training seconds over `epochs` epochs: [(seconds, grid, padding, steps per epoch)]."""
+    import itertools
+
+    rows = [json.loads(line) for line in open(costs_path, encoding="utf-8")]
+    rows = [r for r in rows if r.get("steps_per_execution") == 1]
+    tokens = np.array([r["premise"] + r["hypothesis"] for r in rows], float)
+    slope, intercept = np.polyfit(tokens, [r["train_ms_per_step"] for r in rows], 1)
+    compile_s = float(np.mean([r["first_train_step_s"] for r in rows]))
+    batch = rows[0]["batch_size"]
+    profile = json.load(open(profile_path, encoding="utf-8"))
+    scale = SNLI_TRAIN_PAIRS / profile["pairs"]
+    cells = [(p, h, n * scale) for p, h, n in profile["cells"]]
+    longest = (max(p for p, _, _ in cells), max(h for _, h, _ in cells))
+    # Candidate lengths: a coarse ladder of the profile's bounds (the grids' search is
+    # combinatorial), and the longest sentence of each side.
+    ladder = (8, 12, 16, 20, 24, 32, 48, 64)
+    premises = [b for b in ladder if b < longest[0]] + [longest[0]]
+    hypotheses = [b for b in ladder if b < longest[1]] + [longest[1]]
+    candidates = [(p, h) for p in premises for h in hypotheses]
+    step_ms = lambda tokens: intercept + slope * tokens  # noqa: E731
+    results = []
+    for size in range(1, shapes_at_most + 1):
+        for grid in itertools.combinations(candidates, size):
+            if any(p >= longest[0] and h >= longest[1] for p, h in grid):  # all pairs fit
+                padding, steps, seconds = _epoch(grid, cells, batch, step_ms)
+                results.append((size * compile_s + epochs * seconds, grid, padding, steps,
+                                seconds))
+    results.sort()
+    print(f"step ms = {intercept:.3f} + {slope:.4f} x (premise + hypothesis tokens); "
+          f"compile {compile_s:.1f} s a training shape; {epochs} epochs of "
+          f"{SNLI_TRAIN_PAIRS:,} pairs at batch {batch}")
+    for size in range(1, shapes_at_most + 1):
+        best = [r for r in results if len(r[1]) == size][:top]
+        for total, grid, padding, steps, seconds in best:
+            print(f"{size} shape(s) {' '.join(f'{p}x{h}' for p, h in grid):32s} padding "
+                  f"{padding:5.1%}  epoch {seconds:5.1f} s  compile {size * compile_s:5.0f} s"
+                  f"  {epochs} epochs {total:6.0f} s")
+    return results
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", default="dsan_snli")
+    parser.add_argument("--shapes", default="16x16,32x16,48x32,64x64",
+                        help="premise x hypothesis lengths, comma-separated")
+    parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument("--steps_per_execution", default="16",
+                        help="values besides 1 to time (comma-separated; empty: none)")
+    parser.add_argument("--size", default="", help="model fields over the preset, e.g. "
+                        "embedding_dim=16,num_heads=2,ffn_dim=32 (a quick check)")
+    parser.add_argument("--output", help="Append the measurements here (JSON lines).")
+    parser.add_argument("--plan", help="Plan grids from this file of measurements instead.")
+    parser.add_argument("--length_profile", default=os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "runs",
+        "snli25k_lengths.json"))
+    args = parser.parse_args(argv)
+    if args.plan:
+        plan(args.plan, args.length_profile)
+        return 0
+    if not args.output:
+        parser.error("give --output (or --plan)")
+    fields = dict(item.split("=") for item in args.size.split(",") if item)
+    fields = {k: int(v) for k, v in fields.items()}
+    task = NLITask(ExperimentConfig.from_preset(args.preset, **fields), log=lambda *a: None)
+    device = keras.backend.backend()
+    if device == "jax":
+        import jax
+        device += ": " + ", ".join(d.device_kind for d in jax.devices())
+    header = {"device": device, "keras": keras.__version__, "preset": args.preset,
+              "fields": fields}
+    with open(args.output, "a", encoding="utf-8") as stream:
+        stream.write(json.dumps(header) + "\n")
+    print(json.dumps(header), flush=True)
+    extra = [int(v) for v in args.steps_per_execution.split(",") if v]
+    for number, shape in enumerate(args.shapes.split(",")):
+        premise, hypothesis = map(int, shape.split("x"))
+        for spe in [1, *extra] if number == 0 else [1]:  # steps_per_execution: first shape
+            result = measure(task, premise, hypothesis, args.steps, spe)
+            with open(args.output, "a", encoding="utf-8") as stream:
+                stream.write(json.dumps(result) + "\n")
+            print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
