@@ -60,7 +60,11 @@ def run(number, path, old, new, tests, keep=False):
     text = open(os.path.join(ROOT, path), encoding="utf-8").read() if path else ""
     if path and text.count(old) != 1:
         return "stale", 0.0
-    work = tempfile.mkdtemp(prefix=f"mutant{number}_")
+    base = tempfile.mkdtemp(prefix=f"mutant{number}_")
+    work = os.path.join(base, "clone")
+    shared = os.path.join(os.path.dirname(ROOT), "shared")
+    if os.path.isdir(shared):  # the clone's layout: ../shared beside it, as the tests expect
+        os.symlink(shared, os.path.join(base, "shared"))
     try:
         copy_clone(work)
         if path:
@@ -84,7 +88,7 @@ def run(number, path, old, new, tests, keep=False):
         return outcome, time.perf_counter() - started
     finally:
         if not keep:
-            shutil.rmtree(work, ignore_errors=True)
+            shutil.rmtree(base, ignore_errors=True)
 
 
 def markdown_table(numbers):
