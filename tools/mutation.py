@@ -2,7 +2,7 @@
 default suite? (issue 41; the list: `tools.mutants.MUTANTS`.)
 
     python -m tools.mutation                 # every mutant
-    python -m tools.mutation --sample=10 --seed=$(git rev-parse --short HEAD)
+    python -m tools.mutation --sample=6 --seed=$(git rev-parse --short HEAD)
     python -m tools.mutation --only=3,7      # by number (1 = the first)
 
 Each mutant is applied, alone, to a copy of the clone (its tracked files) in a temporary
