@@ -22,7 +22,6 @@ through the measured (premise + hypothesis length, ms per step) points gives.
 
 import argparse
 import json
-import os
 import sys
 import time
 
@@ -31,8 +30,7 @@ import numpy as np
 
 from dsan_tf.config import ExperimentConfig
 from dsan_tf.task import NLITask
-
-VOCAB_SIZE = 20_000
+from experiments.benchmark import LENGTH_PROFILE, SNLI_TRAIN_PAIRS, VOCAB_SIZE
 
 
 def batches(batch_size, premise, hypothesis, count, seed=0):
@@ -86,9 +84,6 @@ def measure(task, premise, hypothesis, steps, steps_per_execution):
             "train_ms_per_step": round(1e3 * seconds / steps, 3),
             "train_pairs_per_s": round(batch_size * steps / seconds),
             "eval_ms_per_step": round(1e3 * eval_seconds / steps, 3)}
-
-
-SNLI_TRAIN_PAIRS = 549_367
 
 
 def _epoch(grid, cells, batch, step_ms):
@@ -159,9 +154,7 @@ def main(argv=None):
                         "embedding_dim=16,num_heads=2,ffn_dim=32 (a quick check)")
     parser.add_argument("--output", help="Append the measurements here (JSON lines).")
     parser.add_argument("--plan", help="Plan grids from this file of measurements instead.")
-    parser.add_argument("--length_profile", default=os.path.join(
-        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "runs",
-        "snli25k_lengths.json"))
+    parser.add_argument("--length_profile", default=str(LENGTH_PROFILE))
     args = parser.parse_args(argv)
     if args.plan:
         plan(args.plan, args.length_profile)
