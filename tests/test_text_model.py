@@ -192,8 +192,8 @@ def keras_files(tmp_path_factory):
     def save(directory):
         directory.mkdir()
         paths = []
+        vocabulary = Vocabulary.build(PREMISES + HYPOTHESES, lowercase=True)
         for family in registry.names():
-            vocabulary = Vocabulary.build(PREMISES + HYPOTHESES, lowercase=True)
             config = dsan_tf.model_config(family, vocab_size=vocabulary.size,
                                           **SMALL.get(family, {}))
             model = dsan_tf.build_model(family, config)
