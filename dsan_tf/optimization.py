@@ -5,6 +5,7 @@ PyTorch). Needs Keras only, not TensorFlow.
 
 import keras
 
+from dsan_tf import optimizers
 from dsan_tf.layers import DistancePrior
 from dsan_tf.models import text_model
 
@@ -32,7 +33,7 @@ def compile_for_training(model, learning_rate=1e-3, jit_compile=None, optimizer=
     """
     if jit_compile is None:
         jit_compile = default_jit_compile()
-    model.compile(optimizer=optimizer or keras.optimizers.Adam(learning_rate),
+    model.compile(optimizer=optimizer or optimizers.Adam(learning_rate),
                   loss=text_model.paper_loss(), metrics=None,
                   weighted_metrics=text_model.accuracy_metrics(), jit_compile=jit_compile)
     model.optimizer.build(model.trainable_variables)
@@ -68,13 +69,13 @@ def make_optimizer(training, batch_size, model, train_size=None):
             training.learning_rate, first_decay_steps=training.restart_epochs * epoch_steps,
             t_mul=1.0, m_mul=1.0, alpha=training.min_learning_rate / training.learning_rate)
     if training.optimizer == "adam":
-        return keras.optimizers.Adam(rate)
+        return optimizers.Adam(rate)
     cycle = training.restart_epochs or training.epochs
     decay = (training.normalized_weight_decay * (batch_size / (epoch_pairs * cycle)) ** 0.5
              if training.normalized_weight_decay else 0.0)
     # Keras multiplies the decay by the current learning rate; AdamW's decay follows
     # the schedule's multiplier only, so divide by the top rate.
-    optimizer = keras.optimizers.AdamW(rate, weight_decay=decay / training.learning_rate)
+    optimizer = optimizers.AdamW(rate, weight_decay=decay / training.learning_rate)
     optimizer.exclude_from_weight_decay(var_list=[
         weight for layer in model._flatten_layers() if isinstance(layer, DistancePrior)
         for weight in layer.trainable_weights])

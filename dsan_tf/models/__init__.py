@@ -93,8 +93,8 @@ def build_model(name=registry.DEFAULT, config=None, word_vectors=None):
 
 
 # The modules that define the shared Keras classes (the families' are their `modules`).
-KERAS_MODULES = ("dsan_tf.layers", "dsan_tf.models.nli_classifier", "dsan_tf.models.ensemble",
-                 "dsan_tf.data.preprocessor")
+KERAS_MODULES = ("dsan_tf.optimizers", "dsan_tf.layers", "dsan_tf.models.nli_classifier",
+                 "dsan_tf.models.ensemble", "dsan_tf.data.preprocessor")
 
 
 def register_keras_classes():

@@ -12,6 +12,8 @@ import importlib
 import keras
 import numpy as np
 
+from dsan_tf import optimizers
+
 # The paper's optimiser and batch (Section 5.2: Adam, learning rate 1e-3, 64 pairs).
 LEARNING_RATE, BATCH_SIZE = 1e-3, 64
 
@@ -60,7 +62,7 @@ class TextModel:
         """Keras' `compile`; "auto" is the paper's setup: Adam(1e-3), cross-entropy on the
         logits (`paper_loss`) and accuracy (`accuracy_metrics`). Other values override."""
         if optimizer == "auto":
-            optimizer = keras.optimizers.Adam(LEARNING_RATE)
+            optimizer = optimizers.Adam(LEARNING_RATE)
         if loss == "auto":
             loss = paper_loss()
         if metrics == "auto":
