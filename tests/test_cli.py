@@ -245,10 +245,12 @@ def test_nan_loss_stops_with_a_message(tmp_path):
 
 
 def test_same_seed_same_metrics(tmp_path):
+    """Two runs of one seed, dropout on (its seeds too): the same history. The seeding is
+    the program's, not a family's: CBOW shows it at a fifth of DSAN's tracing."""
     runs = []
     for name in ("a", "b"):
         ok(cli("train", *DEMO, f"--workdir={tmp_path / name}", "--epochs=2", "--steps_per_epoch=6",
-               "--seed=3"))
+               "--seed=3", "--model=cbow", "--dropout=0.2"))
         runs.append([{k: v for k, v in row.items() if k != "seconds"}
                      for row in history(tmp_path / name)])
     assert runs[0] == runs[1]
