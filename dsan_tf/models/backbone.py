@@ -93,6 +93,13 @@ class SentenceEncoderBackbone(Backbone):
     with an `output_dim(D)` method.
     """
 
+    def build(self, token_ids_shape=None):
+        # Built here, not by Keras running `call` symbolically: the variables such a run
+        # creates are placeholders whose every read runs their initializer again.
+        self.token_embedding.build()
+        self.encoder.build((None, None, self.embedding_dim))
+        self.built = True
+
     @property
     def output_dim(self):
         """E, the width of a sentence vector."""

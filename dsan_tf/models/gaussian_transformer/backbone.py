@@ -81,6 +81,19 @@ class GaussianTransformerBackbone(PairBackbone):
         self.aggregation = SiameseAggregation(model_dim, name="aggregation",
                                               dtype=self.dtype_policy)
 
+    def build(self, inputs_shape=None):
+        # Built here in call order, not by Keras running `call` symbolically (whose
+        # variables are placeholders that run their initializer at every read).
+        states = (None, None, self.model_dim)
+        self.token_embedding.build()
+        self.embedding.build((None, None, self.word_dim + self.char_dim))
+        for block in self.encoding_blocks:
+            block.build(states)
+        for block in self.interaction_blocks:
+            block.build(states, states)
+        self.aggregation.build(states, states)
+        self.built = True
+
     @property
     def output_dim(self):
         return 2 * self.model_dim
