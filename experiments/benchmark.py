@@ -19,6 +19,9 @@ ids (no padding) in premise and hypothesis alike, on the backend KERAS_BACKEND n
    faster setting of 2. Memory comes from the device allocator where it keeps statistics
    (GPUs; TF's CPU allocator with oneDNN on), else from the process's peak resident
    memory; each figure names its source (`peak_memory_source`, `backends.Memory`).
+   The size of the training program at the first --benchmark_lengths
+   (`experiments.program_size`: graph ops and tracing seconds on TensorFlow, HLO
+   instructions before and after XLA's optimisation and compile seconds on JAX).
 4. The projected time of one SNLI epoch (549,367 pairs): the sweep's step times,
    interpolated at each length bucket of SNLI's real length distribution
    (--length_profile: the 25k-pair training file's, committed in docs/runs/).
@@ -46,7 +49,7 @@ from dsan_tf.optimization import default_jit_compile
 from dsan_tf.task import NLITask
 from dsan_tf import rundir
 from dsan_tf.programs import program
-from experiments import backends
+from experiments import backends, program_size
 from dsan_tf.programs import flags as project_flags
 
 FLAGS = project_flags.FLAGS
@@ -69,6 +72,8 @@ def define_flags():
     flags.DEFINE_list("sweep_lengths", ["8", "16", "32", "64", "128", "256", "512"],
                       "Sentence lengths of the time and memory sweep.")
     flags.DEFINE_boolean("sweep", True, "Run the sweep and the SNLI epoch projection.")
+    flags.DEFINE_boolean("program_size", True, "Measure the training program's size and "
+                         "the seconds to build it (experiments.program_size).")
     flags.DEFINE_integer("train_steps", 20, "Timed training steps per comparison (after a "
                          "warm-up).", lower_bound=1)
     flags.DEFINE_boolean("bounded_epoch", True, "Also time an SNLI epoch of the profile's "
@@ -328,6 +333,13 @@ def benchmark(task, compared_lengths, sweep_lengths):
         "matmul_peak_gflops": peak, "matmul_shapes": shapes,
         "by_length": {str(t): c for t, c in compared.items()}, "faster_jit_compile": faster,
     }
+    if FLAGS.program_size:
+        results["program"] = program_size.measure(
+            build(task, faster), task.config.data.batch_size, compared_lengths[0],
+            VOCAB_SIZE, task.config.data.seed)
+        print(f"training program at T={compared_lengths[0]}: " + ", ".join(
+            f"{part} {value}" for part, value in results["program"].items()
+            if part in ("gradient", "step")))
     if FLAGS.sweep:
         print(f"sweep with jit_compile={faster}")
         results["lengths"] = sweep(models[faster], task, lengths, peak, seconds, faster,

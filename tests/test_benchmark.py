@@ -35,7 +35,7 @@ def test_benchmark_writes_every_figure(tmp_path, onednn):
     on and off are compared once (oneDNN off); with oneDNN on, --nojit_compile measures
     the one setting it names."""
     output = tmp_path / "benchmark.json"
-    modes = {"0": (), "1": ("--nojit_compile",)}[onednn]
+    modes = {"0": (), "1": ("--nojit_compile", "--noprogram_size")}[onednn]
     ok(cli("benchmark", "--embedding_dim=16", "--num_heads=4", "--ffn_dim=32",
            "--batch_size=8", "--benchmark_lengths=8", "--sweep_lengths=4,8", "--train_steps=2",
            "--benchmark_seconds=0.1", "--nobounded_epoch", f"--output={output}", *modes,
@@ -57,7 +57,16 @@ def test_benchmark_writes_every_figure(tmp_path, onednn):
         if source.startswith("process"):
             assert figures["peak_memory_bytes"] == figures["peak_rss_bytes"]
     assert set(result["lengths"]["8"]["by_jit_compile"]) == (
-        {"false"} if modes else {"false", "true"})
+        {"false"} if onednn == "1" else {"false", "true"})
+    # The training program's size (issue 48), measured once (oneDNN off): the optimizer's
+    # update adds to the gradient.
+    if onednn == "1":
+        assert "program" not in result
+    else:
+        program = result["program"]
+        assert (program["batch_size"], program["length"]) == (8, 8)
+        assert 0 < program["gradient"]["graph_ops"] < program["step"]["graph_ops"]
+        assert program["gradient"]["trace_seconds"] > 0
     epoch = result["snli_epoch"]
     assert epoch["projected_seconds"] > 0 and epoch["source"].endswith("snli25k_lengths.json")
     bad = cli("benchmark", "--sweep_lengths=8,x")
@@ -80,7 +89,8 @@ def test_benchmark_runs_on_jax_without_tensorflow(tmp_path):
     output = tmp_path / "jax.json"
     result = subprocess.run(
         [sys.executable, "-c", NO_TENSORFLOW, *TINY, "--benchmark_lengths=8",
-         "--sweep_lengths=4,8", "--jit_compile", f"--output={output}"], cwd=ROOT,
+         "--sweep_lengths=4,8", "--jit_compile", "--noprogram_size", f"--output={output}"],
+        cwd=ROOT,
         env=dict(ENV, KERAS_BACKEND="jax"), capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     result = json.loads(output.read_text())
@@ -90,6 +100,7 @@ def test_benchmark_runs_on_jax_without_tensorflow(tmp_path):
     assert set(result["lengths"]["8"]["by_jit_compile"]) == {"true"}  # as --jit_compile says
     assert result["lengths"]["8"]["train_pairs_per_sec"] > 0
     assert result["snli_epoch"]["projected_seconds"] > 0
+    assert "program" not in result  # measured on JAX by the side-by-side test (slow)
 
 
 def test_side_by_side_epoch_projection_and_table():
@@ -125,6 +136,12 @@ def test_benchmark_side_by_side_on_two_backends(tmp_path):
     result = json.loads(output.read_text())["side_by_side"]
     assert [r["machine"]["backend"] for r in result.values()] == ["tensorflow", "jax"]
     assert set(result["tensorflow"]["by_length"]["8"]) == {"false", "true"}
+    for part in ("gradient", "step"):  # XLA's program: before and after its optimisation
+        figures = result["jax"]["program"][part]
+        assert figures["hlo_before_optimisation"] > 0 and figures["hlo_after_optimisation"] > 0
+        assert figures["compile_seconds"] > 0
+    assert (result["jax"]["program"]["step"]["hlo_before_optimisation"] >
+            result["jax"]["program"]["gradient"]["hlo_before_optimisation"])
     refused = cli("benchmark", "--backends=tensorflow,mxnet")
     assert refused.returncode == 1 and "--backends: mxnet not installed here" in refused.stderr
 
