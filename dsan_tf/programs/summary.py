@@ -7,6 +7,7 @@
 The last line is `params_excluding_embeddings=N` (trainable, word embeddings excluded).
 """
 
+import dataclasses
 import os
 
 from absl import flags
@@ -34,8 +35,7 @@ def define_flags():
 @program.main
 def main(argv):
     program.check_start(argv)
-    model, config = run_model(FLAGS.workdir) if FLAGS.workdir else (
-        FLAGS.model, project_flags.model_config(vocab_size=FLAGS.vocab_size))
+    model, config = run_model(FLAGS.workdir) if FLAGS.workdir else flags_model()
     from dsan_tf import build_model  # TensorFlow loads here, not for --help
 
     parts = build_model(model, config).parameter_breakdown()
@@ -49,6 +49,14 @@ def main(argv):
     reported = registry.family(model).paper_parameters
     print(f"  {'total':<20} {total:>12,}" + (f"  (paper: {reported})" if reported else ""))
     print(f"params_excluding_embeddings={total}")
+
+
+def flags_model():
+    """(family, configuration) that --preset and the model flags describe: a preset's
+    family, not --model's default, unless --model is given."""
+    experiment = project_flags.experiment_config()
+    return experiment.model, dataclasses.replace(experiment.model_config,
+                                                 vocab_size=FLAGS.vocab_size)
 
 
 def run_model(workdir):
