@@ -156,6 +156,12 @@ class RunDirectory:
         changed = [(name, there, now) for name, there, now in recorded.differences(config)
                    if name not in MAY_CHANGE or (name == "epochs"
                                                  and not config.training.epochs_may_change())]
+        if any(name == "model" for name, _, _ in changed):
+            # Another family: its hyperparameters differ as a matter of course, and the
+            # one line a user needs is the model's (issue 50, item 15).
+            hyperparameters = {field.name for model in (recorded, config)
+                               for field in dataclasses.fields(model.model_config)}
+            changed = [item for item in changed if item[0] not in hyperparameters]
         if changed:
             shown = "; ".join(f"{name}: {there} there, {now} now"
                               for name, there, now in changed)

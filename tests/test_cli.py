@@ -617,6 +617,15 @@ def test_a_run_directory_never_describes_another_model(demo, tmp_path):
         "there, 0.3 now; --batch_size: 32 there, 16 now)")
     assert "--overwrite" in refused.stderr
     assert {name: (copy / name).read_bytes() for name in names} == before
+    # Another family: one line naming the model, not each hyperparameter the two do not
+    # share (issue 50, item 15: 863 characters of them).
+    other = cli("train", *flags, "--model=disan")
+    error = other.stderr.strip().splitlines()[-1]  # after the note on the DSAN-only flags
+    assert other.returncode != 0 and error.startswith(f"error: --workdir {copy} holds a run "
+                                                      "of another configuration (--model: "
+                                                      "dsan there, disan now); ")
+    assert len(error) < 250 and "--num_heads" not in error
+    assert {name: (copy / name).read_bytes() for name in names} == before
     again = ok(cli("train", *flags))
     assert "nothing trained" in again and "Epoch" not in again
     assert again.strip().splitlines()[-1] == output.strip().splitlines()[-1].replace(
