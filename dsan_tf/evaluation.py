@@ -84,7 +84,7 @@ def format_groups(result, shown=SHOWN_GROUPS):
         if len(groups) > shown:
             largest = sorted(groups, key=lambda value: -groups[value]["examples"])[:shown]
             chosen = {value: groups[value] for value in sorted(largest)}
-        lines += [f"    {value:<40} {group['accuracy']:.4f}  ({group['examples']:,} pairs)"
+        lines += [f"    {value:<40} {group['accuracy']:.4f}  ({metrics.pairs(group['examples'])})"
                   for value, group in chosen.items()]
         if len(chosen) < len(groups):
             rest = [group["examples"] for value, group in groups.items() if value not in chosen]

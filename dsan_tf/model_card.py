@@ -7,6 +7,7 @@ every export (`dsan_tf.export`) writes it beside the SavedModel.
 import dataclasses
 import os
 
+from dsan_tf import metrics
 from dsan_tf import rundir as run_files
 from dsan_tf.config import ExperimentConfig
 from dsan_tf.errors import UsageError
@@ -38,7 +39,7 @@ def _read(report, pairs=None):
     if not report:
         return "none"
     dropped = report.get("dropped", {})
-    text = f"{report['source']}, {report['kept']:,} pairs read"
+    text = f"{report['source']}, {metrics.pairs(report['kept'])} read"
     if dropped:
         text += (f", {sum(dropped.values()):,} dropped (" +
                  ", ".join(f"{why}: {count:,}" for why, count in dropped.items()) + ")")

@@ -112,3 +112,14 @@ def test_welch_p_is_students_t_with_welchs_degrees_of_freedom():
     assert metrics.welch_p(ours, ours) == pytest.approx(1.0)
     assert metrics.welch_p([1.0, 1.0], [1.0, 1.0]) == 1.0
 
+
+
+def test_a_count_of_one_pair_is_singular():
+    """Issue 50, item 20: "(1 pair)", not "(1 pairs)", in the reports users read."""
+    from dsan_tf.metrics import format_report, pairs, score
+
+    assert (pairs(1), pairs(2), pairs(1234)) == ("1 pair", "2 pairs", "1,234 pairs")
+    _, report = score(np.array([0]), np.array([0]), np.array([3]), np.array([2]))
+    text = format_report("dev", report)
+    assert "accuracy 1.0000 on 1 pair" in text and "(1 pair)" in text
+    assert "1 pairs" not in text

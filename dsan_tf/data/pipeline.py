@@ -12,9 +12,11 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
+from dsan_tf import metrics
 # One definition, in the module that needs no TensorFlow.
 from dsan_tf.data.batching import DEFAULT_BUCKETS, SORT_CHUNK_BATCHES  # noqa: F401
 from dsan_tf.data.vocabulary import PAD_ID
+
 DEFAULT_MAX_LENGTH = 256
 
 
@@ -40,7 +42,7 @@ class EncodeReport:
         return {**dataclasses.asdict(self), "oov_rate": self.oov_rate}
 
     def summary(self):
-        text = (f"{self.examples:,} pairs, longest sentence {self.longest} tokens, "
+        text = (f"{metrics.pairs(self.examples)}, longest sentence {self.longest} tokens, "
                 f"oov_rate {self.oov_rate:.2%} ({self.unknown_tokens:,} of {self.tokens:,} "
                 "tokens unknown)")
         if self.truncated_premises or self.truncated_hypotheses:
