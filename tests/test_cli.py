@@ -664,6 +664,17 @@ def test_bad_flag_values_are_refused_before_tensorflow_loads(program, flags):
     assert seconds < 4.0, seconds  # TensorFlow alone takes 5 s to import
 
 
+def test_a_missing_value_of_a_list_flag_is_named_alone(tmp_path):
+    """Issue 50, item 20: the missing file of a repeated flag is named as the flag's value,
+    not inside absl's Python list (`--data=['...', '...']`)."""
+    there = tmp_path / "dev.jsonl"
+    there.write_text("")
+    refused = cli("evaluate", f"--workdir={tmp_path}", f"--data={there}",
+                  f"--data={tmp_path / 'missing.jsonl'}")
+    assert refused.returncode != 0 and refused.stderr == (
+        f"error: flag --data={tmp_path / 'missing.jsonl'}: no such file.\n")
+
+
 def test_without_internet_tfds_says_so_at_once_and_leaves_nothing(tmp_path):
     """The README's TFDS command offline (simulated by a proxy on a closed loopback port):
     one sentence within 30 s that names the local-file alternative; nothing in HOME."""

@@ -78,7 +78,10 @@ def require_existing(name, directory=False, prefixes=(), values=()):
             if not exists(item):
                 there = (f"a file, not a {what}" if os.path.exists(item)
                          else f"no such {what}")
-                raise flags.ValidationError(there)
+                # absl names a list flag by its Python list; `program.sentence` puts the
+                # missing value in its place (issue 50, item 20).
+                raise flags.ValidationError(f"{item}: {there}" if isinstance(value, list)
+                                            else there)
         return True
     flags.register_validator(name, check)
 

@@ -29,6 +29,10 @@ def sentence(text):
     absl's "Did you mean: epochs ?" closed up and its "ERROR::" prefix dropped; nothing else in it changes (paths such
     as ../shared/... stay as given)."""
     text = re.sub(r"^ERROR::?\s*", "", re.sub(r"\s+\?$", "?", text.strip()))
+    # A list flag's missing value (`flags.require_existing`): named as a value of the flag,
+    # not as absl's Python list (`--data=['a.jsonl', 'b.jsonl']`).
+    text = re.sub(r"^flag (--[\w-]+)=\[.*\]: (.+): (no such \w+|a file, not a \w+)$",
+                  r"flag \1=\2: \3", text, flags=re.S)
     return text if text.endswith((".", "?", "!")) else text + "."
 
 
