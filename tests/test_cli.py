@@ -643,6 +643,8 @@ def test_a_failed_run_leaves_no_directory(tmp_path):
     bad.write_text('{"sentence1": "a"\n')
     failed = cli("train", *DEMO, f"--workdir={tmp_path / 'run'}", f"--train_data={bad}")
     assert failed.returncode != 0 and f"{bad}:1: malformed JSON" in failed.stderr
+    # json's message whole, with where (issue 50, item 20: it ended "starting at).")
+    assert "(Expecting ',' delimiter: column 18)." in failed.stderr
     assert not (tmp_path / "run").exists()
 
 

@@ -166,7 +166,9 @@ def _jsonl_records(path):
         try:
             record = json.loads(line)
         except json.JSONDecodeError as error:
-            raise DataError(f"{path}:{number}: malformed JSON ({error.msg}).") from None
+            # json's msg alone can end mid-phrase ("Unterminated string starting at").
+            raise DataError(f"{path}:{number}: malformed JSON ({error.msg}: column "
+                            f"{error.colno}).") from None
         missing = [f for f in ("sentence1", "sentence2", "gold_label")
                    if not isinstance(record, dict) or f not in record]
         if missing:
