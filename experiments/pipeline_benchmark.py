@@ -1,4 +1,4 @@
-"""Input-pipeline throughput against the model's training throughput.
+r"""Input-pipeline throughput against the model's training throughput.
 
     python -m experiments.pipeline_benchmark \
         --train_data=../shared/data/snli/snli_1.0_train_0.01.jsonl.gz \

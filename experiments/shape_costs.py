@@ -1,4 +1,4 @@
-"""What each batch shape costs on this device: XLA compile seconds and steady step time
+r"""What each batch shape costs on this device: XLA compile seconds and steady step time
 (issue 48: choose the shapes by compile plus step time, not by padding).
 
     KERAS_BACKEND=jax python -m experiments.shape_costs --preset=dsan_snli \

@@ -1,4 +1,4 @@
-"""How close our tokenizer is to the Stanford tokenization of the official SNLI files.
+r"""How close our tokenizer is to the Stanford tokenization of the official SNLI files.
 
     python -m experiments.tokenizer_agreement --data=../shared/data/snli/snli_1.0_dev.jsonl.gz \
         [--data=../shared/data/multinli/multinli_1.0_dev_matched.jsonl.gz]

@@ -3,6 +3,7 @@
 import csv
 import json
 import pathlib
+import re
 import signal
 import subprocess
 import sys
@@ -282,6 +283,18 @@ def test_killed_run_resumes_from_the_last_completed_epoch(tmp_path):
 PROGRAMS = ("train", "evaluate", "embed", "ensemble", "export", "predict", "summary",
             "visualize",
             "pipeline_benchmark", "results", "tokenizer_agreement")
+
+
+def test_usage_lines_are_as_written():
+    """The usage lines `--help` prints (each program's docstring): a shell continuation
+    `\\` stays one (issue 50, item 20: in a plain string it joined the lines into a run of
+    spaces)."""
+    import ast
+
+    for path in sorted([*ROOT.glob("dsan_tf/programs/*.py"), *ROOT.glob("experiments/*.py")]):
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")), clean=False)
+        joined = re.search(r"\S {5,}(--|\[)", doc or "")
+        assert joined is None, f"{path.name}: {joined.group(0)!r}"
 
 
 def test_help_does_not_load_tensorflow():

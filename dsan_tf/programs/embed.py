@@ -1,4 +1,4 @@
-"""Sentence embeddings of a file, from a trained sentence encoder (DSAN, DiSAN, CBOW).
+r"""Sentence embeddings of a file, from a trained sentence encoder (DSAN, DiSAN, CBOW).
 
     python -m experiments.embed --workdir=RUN --input=sentences.txt --output=vectors.npy \
         [--projector_dir=DIR --projector_sample=1000]

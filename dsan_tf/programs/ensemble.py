@@ -1,4 +1,4 @@
-"""Evaluates (and exports) an ensemble of trained runs that averages their probabilities.
+r"""Evaluates (and exports) an ensemble of trained runs that averages their probabilities.
 
     python -m experiments.ensemble --workdir=RUN_A --workdir=RUN_B [--workdir=...] \
         --data=SPEC [--data=SPEC ...] --output=FILE.json [--export_dir=DIR]

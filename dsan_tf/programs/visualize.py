@@ -1,4 +1,4 @@
-"""The paper's analysis figures (Section 5.5) from trained runs, as PNG files.
+r"""The paper's analysis figures (Section 5.5) from trained runs, as PNG files.
 
     python -m experiments.visualize --workdir=DIR --sentence="A lady stands outside of a Mexican market." \
         [--compare_workdir=DIR2] [--evaluation=NAME=eval.json ...] --output_dir=DIR
