@@ -4,6 +4,7 @@ writes, in TF Serving's layout EXPORT_DIR/<version>/, a SavedModel of raw string
 needs TensorFlow only, plus what a Keras user reloads (file names: `dsan_tf.rundir`).
 """
 
+import filecmp
 import os
 import shutil
 
@@ -29,6 +30,22 @@ def _copy_model_files(run, target):
     for name in (run_files.VOCAB, run_files.PREPROCESSOR):
         shutil.copy(run.path(name), os.path.join(target, name))
     model_card.write(run, target)
+
+
+def exported_version(run, export_dir):
+    """The newest version in `export_dir` that holds `run`'s best model as it is now
+    (model.keras byte for byte the run's best.keras, a SavedModel beside it), or None."""
+    if not os.path.isdir(export_dir):
+        return None
+    best = run.path(run_files.BEST)
+    for name in sorted((n for n in os.listdir(export_dir) if n.isdigit()), key=int,
+                       reverse=True):
+        target = os.path.join(export_dir, name)
+        model = os.path.join(target, run_files.MODEL)
+        if (os.path.exists(os.path.join(target, "saved_model.pb")) and os.path.exists(model)
+                and filecmp.cmp(model, best, shallow=False)):
+            return target
+    return None
 
 
 def export_run(run, export_dir, version=None):

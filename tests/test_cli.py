@@ -644,6 +644,11 @@ def test_a_run_directory_never_describes_another_model(demo, tmp_path):
     assert again.strip().splitlines()[-1] == output.strip().splitlines()[-1].replace(
         str(workdir), str(copy))
     assert {name: (copy / name).read_bytes() for name in names} == before
+    # With --export_dir: the export already holds this model, and nothing new is written
+    # (issue 50, item 12: each no-op re-run wrote export/2, export/3... of one model).
+    exported = ok(cli("train", *flags, f"--export_dir={copy / 'export'}"))
+    assert f"already exported: {copy / 'export' / '1'} holds this run's model" in exported
+    assert sorted(p.name for p in (copy / "export").iterdir()) == ["1"]
     ok(cli("train", *flags, "--dropout=0.3", "--epochs=1", "--steps_per_epoch=2",
            "--overwrite"))
     assert "--dropout=0.3" in (copy / "flags.txt").read_text()

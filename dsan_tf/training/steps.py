@@ -18,7 +18,7 @@ from dsan_tf import rundir as run_files
 from dsan_tf.config import RunOptions
 from dsan_tf.labels import LABELS, NON_ENTAILMENT_ID
 from dsan_tf.errors import UsageError
-from dsan_tf.export import export_run
+from dsan_tf.export import export_run, exported_version
 from dsan_tf.models import load_model, registry
 from dsan_tf.task import NLITask
 from dsan_tf.data import batching
@@ -77,7 +77,12 @@ def train_run(workdir, config, options=RunOptions(), overwrite=False):
     state = run.claim(config, options, overwrite=overwrite)
     done = len(run_files.read_history(run.path(run_files.HISTORY)))
     if state == "finished":
-        if options.export_dir:
+        # A re-run that trains nothing exports nothing new when the export already holds
+        # this model (issue 50, item 12: export/3, export/4... of one model).
+        exported = options.export_dir and exported_version(run, options.export_dir)
+        if exported:
+            print(f"already exported: {exported} holds this run's model")
+        elif options.export_dir:
             print(f"SavedModel, model.keras, the preprocessor and {model_card.CARD}: "
                   f"{export_run(run, options.export_dir)}")
         return TrainOutcome(state, workdir, run.read_json(run_files.RESULTS))
