@@ -191,3 +191,23 @@ def test_pyproject_declares_the_package_and_agrees_with_requirements(tmp_path):
                            text=True, timeout=60, env={k: v for k, v in os.environ.items()
                                                        if k != "PYTHONPATH"})
     assert found.stdout.strip() == os.path.realpath(ROOT / "dsan_tf" / "__init__.py"), found.stderr
+
+
+def test_an_interrupted_first_epoch_leaves_no_directory(tmp_path, monkeypatch):
+    """Issue 50, item 11: Ctrl-C before the first epoch ends (history.csv holds its header
+    alone) leaves no run directory, as TRAINING.md promises, so the next run, of any
+    configuration, starts afresh there."""
+    from dsan_tf.training import callbacks
+
+    def interrupt(self, batch, logs=None):
+        if batch == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(callbacks.EpochLog, "on_train_batch_end", interrupt, raising=False)
+    workdir = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        steps.train_run(str(workdir), _config(2))
+    assert not workdir.exists()
+    monkeypatch.undo()
+    other = _config(1)  # another configuration: not refused
+    assert steps.train_run(str(workdir), other).state == "new"

@@ -90,7 +90,10 @@ def train_run(workdir, config, options=RunOptions(), overwrite=False):
     try:
         results = train(config, run, options)
     except BaseException:
-        if state == "new" and not run.exists(run_files.HISTORY):  # no epoch: nothing to keep
+        # No epoch finished (history.csv absent, or its header alone): nothing to keep, so
+        # nothing is left (issue 50, item 11: an interrupted first epoch left config.json
+        # and an empty history.csv, which then refused a new configuration).
+        if state == "new" and not run_files.read_history(run.path(run_files.HISTORY)):
             run.discard(remove_directory=created)
         raise
     return TrainOutcome(state, workdir, results)
