@@ -170,6 +170,14 @@ class RunDirectory:
                 "give another workdir for a new run, or overwrite to replace this one.",
                 fields=("workdir", "overwrite", *(name for name, _, _ in changed)))
         done = len(read_history(self.path(HISTORY)))
+        if config.training.epochs < done:
+            # Its best model may come from a later epoch (issue 50, item 13: the longer
+            # model came back as "finished" without a word).
+            raise UsageError(
+                f"workdir {self.workdir} holds {done} trained epoch(s): epochs="
+                f"{config.training.epochs} asks for fewer, and a run cannot be made shorter; "
+                "give another workdir, or overwrite to train afresh.",
+                fields=("workdir", "overwrite", "epochs"))
         state = "resume"
         if self.exists(RESULTS):
             ran_all = done >= recorded.training.epochs  # not stopped early by patience

@@ -211,3 +211,34 @@ def test_an_interrupted_first_epoch_leaves_no_directory(tmp_path, monkeypatch):
     monkeypatch.undo()
     other = _config(1)  # another configuration: not refused
     assert steps.train_run(str(workdir), other).state == "new"
+
+
+def test_an_extension_stopped_early_finishes_as_asked_and_no_run_is_shortened(
+        tmp_path, monkeypatch, capsys):
+    """Issue 50, item 13: an extension (2 -> 4 epochs) stopped before its first new epoch,
+    then asked for its 2 epochs again, says it finishes (not "training from epoch 3") and
+    writes the 2-epoch results; asking a run for fewer epochs than it trained is refused."""
+    from dsan_tf.errors import UsageError
+    from dsan_tf.training import callbacks
+
+    workdir = tmp_path / "run"
+    steps.train_run(str(workdir), _config(2))
+
+    def interrupt(self, batch, logs=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(callbacks.EpochLog, "on_train_batch_end", interrupt, raising=False)
+    with pytest.raises(KeyboardInterrupt):
+        steps.train_run(str(workdir), _config(4))
+    monkeypatch.undo()
+    assert not (workdir / "results.json").exists()  # the extension took the 2-epoch results
+    capsys.readouterr()
+    outcome = steps.train_run(str(workdir), _config(2))
+    printed = capsys.readouterr().out
+    assert f"finishing {workdir}: 2 epoch(s) done, as many as asked; nothing to train" in printed
+    assert "training from epoch" not in printed
+    assert outcome.results["epochs"] == 2
+    assert json.loads((workdir / "results.json").read_text())["epochs"] == 2
+    with pytest.raises(UsageError, match=r"holds 2 trained epoch\(s\): epochs=1 asks for "
+                                         r"fewer, and a run cannot be made shorter"):
+        steps.train_run(str(workdir), _config(1))

@@ -108,6 +108,9 @@ def _continue(run, state, done, epochs):
         for name in (run_files.RESULTS, run_files.CARD):
             if run.exists(name):
                 os.remove(run.path(name))
+    elif state == "resume" and done >= epochs:  # e.g. an extension stopped before its epoch
+        print(f"finishing {run.workdir}: {done} epoch(s) done, as many as asked; nothing to "
+              "train")
     elif state == "resume":
         print(f"resuming {run.workdir}: {done} epoch(s) done, training from epoch {done + 1}")
 
