@@ -334,9 +334,10 @@ def benchmark(task, compared_lengths, sweep_lengths):
         "by_length": {str(t): c for t, c in compared.items()}, "faster_jit_compile": faster,
     }
     if FLAGS.program_size:
+        # Traced or lowered only, never run: the model's weights stay as they are.
         results["program"] = program_size.measure(
-            build(task, faster), task.config.data.batch_size, compared_lengths[0],
-            VOCAB_SIZE, task.config.data.seed)
+            models[faster], task.config.data.batch_size, compared_lengths[0], VOCAB_SIZE,
+            task.config.data.seed)
         print(f"training program at T={compared_lengths[0]}: " + ", ".join(
             f"{part} {value}" for part, value in results["program"].items()
             if part in ("gradient", "step")))

@@ -19,7 +19,7 @@ def test_messages_keep_the_paths_the_user_gave(tmp_path):
     """A path with ../ (the README's own ../shared/...) is reported as given, not as ./."""
     done = cli("evaluate", f"--workdir={tmp_path}", "--data=../nowhere/dev.jsonl")
     assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert "'../nowhere/dev.jsonl']: no such file." in done.stderr
+    assert "error: flag --data=../nowhere/dev.jsonl: no such file." in done.stderr
     assert "'./nowhere" not in done.stderr
 
 

@@ -77,14 +77,8 @@ def train_run(workdir, config, options=RunOptions(), overwrite=False):
     state = run.claim(config, options, overwrite=overwrite)
     done = len(run_files.read_history(run.path(run_files.HISTORY)))
     if state == "finished":
-        # A re-run that trains nothing exports nothing new when the export already holds
-        # this model (issue 50, item 12: export/3, export/4... of one model).
-        exported = options.export_dir and exported_version(run, options.export_dir)
-        if exported:
-            print(f"already exported: {exported} holds this run's model")
-        elif options.export_dir:
-            print(f"SavedModel, model.keras, the preprocessor and {model_card.CARD}: "
-                  f"{export_run(run, options.export_dir)}")
+        if options.export_dir:
+            _export_finished(run, options.export_dir)
         return TrainOutcome(state, workdir, run.read_json(run_files.RESULTS))
     _continue(run, state, done, config.training.epochs)
     try:
@@ -97,6 +91,18 @@ def train_run(workdir, config, options=RunOptions(), overwrite=False):
             run.discard(remove_directory=created)
         raise
     return TrainOutcome(state, workdir, results)
+
+
+def _export_finished(run, export_dir):
+    """Exports a finished run found again, unless the export already holds its model: a
+    re-run that trains nothing writes no new version (issue 50, item 12: export/3,
+    export/4... of one model)."""
+    exported = exported_version(run, export_dir)
+    if exported:
+        print(f"already exported: {exported} holds this run's model")
+    else:
+        print(f"SavedModel, model.keras, the preprocessor and {model_card.CARD}: "
+              f"{export_run(run, export_dir)}")
 
 
 def _continue(run, state, done, epochs):
