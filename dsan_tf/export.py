@@ -11,6 +11,7 @@ import shutil
 from dsan_tf import model_card
 from dsan_tf import rundir as run_files
 from dsan_tf.errors import UsageError
+from dsan_tf.models import preset
 from dsan_tf.models.ensemble import NLIEnsemble
 from dsan_tf.serving import export, version_dir
 
@@ -38,9 +39,8 @@ def exported_version(run, export_dir):
     if not os.path.isdir(export_dir):
         return None
     best = run.path(run_files.BEST)
-    for name in sorted((n for n in os.listdir(export_dir) if n.isdigit()), key=int,
-                       reverse=True):
-        target = os.path.join(export_dir, name)
+    for version in preset.versions(export_dir):
+        target = os.path.join(export_dir, str(version))
         model = os.path.join(target, run_files.MODEL)
         if (os.path.exists(os.path.join(target, "saved_model.pb")) and os.path.exists(model)
                 and filecmp.cmp(model, best, shallow=False)):

@@ -88,11 +88,17 @@ class NoModel(ValueError):
     """A directory holds no model `load` reads."""
 
 
+def versions(path):
+    """The versions of `path` (an EXPORT_DIR): its integer-named folders, newest first."""
+    return sorted((int(name) for name in os.listdir(path)
+                   if name.isdigit() and os.path.isdir(os.path.join(path, name))),
+                  reverse=True)
+
+
 def newest_version(path):
     """The largest integer-named folder of `path` (an EXPORT_DIR), else `path`."""
-    versions = [int(name) for name in os.listdir(path)
-                if name.isdigit() and os.path.isdir(os.path.join(path, name))]
-    return os.path.join(path, str(max(versions))) if versions else path
+    found = versions(path)
+    return os.path.join(path, str(found[0])) if found else path
 
 
 def load(path, compile=True):
