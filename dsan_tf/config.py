@@ -77,6 +77,13 @@ class DataConfig:
         "rows of weight 0), the same with or without TensorFlow. Unset: when the training "
         "step is compiled (jit_compile, JAX's default), since XLA compiles once per shape "
         "(docs/PERFORMANCE.md).")
+    shape_costs: str = hyperparameter(
+        "device", "How bounded shapes are chosen: device, the training shapes (1 to 3, or "
+        "the padding grid of 12) that cost least in compiles plus steps over the run on this "
+        "device, by figures measured on a GPU and a CPU (dsan_tf.data.costs); padding, the "
+        "grid of 4 x 3 lengths that pads least; or a file of `experiments.shape_costs` "
+        "measurements to fit. Evaluation uses the training shapes.", exists="file",
+        values=("device", "padding"))
     deterministic: bool = hyperparameter(
         True, "Deterministic TF ops and input order (same seed, same data: same run).")
     embeddings: str | None = hyperparameter(

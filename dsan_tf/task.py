@@ -206,7 +206,8 @@ class NLITask:
 
     def numpy_batches(self, pairs, training=False, in_order=False, shapes=None):
         """`NLIBatches` of `pairs` as `build_inputs` describes them, without TensorFlow for
-        `IdPairs`: in `shapes`, else a grid fitted to `pairs` with `bounded_shapes`, else
+        `IdPairs`: in `shapes` (grown to hold `pairs`: evaluation in the training shapes),
+        else with `bounded_shapes` in shapes chosen for `pairs` (`training_shapes`), else
         each batch padded to its longest sentence."""
         settings = self.config.data
         if not isinstance(pairs, batching.IdPairs):
@@ -215,17 +216,43 @@ class NLITask:
             shapes = batching.Shapes()
         if in_order or not training:
             order = "in_order" if in_order else "length_buckets"
-            shapes = shapes or batching.Shapes.fit(pairs, settings.batch_size, order,
-                                                   max_length=settings.max_length)
+            shapes = shapes.extended_to(pairs) if shapes else batching.Shapes.fit(
+                pairs, settings.batch_size, order, max_length=settings.max_length)
             return batching.NLIBatches(pairs, settings.batch_size, order, shapes, shuffle=False)
         order = settings.batching
-        shapes = shapes or batching.Shapes.fit(pairs, settings.batch_size, order,
-                                               settings.seed, max_length=settings.max_length)
         steps = None
         if self.config.training.schedule_epoch_pairs or self.config.training.steps_per_epoch:
             steps = self.config.training.epoch_steps(settings.batch_size, len(pairs))
+        shapes = shapes or self.training_shapes(pairs, steps)
         return batching.NLIBatches(pairs, settings.batch_size, order, shapes,
                                    shuffle=settings.shuffle, seed=settings.seed, steps=steps)
+
+    def training_shapes(self, pairs, steps=None):
+        """The bounded shapes of training on `pairs` (`IdPairs`) in epochs of `steps`
+        batches (None: a pass): by `DataConfig.shape_costs`, those that cost least in
+        compiles plus steps over the configured epochs on this device
+        (`batching.Shapes.choose`), or the padding grid (`Shapes.fit`)."""
+        from dsan_tf.data import costs  # NumPy only
+
+        settings = self.config.data
+        step_costs = costs.step_costs(settings.shape_costs)
+        if step_costs is None:
+            return batching.Shapes.fit(pairs, settings.batch_size, settings.batching,
+                                       settings.seed, max_length=settings.max_length)
+        per_pass = -(-len(pairs) // settings.batch_size)
+        passes = self.config.training.epochs * (steps or per_pass) / max(per_pass, 1)
+        shapes = batching.Shapes.choose(
+            pairs, settings.batch_size, settings.batching, step_costs, passes, settings.seed,
+            settings.max_length, getattr(self.config.model_config, "embedding_dim", None))
+        chosen = shapes.chosen
+        self.log(f"batch shapes by {chosen['by'].replace('_', ' ')} ({step_costs.source}): "
+                 f"{shapes.describe()}; predicted "
+                 + ", ".join(f"{name.replace('_', ' ')} {v['shapes']} shape(s), "
+                             f"{v['padding']:.1%} padding, {v['seconds']:.0f} s"
+                             for name, v in (("padding_grid", chosen["padding_grid"]),
+                                             ("cells", chosen["cells"])))
+                 + f" over {self.config.training.epochs} epoch(s)")
+        return shapes
 
     def build_model(self, vocabulary_size, word_vectors=None, vocabulary=None):
         """An uncompiled `NLIClassifier` of the configured model family.

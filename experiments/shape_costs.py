@@ -17,7 +17,10 @@ measured). Needs no TensorFlow on JAX.
 to full SNLI's 549,367 pairs) and prints, for grids of one to three training shapes drawn
 from a ladder of lengths, the padding left and the seconds of a 20-epoch schedule:
 one compile per shape plus each epoch's steps, each at the step time a straight line
-through the measured (premise + hypothesis length, ms per step) points gives.
+through the measured (premise + hypothesis length, ms per step) points gives
+(`dsan_tf.data.costs.StepCosts.fit`, what training chooses its shapes by with
+`--shape_costs=FILE`). It puts each pair in its own smallest shape (an ideal batching);
+training pads each batch to its longest pair, so its padding is higher.
 """
 
 import argparse
@@ -29,6 +32,7 @@ import keras
 import numpy as np
 
 from dsan_tf.config import ExperimentConfig
+from dsan_tf.data.costs import StepCosts
 from dsan_tf.task import NLITask
 from experiments.benchmark import LENGTH_PROFILE, SNLI_TRAIN_PAIRS, VOCAB_SIZE
 
@@ -47,9 +51,50 @@ def synchronize():
         jax.effects_barrier()
 
 
-def measure(task, premise, hypothesis, steps, steps_per_execution):
+def _timed_fit(model, *args, **kwargs):
+    """Seconds of a second `fit` (the first compiles)."""
+    model.fit(*args, epochs=1, verbose=0, shuffle=False, **kwargs)
+    synchronize()
+    started = time.perf_counter()
+    model.fit(*args, epochs=1, verbose=0, shuffle=False, **kwargs)
+    synchronize()
+    return time.perf_counter() - started
+
+
+class _Feed(keras.utils.PyDataset):
+    """Prepared (inputs, labels, weights) batches, as `NLIBatches` yields them."""
+
+    def __init__(self, batches, workers):
+        super().__init__(workers=workers)
+        self.batches = batches
+
+    def __len__(self):
+        return len(self.batches)
+
+    def __getitem__(self, index):
+        return self.batches[index]
+
+
+def _feeds(model, x, y, batch_size, steps):
+    """ms a training step by feeding path, the same program (sample weights, as
+    `NLIBatches` gives them): NumPy arrays, a PyDataset (one worker, Keras' default) and
+    a PyDataset of 4 prefetching threads."""
+    weights = np.ones(len(y), "float32")
+    result = {"weighted_arrays_ms_per_step": _timed_fit(
+        model, x, y, sample_weight=weights, batch_size=batch_size)}
+    batches = [({side: ids[i * batch_size:(i + 1) * batch_size] for side, ids in x.items()},
+                y[i * batch_size:(i + 1) * batch_size],
+                weights[i * batch_size:(i + 1) * batch_size]) for i in range(steps)]
+    for workers in (1, 4):
+        result[f"pydataset_workers{workers}_ms_per_step"] = _timed_fit(
+            model, _Feed(batches, workers))
+    return {key: round(1e3 * seconds / steps, 3) for key, seconds in result.items()}
+
+
+def measure(task, premise, hypothesis, steps, steps_per_execution, compare_feeds=False):
     """{compile_train_s, compile_eval_s, ms_per_step} of one shape and one
-    steps_per_execution, on a fresh model."""
+    steps_per_execution, on a fresh model; `compare_feeds`: and by feeding path
+    (`_feeds`)."""
     batch_size = task.config.data.batch_size
     keras.utils.set_random_seed(0)
     model = task.build_model(VOCAB_SIZE)
@@ -77,7 +122,8 @@ def measure(task, premise, hypothesis, steps, steps_per_execution):
     model.evaluate(x, y, batch_size=batch_size, verbose=0)
     synchronize()
     eval_seconds = time.perf_counter() - started
-    return {"premise": premise, "hypothesis": hypothesis, "batch_size": batch_size,
+    feeds = _feeds(model, x, y, batch_size, steps) if compare_feeds else {}
+    return {**feeds, "premise": premise, "hypothesis": hypothesis, "batch_size": batch_size,
             "steps_per_execution": steps_per_execution, "steps": steps,
             "first_train_step_s": round(compile_train, 2),
             "first_eval_step_s": round(compile_eval, 2),
@@ -105,12 +151,9 @@ def plan(costs_path, profile_path, epochs=20, shapes_at_most=3, top=2):
     training seconds over `epochs` epochs: [(seconds, grid, padding, steps per epoch)]."""
     import itertools
 
-    rows = [json.loads(line) for line in open(costs_path, encoding="utf-8")]
-    rows = [r for r in rows if r.get("steps_per_execution") == 1]
-    tokens = np.array([r["premise"] + r["hypothesis"] for r in rows], float)
-    slope, intercept = np.polyfit(tokens, [r["train_ms_per_step"] for r in rows], 1)
-    compile_s = float(np.mean([r["first_train_step_s"] for r in rows]))
-    batch = rows[0]["batch_size"]
+    fitted = StepCosts.read(costs_path)  # the line the library chooses shapes by
+    slope, intercept, batch = fitted.step_ms_per_token, fitted.step_ms, fitted.batch_size
+    compile_s = fitted.compile_seconds
     profile = json.load(open(profile_path, encoding="utf-8"))
     scale = SNLI_TRAIN_PAIRS / profile["pairs"]
     cells = [(p, h, n * scale) for p, h, n in profile["cells"]]
@@ -131,7 +174,7 @@ def plan(costs_path, profile_path, epochs=20, shapes_at_most=3, top=2):
                                 seconds))
     results.sort()
     print(f"step ms = {intercept:.3f} + {slope:.4f} x (premise + hypothesis tokens); "
-          f"compile {compile_s:.1f} s a training shape; {epochs} epochs of "
+          f"compile {compile_s:.1f} s a shape (training and evaluation step); {epochs} epochs of "
           f"{SNLI_TRAIN_PAIRS:,} pairs at batch {batch}")
     for size in range(1, shapes_at_most + 1):
         best = [r for r in results if len(r[1]) == size][:top]
@@ -153,6 +196,8 @@ def main(argv=None):
     parser.add_argument("--size", default="", help="model fields over the preset, e.g. "
                         "embedding_dim=16,num_heads=2,ffn_dim=32 (a quick check)")
     parser.add_argument("--output", help="Append the measurements here (JSON lines).")
+    parser.add_argument("--compare_feeds", action="store_true", help="also time the first "
+                        "shape's step fed from arrays and from PyDatasets (one program)")
     parser.add_argument("--plan", help="Plan grids from this file of measurements instead.")
     parser.add_argument("--length_profile", default=str(LENGTH_PROFILE))
     args = parser.parse_args(argv)
@@ -169,7 +214,7 @@ def main(argv=None):
         import jax
         device += ": " + ", ".join(d.device_kind for d in jax.devices())
     header = {"device": device, "keras": keras.__version__, "preset": args.preset,
-              "fields": fields}
+              "fields": fields, "embedding_dim": task.config.model_config.embedding_dim}
     with open(args.output, "a", encoding="utf-8") as stream:
         stream.write(json.dumps(header) + "\n")
     print(json.dumps(header), flush=True)
@@ -177,7 +222,8 @@ def main(argv=None):
     for number, shape in enumerate(args.shapes.split(",")):
         premise, hypothesis = map(int, shape.split("x"))
         for spe in [1, *extra] if number == 0 else [1]:  # steps_per_execution: first shape
-            result = measure(task, premise, hypothesis, args.steps, spe)
+            result = measure(task, premise, hypothesis, args.steps, spe,
+                             args.compare_feeds and number == 0 and spe == 1)
             with open(args.output, "a", encoding="utf-8") as stream:
                 stream.write(json.dumps(result) + "\n")
             print(json.dumps(result), flush=True)

@@ -54,8 +54,9 @@ def probe(pairs_count, premise_lengths=PREMISE_LENGTHS, hypothesis_lengths=HYPOT
     jax.config.update("jax_log_compiles", True)
     handler = Compiles()
     logging.getLogger("jax").addHandler(handler)
-    trains, devs, _ = compilation.compile_ahead(
+    compiled = compilation.compile_ahead(
         model, task.build_inputs(train, training=True, shapes=grids["train"]), dev_batches)
+    trains, devs = compiled["train_shapes"], compiled["dev_shapes"]
     ahead = dict(handler.counts)
     history = model.fit(batches, validation_data=dev_batches, epochs=2, verbose=0)
     logging.getLogger("jax").removeHandler(handler)

@@ -136,6 +136,10 @@ def test_an_encoded_setting_trains_on_jax_without_tensorflow(tmp_path):
     record = json.loads(output.read_text())
     assert record["backend"] == "jax" and record["device"].startswith("jax cpu")
     assert record["compile_ahead"]["train_shapes"] == 1  # the demo: one length
+    ahead = record["compile_ahead"]["per_shape"]  # each shape's compile, timed
+    assert [row["step"] for row in ahead] == ["train", "eval"] and all(
+        row["seconds"] > 0 for row in ahead)
+    assert record["batches"]["chosen"]["costs"]["source"] == "2-core Xeon, d_e 50, JAX 0.10.2"
     assert len(record["epochs"]) == 12 and record["dev_accuracy"] == 1.0
 
 

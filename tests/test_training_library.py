@@ -51,6 +51,11 @@ def test_a_run_is_its_configuration_not_trained_twice_and_trained_on_with_more_e
     assert outcome.state == "new"
     assert json.loads((workdir / "results.json").read_text()) == outcome.results
     assert outcome.results["epochs"] == 2 and 0 <= outcome.results["dev_accuracy"] <= 1
+    shapes = outcome.results["batch_shapes"]  # how the bounded shapes were chosen
+    chosen = shapes["chosen"][shapes["chosen"]["by"]]
+    assert shapes["training_shapes"] == chosen["shapes"] and shapes["dev_shapes"] <= 3 + 9 * (
+        shapes["chosen"]["by"] == "padding_grid")
+    assert shapes["padding"] == pytest.approx(chosen["padding"], abs=0.02)
     assert outcome.summary().startswith(f"dev accuracy {outcome.results['dev_accuracy']:.4f}")
     recorded = json.loads((workdir / "config.json").read_text())
     assert ExperimentConfig.from_dict({k: recorded[k] for k in (

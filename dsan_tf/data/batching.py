@@ -182,22 +182,61 @@ def pad_to(grid, length):
 
 @dataclasses.dataclass(frozen=True)
 class Shapes:
-    """How batches are padded: to the grids' lengths and to `batch_size` rows (bounded),
-    or to each batch's longest sentence and its own size (None grids)."""
+    """How batches are padded: to a grid of lengths per side (`premise_grid` x
+    `hypothesis_grid`), or to the cheapest of a few `cells` (T1, T2) that holds the batch,
+    and to `batch_size` rows (bounded); or to each batch's longest sentence and its own
+    size (no grids, no cells). `chosen` records how the shapes were chosen (a dict)."""
 
     premise_grid: tuple | None = None
     hypothesis_grid: tuple | None = None
     batch_size: int | None = None
+    cells: tuple | None = None
+    chosen: dict | None = dataclasses.field(default=None, compare=False, hash=False)
 
     @property
     def bounded(self):
-        return self.premise_grid is not None
+        return self.premise_grid is not None or self.cells is not None
+
+    def widths(self, premise, hypothesis):
+        """(T1, T2) of a batch whose longest sentences are `premise`, `hypothesis`."""
+        if self.cells:
+            for cell in self.cells:  # cheapest first
+                if cell[0] >= premise and cell[1] >= hypothesis:
+                    return cell
+            return (max(premise, self.cells[-1][0]), max(hypothesis, self.cells[-1][1]))
+        return tuple(pad_to(grid, length) if grid else length for grid, length in
+                     ((self.premise_grid, premise), (self.hypothesis_grid, hypothesis)))
+
+    def extended_to(self, pairs):
+        """These shapes, the largest grown to hold `pairs`' longest sentences (dev or test
+        batched in the training shapes: one compiled step per shape for every split)."""
+        if not self.bounded or not len(pairs):
+            return self
+        longest = (max(int(pairs.premise_lengths.max()), 1),
+                   max(int(pairs.hypothesis_lengths.max()), 1))
+        if self.cells:
+            top = self.cells[-1]
+            grown = (max(top[0], longest[0]), max(top[1], longest[1]))
+            return dataclasses.replace(self, cells=(*self.cells[:-1], grown))
+        grids = [grid[:-1] + (max(grid[-1], length),) for grid, length in
+                 ((self.premise_grid, longest[0]), (self.hypothesis_grid, longest[1]))]
+        return dataclasses.replace(self, premise_grid=grids[0], hypothesis_grid=grids[1])
+
+    def describe(self):
+        """The shapes in words: "lengths 12/20/32/64 x 10/16/48" or "16x12, 96x48"."""
+        if self.cells:
+            return ", ".join(f"{p}x{h}" for p, h in self.cells)
+        if self.premise_grid is None:
+            return "each batch's longest sentence"
+        return (f"lengths {'/'.join(map(str, self.premise_grid))} x "
+                f"{'/'.join(map(str, self.hypothesis_grid))}")
 
     @classmethod
     def fit(cls, pairs, batch_size, order, seed=0, premise_lengths=PREMISE_LENGTHS,
             hypothesis_lengths=HYPOTHESIS_LENGTHS, max_length=None):
         """Grids chosen for `pairs` batched in `order` (`batch_order`, one seeded pass),
-        topped by the longest sentence of each side (or `max_length` when it is shorter)."""
+        topped by the longest sentence of each side (or `max_length` when it is shorter):
+        the fewest padded tokens for that many lengths."""
         batches = batch_order(pairs, batch_size, order, np.random.default_rng(seed))
         grids = []
         for side, count in (("premise", premise_lengths), ("hypothesis", hypothesis_lengths)):
@@ -206,6 +245,41 @@ class Shapes:
             maxima = [max(int(lengths[batch].max()), 1) for batch in batches]
             grids.append(length_grid(maxima, count, min(longest, max_length or longest)))
         return cls(*grids, batch_size)
+
+    @classmethod
+    def choose(cls, pairs, batch_size, order, step_costs, passes, seed=0, max_length=None,
+               embedding_dim=None, most=3):
+        """The shapes that cost least over a run on a device (`dsan_tf.data.costs`): the
+        padding grid of `fit` or 1 to `most` cells, whichever compiles plus steps in fewer
+        seconds over `passes` passes of `pairs` (epochs x steps an epoch / steps a pass).
+        `chosen` records the choice, the costs and both predictions."""
+        from dsan_tf.data import costs  # NumPy only
+
+        grid = cls.fit(pairs, batch_size, order, seed, max_length=max_length)
+        batches = batch_order(pairs, batch_size, order, np.random.default_rng(seed))
+        maxima = np.stack([np.minimum(costs.batch_maxima(getattr(pairs, f"{side}_lengths"),
+                                                         batches), max_length or np.inf)
+                           for side in ("premise", "hypothesis")], 1).astype("int64")
+        distinct, counts = np.unique(maxima, axis=0, return_counts=True)
+        grid_cells = sorted({grid.widths(int(p), int(h)) for p, h in distinct},
+                            key=lambda cell: (sum(cell), cell))
+        grid_seconds, _, grid_tokens = costs.run_seconds(
+            grid_cells, distinct, counts, step_costs, passes, batch_size, embedding_dim)
+        cell_seconds, cells = costs.choose_cells(distinct, counts, step_costs, passes,
+                                                 batch_size, embedding_dim, most)
+        cell_tokens = costs.run_seconds(cells, distinct, counts, step_costs, passes,
+                                        batch_size, embedding_dim)[2]
+        real = float(sum(int(getattr(pairs, f"{side}_lengths").sum())
+                         for side in ("premise", "hypothesis")))
+        chosen = {"costs": step_costs.to_dict(), "passes": round(float(passes), 3),
+                  "padding_grid": {"shapes": len(grid_cells), "seconds": round(grid_seconds, 1),
+                                   "padding": round(1 - real / (grid_tokens * batch_size), 4)},
+                  "cells": {"shapes": len(cells), "seconds": round(cell_seconds, 1),
+                            "padding": round(1 - real / (cell_tokens * batch_size), 4)}}
+        if grid_seconds <= cell_seconds:
+            return dataclasses.replace(grid, chosen={**chosen, "by": "padding_grid"})
+        cells = tuple(sorted(cells, key=lambda cell: (sum(cell), cell)))
+        return cls(batch_size=batch_size, cells=cells, chosen={**chosen, "by": "cells"})
 
 
 class NLIBatches(keras.utils.PyDataset):
@@ -283,11 +357,8 @@ class NLIBatches(keras.utils.PyDataset):
         if shapes.bounded and shapes.batch_size and real < shapes.batch_size:
             # Fill with the batch's first pair, weighted 0: real values, no effect.
             indices = np.concatenate([indices, np.repeat(indices[:1], shapes.batch_size - real)])
-        widths = []
-        for side in ("premise", "hypothesis"):
-            longest = max(int(getattr(self.pairs, f"{side}_lengths")[indices].max()), 1)
-            grid = getattr(shapes, f"{side}_grid")
-            widths.append(pad_to(grid, longest) if grid else longest)
+        widths = shapes.widths(*(max(int(getattr(self.pairs, f"{side}_lengths")[indices].max()),
+                                     1) for side in ("premise", "hypothesis")))
         inputs = {"premise": self.pairs.padded("premise", indices, widths[0]),
                   "hypothesis": self.pairs.padded("hypothesis", indices, widths[1])}
         weights = np.zeros(len(indices), "float32")
@@ -330,7 +401,5 @@ class NLIBatches(keras.utils.PyDataset):
         padding, shapes = description or self.describe()
         text = f"{padding:.1%} padding, {len(shapes)} batch shape(s) per epoch"
         if self.shapes.bounded:
-            text += (f" (lengths {'/'.join(map(str, self.shapes.premise_grid))} x "
-                     f"{'/'.join(map(str, self.shapes.hypothesis_grid))}, "
-                     f"{self.shapes.batch_size} rows)")
+            text += f" ({self.shapes.describe()}, {self.shapes.batch_size} rows)"
         return text

@@ -46,32 +46,42 @@ class _Batches(keras.utils.PyDataset):
         return self.batches[index]
 
 
-def one_batch_per_shape(batches):
-    """For `NLIBatches`, one batch of each shape an epoch uses (pass 0's order), as a
-    PyDataset; for a `tf.data` dataset, its first batch (TensorFlow traces one step for
-    every shape)."""
-    if not isinstance(batches, batching.NLIBatches):
-        return batches.take(1)
-    return _Batches(list(batches.first_of_each_shape().values()))
-
-
 def compile_ahead(model, train_batches, dev_batches):
     """Runs one training step and one evaluation step on each batch shape of
     `train_batches` and `dev_batches` (`one_batch_per_shape`: give fresh datasets for
     `tf.data`, whose shuffling state an iteration would advance), then puts every
     variable back (weights, optimizer slots and step count, metrics, dropout seeds): what
-    is left is the compiled (traced) steps. Returns (training shapes, evaluation shapes,
-    seconds)."""
+    is left is the compiled (traced) steps.
+
+    Returns:
+        {"train_shapes": count, "dev_shapes": count, "seconds": all of it, "per_shape":
+        [{"step": "train" or "eval", "shape": [B, T1, T2], "seconds"}] (NumPy batches:
+        each shape's first step, its compilation)}.
+    """
     started = time.perf_counter()
     variables = _state_variables(model)
     saved = [np.array(keras.ops.convert_to_numpy(v.value), copy=True) for v in variables]
-    train, dev = one_batch_per_shape(train_batches), one_batch_per_shape(dev_batches)
-    model.fit(train, epochs=1, verbose=0, shuffle=False)
-    model.evaluate(dev, verbose=0)
+    per_shape = []
+    if isinstance(train_batches, batching.NLIBatches):
+        for step, batches in (("train", train_batches), ("eval", dev_batches)):
+            for shape, batch in batches.first_of_each_shape().items():
+                began = time.perf_counter()
+                if step == "train":
+                    model.fit(_Batches([batch]), epochs=1, verbose=0, shuffle=False)
+                else:
+                    model.evaluate(_Batches([batch]), verbose=0)
+                per_shape.append({"step": step, "shape": list(shape),
+                                  "seconds": round(time.perf_counter() - began, 3)})
+        trains = sum(row["step"] == "train" for row in per_shape)
+        devs = len(per_shape) - trains
+    else:
+        model.fit(train_batches.take(1), epochs=1, verbose=0, shuffle=False)
+        model.evaluate(dev_batches.take(1), verbose=0)
+        trains = devs = 1
     for variable, value in zip(variables, saved):
         variable.assign(value)
-    count = lambda batches: len(batches) if hasattr(batches, "__len__") else 1  # noqa: E731
-    return count(train), count(dev), time.perf_counter() - started
+    return {"train_shapes": trains, "dev_shapes": devs,
+            "seconds": round(time.perf_counter() - started, 3), "per_shape": per_shape}
 
 
 def _state_variables(model):

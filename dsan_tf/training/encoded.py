@@ -79,21 +79,21 @@ def train_encoded(setting, epochs=None, patience=None, compile_ahead=True,
     task = NLITask(config, log=log)
     train_pairs, dev_pairs = setting.splits["train"], setting.splits["dev"]
     train = task.numpy_batches(train_pairs, training=True)
-    dev = task.numpy_batches(dev_pairs)
+    dev = task.numpy_batches(dev_pairs, shapes=train.shapes)
     record = {"backend": keras.backend.backend(), "device": device_name(),
               "train_pairs": len(train_pairs), "dev_pairs": len(dev_pairs),
-              "batches": {"train": train.summary(), "dev": dev.summary()}}
+              "batches": {"train": train.summary(), "dev": dev.summary(),
+                          "shapes": train.shapes.describe(),
+                          "chosen": train.shapes.chosen}}
     log(f"{record['device']}; training batches: {record['batches']['train']}; dev batches: "
         f"{record['batches']['dev']}")
     model = task.compile(task.build_model(setting.vocabulary_size, setting.word_vectors),
                          train_size=len(train_pairs))
     if compile_ahead:
-        trains, devs, seconds = compilation.compile_ahead(
-            model, task.numpy_batches(train_pairs, training=True), dev)
-        record["compile_ahead"] = {"train_shapes": trains, "dev_shapes": devs,
-                                   "seconds": seconds}
-        log(f"compiled {trains} training and {devs} evaluation shape(s) ahead in "
-            f"{seconds:.1f} s")
+        ahead = compilation.compile_ahead(model, train, dev)
+        record["compile_ahead"] = ahead
+        log(f"compiled {ahead['train_shapes']} training and {ahead['dev_shapes']} evaluation "
+            f"shape(s) ahead in {ahead['seconds']:.1f} s")
     record.update(_fit(model, train, dev, epochs, patience, log))
     record["train_pairs_per_second"] = len(train_pairs) / record["median_epoch_seconds"]
     return record

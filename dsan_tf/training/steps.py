@@ -152,7 +152,7 @@ def train(config, run, options):
     # One device only: tf.distribute's variables and per-replica batches need their own
     # handling (a mirrored variable is no NumPy array; model.fit fails multi-worker).
     one_device = options.strategy == "default"
-    ahead = compile_ahead(task, prepared, model, strategy, options) \
+    ahead = compile_ahead(task, prepared, model, strategy, options, inputs) \
         if options.compile_ahead and one_device else None
     shared, nan_guard, keep_best = make_callbacks(
         run, task, prepared, inputs, options.log_every_steps, options.probe_sentence)
@@ -161,33 +161,34 @@ def train(config, run, options):
                   options.export_dir, ahead)
 
 
-def compile_ahead(task, prepared, model, strategy, options):
+def compile_ahead(task, prepared, model, strategy, options, inputs):
     """Traces (TensorFlow) or compiles (XLA) the training and evaluation steps for every
     batch shape before the first epoch (`compilation.compile_ahead`); prints and returns
-    what it did: {"train_shapes", "dev_shapes", "seconds"}."""
-    # Fresh batches: iterating a tf.data pipeline advances its shuffling.
-    batches = make_inputs(task, prepared, options.strategy)
+    what it did ({"train_shapes", "dev_shapes", "seconds", "per_shape"})."""
+    # Fresh tf.data batches: iterating a pipeline advances its shuffling (NumPy batches
+    # draw their order from the seed and the pass alone).
+    batches = inputs if isinstance(inputs["train"], batching.NLIBatches) else \
+        make_inputs(task, prepared, options.strategy)
     with strategy.scope():
-        trains, devs, seconds = compilation.compile_ahead(model, batches["train"],
-                                                          batches["dev"])
+        ahead = compilation.compile_ahead(model, batches["train"], batches["dev"])
     what = "compiled" if task.config.training.jit_compile or \
         keras.backend.backend() == "jax" else "traced"
-    print(f"{what} the training step for {trains} batch shape(s) and the evaluation step "
-          f"for {devs} ahead, in {seconds:.1f} s")
-    return {"train_shapes": trains, "dev_shapes": devs, "seconds": seconds}
+    print(f"{what} the training step for {ahead['train_shapes']} batch shape(s) and the "
+          f"evaluation step for {ahead['dev_shapes']} ahead, in {ahead['seconds']:.1f} s")
+    return ahead
 
 
 def make_inputs(task, prepared, strategy_name):
-    """{split: batches} of the encoded splits (`NLITask.build_inputs`): the evaluation
-    splits padded to the grid fitted to dev (bounded shapes), so that dev and test share
-    compiled steps."""
+    """{split: batches} of the encoded splits (`NLITask.build_inputs`): with bounded shapes
+    the evaluation splits in the training shapes (grown where a sentence is longer), so
+    that every split runs in the shapes compiled for training."""
     inputs, shapes = {}, None
     for split in ("train", "dev", "test"):
         if split in prepared.encoded:
             inputs[split] = task.build_inputs(prepared.encoded[split], training=split == "train",
                                               static_shapes=strategy_name == "tpu",
-                                              shapes=shapes if split == "test" else None)
-            if split == "dev":
+                                              shapes=shapes)
+            if split == "train":
                 shapes = getattr(inputs[split], "shapes", None)
     return inputs
 
@@ -399,6 +400,15 @@ def finish(run, model, inputs, nan_guard, keep_best, export_dir=None, compiled_a
     results["epochs"] = len(history)
     if compiled_ahead:
         results["compiled_ahead"] = compiled_ahead
+    train = inputs["train"]
+    if isinstance(train, batching.NLIBatches) and train.shapes.bounded:
+        # Which shapes, chosen how (`NLITask.training_shapes`), and the padding they leave.
+        padding, shapes = train.describe()
+        results["batch_shapes"] = {
+            "shapes": train.shapes.describe(), "training_shapes": len(shapes),
+            "padding": round(padding, 4), "chosen": train.shapes.chosen,
+            **{f"{split}_shapes": len(inputs[split].describe()[1])
+               for split in ("dev", "test") if split in inputs}}
     run.write_json(run_files.RESULTS, results)
     model_card.write(run)
     if export_dir:  # the same complete export as experiments.export

@@ -1,0 +1,124 @@
+r"""The GPU check (issue 48): what the paper's schedule costs on this device, from a cold
+start, in one command of at most 8 minutes on an H100/H200 (JAX, no TensorFlow needed).
+
+    pip install --no-deps --target /tmp/site gpu-wheels/*.whl     # keras, optree, namex
+    PYTHONPATH=/tmp/site:. KERAS_BACKEND=jax python -m experiments.gpu_check \
+        --setting=settings/snli25k_glove50.npz --output=gpu_check.json
+
+1. `paper_epoch`: the paper configuration (preset `dsan_snli`: d_e 300, 5 heads, d_ff 1200,
+   batch 64) on a full SNLI epoch of random ids in SNLI's length profile (549,367 training
+   pairs and 9,842 dev pairs drawn from docs/runs/snli25k_lengths.json,
+   `IdPairs.like_profile`): the shapes chosen for the device, the compile-ahead seconds,
+   epoch 1 and epoch 2 (each with its dev pass), and the 20-epoch schedule they project.
+2. `study`: the study's encoded setting (`experiments.encode_setting` of
+   experiments/configs/snli25k_glove50.cfg) trained for its whole schedule
+   (`experiments.train_encoded`), its dev accuracy beside the CPU's record.
+
+Nothing is read from JAX's compilation cache (a cold start). The record is rewritten
+after each part, so a run cut short keeps what it measured. `--pairs` and `--size` shrink
+part 1 for a check of the script on a CPU.
+"""
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+from dsan_tf.config import ExperimentConfig
+from dsan_tf.data.batching import IdPairs
+from dsan_tf.training.encoded import train_encoded
+from dsan_tf.training.setting import EncodedSetting
+from experiments.benchmark import LENGTH_PROFILE, SNLI_TRAIN_PAIRS, VOCAB_SIZE
+
+SNLI_DEV_PAIRS = 9_842
+PAPER_EPOCHS = 20  # the schedule part 1 projects (the preset's epochs)
+
+
+def paper_setting(pairs, dev_pairs, fields, epochs):
+    """An `EncodedSetting` of the `dsan_snli` preset on random ids of SNLI's lengths."""
+    config = ExperimentConfig.from_preset("dsan_snli", epochs=epochs, patience=0,
+                                          bounded_shapes=True, **fields)
+    with open(LENGTH_PROFILE, encoding="utf-8") as stream:
+        profile = json.load(stream)
+    splits = {"train": IdPairs.like_profile(profile, pairs, 0, VOCAB_SIZE),
+              "dev": IdPairs.like_profile(profile, dev_pairs, 1, VOCAB_SIZE)}
+    return EncodedSetting(config, splits, None, [f"w{i}" for i in range(VOCAB_SIZE - 2)])
+
+
+def paper_epoch(pairs, dev_pairs, fields, log):
+    """Part 1: {shapes, compile_ahead, epochs, projected schedule seconds}."""
+    # The shapes are chosen for the preset's whole schedule; 2 of its epochs are timed.
+    setting = paper_setting(pairs, dev_pairs, fields, PAPER_EPOCHS)
+    record = train_encoded(setting, epochs=2, patience=0, compilation_cache=False, log=log)
+    epochs = [row["seconds"] for row in record["epochs"]]
+    record["projected_schedule_seconds"] = round(
+        record["compile_ahead"]["seconds"] + epochs[0] + (PAPER_EPOCHS - 1) * epochs[-1], 1)
+    return record
+
+
+def study(path, epochs, cpu_record, log):
+    """Part 2: `train_encoded`'s record of the study setting, the CPU's run beside it."""
+    record = train_encoded(EncodedSetting.load(path), epochs=epochs, compilation_cache=False,
+                           log=log)
+    try:
+        with open(cpu_record, encoding="utf-8") as stream:
+            cpu = json.load(stream)["runs"]["jax25k"]
+        record["cpu"] = {"dev_accuracy": cpu["dev_accuracy"], "best_epoch": cpu["best_epoch"],
+                         "source": cpu_record}
+    except (OSError, KeyError, ValueError):
+        cpu = None
+    log(f"part 2: dev accuracy {record['dev_accuracy']:.4f} at epoch {record['best_epoch']}"
+        + (f" (the CPU's JAX run: {cpu['dev_accuracy']:.4f} at epoch {cpu['best_epoch']})"
+           if cpu else "")
+        + f"; compile ahead {record['compile_ahead']['seconds']:.1f} s, median epoch "
+        f"{record['median_epoch_seconds']:.1f} s")
+    return record
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--setting", help="the study's encoded setting (.npz); "
+                        "without it part 2 is skipped")
+    parser.add_argument("--output", required=True, help="write the record here (JSON)")
+    parser.add_argument("--pairs", type=int, default=SNLI_TRAIN_PAIRS)
+    parser.add_argument("--dev_pairs", type=int, default=SNLI_DEV_PAIRS)
+    parser.add_argument("--size", default="", help="model fields over the preset, e.g. "
+                        "embedding_dim=16,num_heads=2,ffn_dim=32 (a quick check)")
+    parser.add_argument("--study_epochs", type=int, help="at most this many epochs of "
+                        "part 2 (default: its schedule)")
+    parser.add_argument("--cpu_record", default="docs/runs/jax_road_25k.json",
+                        help="the CPU's run of the study setting, to print beside")
+    args = parser.parse_args(argv)
+    fields = {key: int(value) for key, value in
+              (item.split("=") for item in args.size.split(",") if item)}
+    started = time.perf_counter()
+    record = {"command": " ".join(sys.argv)}
+
+    def log(line):
+        print(f"[{time.perf_counter() - started:6.1f} s] {line}", flush=True)
+
+    def save():
+        record["seconds"] = round(time.perf_counter() - started, 1)
+        with open(args.output, "w", encoding="utf-8") as stream:
+            json.dump(record, stream, indent=1)
+
+    log(f"part 1: dsan_snli on {args.pairs:,} pairs of SNLI's lengths, 2 epochs")
+    record["paper_epoch"] = paper_epoch(args.pairs, args.dev_pairs, fields, log)
+    part = record["paper_epoch"]
+    log(f"part 1: compile ahead {part['compile_ahead']['seconds']:.1f} s, epochs "
+        + ", ".join(f"{row['seconds']:.1f} s" for row in part["epochs"])
+        + f"; {PAPER_EPOCHS} epochs projected {part['projected_schedule_seconds']:.0f} s")
+    save()
+    if args.setting:
+        log(f"part 2: the study setting {args.setting}, its whole schedule")
+        record["study"] = study(args.setting, args.study_epochs, args.cpu_record, log)
+        save()
+    log(f"done in {time.perf_counter() - started:.0f} s")
+    save()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""The GPU check's script (issue 48), in-process at a tiny size on this machine's backend:
+what it records and prints. The figures themselves come from a GPU (docs/PERFORMANCE.md)."""
+
+import json
+
+import pytest
+
+from experiments import gpu_check
+
+TINY = "embedding_dim=8,num_heads=2,ffn_dim=16,classifier_units=8"
+
+
+def test_the_gpu_check_records_compile_and_two_epochs_and_projects_the_schedule(tmp_path,
+                                                                                  capsys):
+    output = tmp_path / "check.json"
+    assert gpu_check.main([f"--output={output}", "--pairs=700", "--dev_pairs=130",
+                           f"--size={TINY}"]) == 0
+    record = json.loads(output.read_text())
+    part = record["paper_epoch"]
+    assert part["train_pairs"] == 700 and part["dev_pairs"] == 130
+    assert [row["epoch"] for row in part["epochs"]] == [1, 2]
+    ahead = part["compile_ahead"]
+    assert ahead["train_shapes"] == sum(row["step"] == "train" for row in ahead["per_shape"])
+    # The shapes were chosen for the preset's 20 epochs, and evaluation runs in them.
+    assert part["batches"]["chosen"]["passes"] == pytest.approx(20.0)
+    assert ahead["dev_shapes"] <= max(ahead["train_shapes"], 1) + 1
+    seconds = [row["seconds"] for row in part["epochs"]]
+    assert part["projected_schedule_seconds"] == pytest.approx(
+        ahead["seconds"] + seconds[0] + 19 * seconds[1], abs=0.1)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[-2].endswith(f"part 1: compile ahead {ahead['seconds']:.1f} s, epochs "
+                              f"{seconds[0]:.1f} s, {seconds[1]:.1f} s; 20 epochs projected "
+                              f"{part['projected_schedule_seconds']:.0f} s")
+    assert "study" not in record  # no --setting: part 2 skipped
+
+
+def test_the_study_part_trains_the_setting_and_prints_the_cpus_accuracy_beside(tmp_path):
+    setting = gpu_check.paper_setting(300, 60, {key: int(value) for key, value in (
+        item.split("=") for item in TINY.split(","))}, 1)
+    setting.save(tmp_path / "setting.npz")
+    cpu = tmp_path / "cpu.json"
+    cpu.write_text(json.dumps({"runs": {"jax25k": {"dev_accuracy": 0.714, "best_epoch": 9}}}))
+    lines = []
+    record = gpu_check.study(tmp_path / "setting.npz", 1, cpu, lines.append)
+    assert record["cpu"] == {"dev_accuracy": 0.714, "best_epoch": 9, "source": cpu}
+    assert lines[-1] == (
+        f"part 2: dev accuracy {record['dev_accuracy']:.4f} at epoch 1 (the CPU's JAX run: "
+        f"0.7140 at epoch 9); compile ahead {record['compile_ahead']['seconds']:.1f} s, "
+        f"median epoch {record['median_epoch_seconds']:.1f} s")
