@@ -138,6 +138,12 @@ class TrainingConfig:
     jit_compile: bool | None = hyperparameter(
         None, "Compile the training step (XLA; torch.compile on PyTorch). Unset: what pays "
         "on the backend, off on TensorFlow and PyTorch, on under JAX.")
+    one_pass: bool | None = hyperparameter(
+        None, "Encode premise and hypothesis in one call of the sentence encoder, as one "
+        "batch of 2B padded to the longer side: half the compiled program (a GPU's step costs "
+        "its program's size, not its tokens), more padded tokens. The same function of the "
+        "weights; dropout draws differ. Unset: on a GPU or TPU, off on a CPU "
+        "(docs/PERFORMANCE.md).")
     mixed_precision: str = hyperparameter(
         "none", "Compute in half precision, keep float32 weights. For GPUs with fast half "
         "precision (float16: Volta and later; bfloat16: Ampere and later, TPUs); Pascal "
@@ -296,18 +302,24 @@ class ExperimentConfig:
     def resolved(self):
         """This configuration with its "unset" (None) fields as they will run on the
         current Keras backend: `jit_compile` (what pays there), `bounded_shapes` (with a
-        compiled step) and `trainable_embeddings` (trained when the vectors start random).
+        compiled step), `one_pass` (on an accelerator) and `trainable_embeddings` (trained when the vectors start random).
         A run directory records the resolved configuration."""
         from dsan_tf.optimization import default_jit_compile  # loads Keras
 
         jit = self.training.jit_compile
         jit = default_jit_compile() if jit is None else jit
+        one_pass = self.training.one_pass
+        if one_pass is None:
+            from dsan_tf.data.costs import device_platform
+
+            one_pass = device_platform() != "cpu"
         bounded = jit if self.data.bounded_shapes is None else self.data.bounded_shapes
         trainable = self.model_config.trainable_embeddings
         if trainable is None:
             trainable = self.data.embeddings in (None, "random")
         return dataclasses.replace(
-            self, training=dataclasses.replace(self.training, jit_compile=jit),
+            self, training=dataclasses.replace(self.training, jit_compile=jit,
+                                               one_pass=one_pass),
             data=dataclasses.replace(self.data, bounded_shapes=bounded),
             model_config=dataclasses.replace(self.model_config,
                                              trainable_embeddings=trainable))

@@ -265,7 +265,8 @@ class NLITask:
         if chosen.token_features and vocabulary is not None:
             word_vectors = chosen.token_features(config, vocabulary, word_vectors,
                                                  self.config.data.seed)
-        return build_model(self.config.model, config, word_vectors)
+        return build_model(self.config.model, config, word_vectors,
+                           one_pass=self.config.resolved().training.one_pass)
 
     def compile(self, model, jit_compile=None, train_size=None):
         """Compiles with the paper's loss and metric and the configured optimizer

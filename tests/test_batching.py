@@ -4,6 +4,7 @@ effect on the loss, the seeded order, the grid's optimality, the encoded setting
 
 import collections
 import itertools
+import warnings
 
 import keras
 import numpy as np
@@ -212,8 +213,12 @@ def test_keras_fits_the_batches_with_their_weights():
     model = compile_for_training(task.build_model(60))
     pairs = varied_pairs(100)
     one_shape = Shapes.fit(pairs, 32, "sorted_chunks", 0, 1, 1)  # one compilation on JAX
-    history = model.fit(NLIBatches(pairs, 32, shapes=one_shape, steps=4), epochs=2,
-                        verbose=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        history = model.fit(NLIBatches(pairs, 32, shapes=one_shape, steps=4), epochs=2,
+                            verbose=0)
+    # Keras' "shuffle=True ... will be ignored" is not printed for batches in their order.
+    assert not [w for w in caught if "shuffle" in str(w.message)]
     assert len(history.history["loss"]) == 2
     assert all(np.isfinite(history.history["loss"]))
     assert keras.ops.convert_to_numpy(model.optimizer.iterations) == 8

@@ -219,6 +219,8 @@ LAYER_CASES = {
     "layer_norm": (layers.LayerNorm, dict(epsilon=1e-3), (X,), {}, (B, T, WIDTH), False),
     "matching_features": (layers.MatchingFeatures, {}, (X[:, 0], X[:, 1]), {}, (B, 4 * WIDTH),
                           False),
+    "stack_pair": (layers.StackPair, {}, (X[:, :, 0], X[:, :3, 0]), {}, (2 * B, T), False),
+    "split_pair": (layers.SplitPair, {}, (X[:, 0],), {}, (B // 2, 2, WIDTH), False),
     "gaussian_self_attention": (gaussian_transformer.GaussianAttentionSublayer,
                                 dict(num_heads=HEADS, distance_prior="gaussian", dropout=0.2),
                                 (X,), MASKED, (B, T, WIDTH), False),

@@ -66,6 +66,59 @@ def test_premise_and_hypothesis_share_one_encoder(small_config):
     assert forward and not forward & backward
 
 
+@pytest.mark.parametrize("name", ["dsan", "disan", "cbow"])
+def test_one_pass_of_the_encoder_gives_the_same_logits_and_gradients(small_config, rng, name,
+                                                                      tmp_path):
+    """`one_pass`: premise and hypothesis as one batch, the shorter padded (half the compiled
+    program): the same function of the same weights, whichever side is longer, and its
+    `.keras` file reloads to it."""
+    if keras.backend.backend() != "tensorflow" and name != "dsan":
+        pytest.skip("one family on the other backends: eager JAX compiles every op per shape")
+    config = config_for(name, **small_config.to_dict())
+    keras.utils.set_random_seed(0)
+    two = build_model(name, config)
+    one = build_model(name, config, one_pass=True)
+    one.set_weights(two.get_weights())
+    assert one.one_pass and len(one.backbone._inbound_nodes) == 1
+    for premise_length, hypothesis_length in ((9, 4), (3, 8)):
+        inputs = batch(rng, 5, premise_length, hypothesis_length)
+        inputs["premise"][1, 1:] = 0
+        inputs["hypothesis"][3, 2:] = 0
+        np.testing.assert_allclose(np.asarray(one(inputs, training=False)),
+                                   np.asarray(two(inputs, training=False)), atol=1e-5)
+    labels = np.array([0, 1, 2, 0, 1])
+
+    def gradients(model):
+        import tensorflow as tf
+
+        with tf.GradientTape() as tape:
+            loss = keras.losses.sparse_categorical_crossentropy(
+                labels, model(inputs, training=False), from_logits=True)
+        return [tf.convert_to_tensor(gradient)  # a trained embedding's: IndexedSlices
+                for gradient in tape.gradient(loss, model.trainable_variables)]
+
+    if keras.backend.backend() == "tensorflow":
+        for mine, theirs in zip(gradients(one), gradients(two)):
+            np.testing.assert_allclose(np.asarray(mine), np.asarray(theirs), atol=1e-5)
+    one.save(tmp_path / "one.keras")
+    again = keras.saving.load_model(tmp_path / "one.keras")
+    assert again.one_pass
+    np.testing.assert_allclose(np.asarray(again(inputs, training=False)),
+                               np.asarray(one(inputs, training=False)), atol=1e-6)
+
+
+def test_keras_clone_model_copies_the_graph(small_config, rng):
+    """`keras.models.clone_model` (issue 50, item 8: it failed on MatchingFeatures' config):
+    new layers, the same function once the weights are copied."""
+    model = build_model("dsan", small_config)
+    clone = keras.models.clone_model(model)
+    assert len(clone.weights) == len(model.weights)
+    assert {id(w) for w in clone.weights}.isdisjoint(id(w) for w in model.weights)
+    clone.set_weights(model.get_weights())
+    inputs = batch(rng)
+    np.testing.assert_allclose(np.asarray(clone(inputs)), np.asarray(model(inputs)), atol=1e-6)
+
+
 def test_swapping_premise_and_hypothesis_changes_logits(small_config, rng):
     """u - v enters as |u - v| but u and v also enter as themselves: order matters."""
     model = build_model("dsan", small_config)

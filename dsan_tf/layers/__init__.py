@@ -6,12 +6,12 @@
 from dsan_tf.layers.distance_prior import Clip, DistancePrior
 from dsan_tf.layers.feed_forward import PositionwiseFeedForward
 from dsan_tf.layers.fusion import FusionGate
-from dsan_tf.layers.head import ClassificationHead, MatchingFeatures
+from dsan_tf.layers.head import ClassificationHead, MatchingFeatures, SplitPair, StackPair
 from dsan_tf.layers.layer_norm import LayerNorm
 from dsan_tf.layers.pooling import MaskedMaxPooling, Source2TokenAttention
 
 __all__ = [
     "ClassificationHead", "Clip", "DistancePrior", "FusionGate", "LayerNorm",
-    "MaskedMaxPooling", "MatchingFeatures", "PositionwiseFeedForward",
+    "MaskedMaxPooling", "MatchingFeatures", "PositionwiseFeedForward", "SplitPair", "StackPair",
     "Source2TokenAttention",
 ]

@@ -28,8 +28,60 @@ class MatchingFeatures(keras.layers.Layer):
         return ops.concatenate(
             [premise, hypothesis, ops.abs(premise - hypothesis), premise * hypothesis], axis=-1)
 
+    def get_config(self):
+        # Written out: built with the backbone's dtype policy (an object), Keras' automatic
+        # config refuses it, and `keras.models.clone_model` with it (issue 50, item 8).
+        return super().get_config()
+
     def compute_output_shape(self, premise_shape, hypothesis_shape=None):
         return (premise_shape[0], 4 * premise_shape[-1])
+
+
+@keras.saving.register_keras_serializable(package="dsan_tf")
+class StackPair(keras.layers.Layer):
+    """Premise and hypothesis ids as one batch, each padded (0) to the longer length, so
+    that one pass of the sentence encoder reads both: one copy of the encoder in the
+    compiled program instead of two (about half the program: a GPU's step is bound by its
+    size), at the cost of the shorter side's padded tokens (`SplitPair` undoes it).
+
+    Call arguments:
+        premise: int [B, T1].
+        hypothesis: int [B, T2].
+
+    Returns:
+        int [2B, max(T1, T2)]: the premises, then the hypotheses.
+    """
+
+    def call(self, premise, hypothesis):
+        lengths = ops.shape(premise)[1], ops.shape(hypothesis)[1]
+        longest = max(lengths) if all(isinstance(n, int) for n in lengths) else \
+            ops.maximum(*lengths)
+        return ops.concatenate([ops.pad(ids, [[0, 0], [0, longest - length]]) for ids, length
+                                in ((premise, lengths[0]), (hypothesis, lengths[1]))], axis=0)
+
+    def compute_output_shape(self, premise_shape, hypothesis_shape=None):
+        batch = None if premise_shape[0] is None else 2 * premise_shape[0]
+        lengths = (premise_shape[1], (hypothesis_shape or premise_shape)[1])
+        return (batch, None if None in lengths else max(lengths))
+
+
+@keras.saving.register_keras_serializable(package="dsan_tf")
+class SplitPair(keras.layers.Layer):
+    """The sentence vectors of a `StackPair` batch, split back into premise and hypothesis.
+
+    Call arguments:
+        vectors: float [2B, E].
+
+    Returns:
+        (float [B, E], float [B, E]): u, v.
+    """
+
+    def call(self, vectors):
+        return tuple(ops.split(vectors, 2, axis=0))
+
+    def compute_output_shape(self, vectors_shape):
+        batch = None if vectors_shape[0] is None else vectors_shape[0] // 2
+        return ((batch, vectors_shape[-1]), (batch, vectors_shape[-1]))
 
 
 @keras.saving.register_keras_serializable(package="dsan_tf")

@@ -42,7 +42,7 @@ def build_backbone(name, config, vocabulary_size):
     return family(name).backbone(config, vocabulary_size)
 
 
-def build_model(name=registry.DEFAULT, config=None, word_vectors=None):
+def build_model(name=registry.DEFAULT, config=None, word_vectors=None, one_pass=False):
     """An `NLIClassifier` on the backbone of family `name`.
 
     Args:
@@ -55,6 +55,8 @@ def build_model(name=registry.DEFAULT, config=None, word_vectors=None):
             family's `feature_width` (the Gaussian Transformer: word vectors and character
             5-gram vectors side by side, as `NLITask.build_model` makes them); without it
             the embeddings start random, U(-0.05, 0.05).
+        one_pass: premise and hypothesis through the backbone in one call
+            (`NLIClassifier`'s `one_pass`; `TrainingConfig.one_pass` decides it for runs).
 
     Returns:
         `NLIClassifier` with int32 inputs {"premise": [B, T1], "hypothesis": [B, T2]} and
@@ -86,7 +88,7 @@ def build_model(name=registry.DEFAULT, config=None, word_vectors=None):
     backbone = chosen.backbone(config, vocabulary_size)
     model = NLIClassifier(backbone, num_classes=config.num_classes,
                           layer_norm_epsilon=config.layer_norm_epsilon, name=name,
-                          **chosen.head(config))
+                          one_pass=one_pass, **chosen.head(config))
     if word_vectors is not None:
         backbone.set_word_vectors(word_vectors)
     return model

@@ -6,7 +6,7 @@ Shape legend: B batch, T1 premise tokens, T2 hypothesis tokens, C classes.
 
 import keras
 
-from dsan_tf.layers import ClassificationHead, MatchingFeatures
+from dsan_tf.layers import ClassificationHead, MatchingFeatures, SplitPair, StackPair
 from dsan_tf.models.backbone import count_parameters
 from dsan_tf.models.text_model import TextModel
 
@@ -43,6 +43,10 @@ class NLIClassifier(TextModel, keras.Model):
             `nn.Linear` default; `dsan_tf.layers.utils.dense_initializers`).
         preprocessor: the `dsan_tf.data.NLIPreprocessor` its ids come from, or None (ids
             only). It is saved with the model (its vocabulary as an asset).
+        one_pass: a sentence-encoder backbone reads premise and hypothesis in one call,
+            as one batch of 2B padded to the longer side (`StackPair`): half the compiled
+            program, more padded tokens. The same function of the weights (the padding is
+            masked); dropout draws differ. Off: two calls.
 
     Call arguments:
         inputs: {"premise": int [B, T1], "hypothesis": int [B, T2]}, 0 padding.
@@ -55,7 +59,7 @@ class NLIClassifier(TextModel, keras.Model):
     def __init__(self, backbone, num_classes=3, hidden_units=300, dropout=0.1,
                  input_dropout=0.0, layer_norm_epsilon=1e-5, hidden_layer_norm=True,
                  hidden_activation="relu", initialization="glorot", preprocessor=None,
-                 **kwargs):
+                 one_pass=False, **kwargs):
         # The head is made before the backbone is first called (see DSANBackbone).
         head = ClassificationHead(hidden_units=hidden_units, num_classes=num_classes,
                                   dropout=dropout, input_dropout=input_dropout,
@@ -68,6 +72,10 @@ class NLIClassifier(TextModel, keras.Model):
                   for side in ("premise", "hypothesis")}
         if backbone.pair_input:
             features = backbone(inputs)
+        elif one_pass:
+            both = StackPair(name="stack_pair")(inputs["premise"], inputs["hypothesis"])
+            features = MatchingFeatures(name="matching_features", dtype=backbone.dtype_policy)(
+                *SplitPair(name="split_pair")(backbone(both)))
         else:
             features = MatchingFeatures(name="matching_features", dtype=backbone.dtype_policy)(
                 backbone(inputs["premise"]), backbone(inputs["hypothesis"]))
@@ -83,6 +91,7 @@ class NLIClassifier(TextModel, keras.Model):
         self.hidden_activation = hidden_activation
         self.initialization = initialization
         self.preprocessor = preprocessor
+        self.one_pass = bool(one_pass and not backbone.pair_input)
 
     def encode(self, sentences, batch_size=None, return_truncated=False):
         """Sentence vectors float32 [N, E] (the backbone's: 4·d_e for DSAN) of text (with
@@ -128,7 +137,7 @@ class NLIClassifier(TextModel, keras.Model):
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "hidden_layer_norm": self.hidden_layer_norm,
                 "hidden_activation": self.hidden_activation,
-                "initialization": self.initialization,
+                "initialization": self.initialization, "one_pass": self.one_pass,
                 "preprocessor": (keras.layers.serialize(self.preprocessor)
                                  if self.preprocessor is not None else None)}
 

@@ -120,6 +120,10 @@ class TextModel:
                                         kwargs.get("shuffle", True))
             y = sample_weight = batch_size = None
             kwargs["shuffle"] = False  # done in tf.data, every epoch
+        elif isinstance(x, keras.utils.PyDataset) or hasattr(x, "element_spec"):
+            # A dataset comes in its maker's order (tf.data, NLIBatches): Keras ignores
+            # shuffle there, and its default of True only prints a warning (issue 50).
+            kwargs.setdefault("shuffle", False)
         if validation_data is not None:
             vx, vy, vw = (keras.utils.unpack_x_y_sample_weight(validation_data)
                           if isinstance(validation_data, tuple) else (validation_data,

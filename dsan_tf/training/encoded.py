@@ -81,6 +81,7 @@ def train_encoded(setting, epochs=None, patience=None, compile_ahead=True,
     train = task.numpy_batches(train_pairs, training=True)
     dev = task.numpy_batches(dev_pairs, shapes=train.shapes)
     record = {"backend": keras.backend.backend(), "device": device_name(),
+              "one_pass": config.resolved().training.one_pass,
               "train_pairs": len(train_pairs), "dev_pairs": len(dev_pairs),
               "batches": {"train": train.summary(), "dev": dev.summary(),
                           "shapes": train.shapes.describe(),
