@@ -329,3 +329,18 @@ def test_a_json_file_cut_off_is_one_sentence_naming_it(trained, tmp_path):
     assert result.stderr.strip().splitlines()[-1] == (
         f"error: {evaluation} is not valid JSON (Expecting property name enclosed in double "
         "quotes: line 1, column 39).")
+
+
+@pytest.mark.parametrize("program", ["evaluate", "visualize", "ensemble", "predict"])
+def test_a_preset_is_refused_where_the_model_comes_from_a_run(program, tmp_path):
+    """Issue 50, item 18: `--preset` was accepted and ignored by the programs that read a
+    trained run; it is refused in one sentence saying where their configuration comes
+    from, before anything is loaded."""
+    from helpers import run_in_process
+
+    done = run_in_process(program, f"--workdir={tmp_path}", "--preset=dsan_snli")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "error: Unknown command line flag 'preset'; this program takes the model and its "
+        "configuration from --workdir (a run or an export); --preset names a configuration "
+        "to train.")

@@ -98,15 +98,20 @@ def test_non_utf8_bytes_name_the_line(tmp_path):
 def test_missing_file_and_unknown_format(tmp_path):
     with pytest.raises(DataError, match="does not exist"):
         read_examples(str(tmp_path / "nope.jsonl"))
-    (tmp_path / "data.csv").write_text("a,b,c\n")
-    with pytest.raises(DataError, match="unknown data format of .*data.csv"):
-        read_examples(str(tmp_path / "data.csv"))
+    (tmp_path / "data.xlsx").write_text("a,b,c\n")
+    with pytest.raises(DataError, match="unknown data format of .*data.xlsx"):
+        read_examples(str(tmp_path / "data.xlsx"))
     (tmp_path / "plain.jsonl.gz").write_text("{}\n")
     with pytest.raises(DataError, match="plain.jsonl.gz is not a valid gzip file"):
         read_examples(str(tmp_path / "plain.jsonl.gz"))
     (tmp_path / "bad.tsv").write_text("x\ty\n1\t2\n")
-    with pytest.raises(DataError, match="bad.tsv:1: header must name"):
+    with pytest.raises(DataError) as raised:
         read_examples(str(tmp_path / "bad.tsv"))
+    assert str(raised.value) == (
+        f"{tmp_path / 'bad.tsv'}:1: the header must name a premise and a hypothesis and a "
+        "label column (premise: sentence1 or sentence_A or premise; hypothesis: sentence2 or "
+        "sentence_B or hypothesis; label: gold_label or entailment_judgment or label); it "
+        "has x,y.")
     (tmp_path / "short.tsv").write_text("sentence1\tsentence2\tgold_label\na\tb\n")
     with pytest.raises(DataError, match="short.tsv:2: expected 3 tab-separated fields, found 2"):
         read_examples(str(tmp_path / "short.tsv"))
@@ -171,3 +176,35 @@ def test_generated_word_order_task_needs_no_download():
     assert not {e.premise for e in train} & {e.premise for e in dev}
     with pytest.raises(DataError, match="expected synthetic:word_order/SPLIT"):
         read_examples("synthetic:word_order/test")
+
+
+def test_the_tables_predict_reads_are_read_with_their_labels(tmp_path):
+    """Issue 50, item 17: evaluate refused the .csv and premise,hypothesis .tsv files that
+    predict reads. With a label column they are data: CSV quoting (commas and line breaks
+    inside a cell), a pairID kept, a file without labels refused naming the column."""
+    table = tmp_path / "pairs.csv"
+    table.write_text('pairID,premise,hypothesis,label\n'
+                     'a1,"A man, tall, walks.",A person walks.,entailment\n'
+                     'a2,A dog runs.,"A cat\nsleeps.",Contradiction\n\n'
+                     'a3,Kids play.,Kids are outside.,-\n')
+    examples, report = read_examples(str(table))
+    assert [(e.premise, e.hypothesis, e.label, e.fields) for e in examples] == [
+        ("A man, tall, walks.", "A person walks.", 0, (("pairID", "a1"),)),
+        ("A dog runs.", "A cat\nsleeps.", 2, (("pairID", "a2"),))]
+    assert report.summary() == f"{table}: 2 examples, 1 dropped (no gold label: 1)"
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text('premise\thypothesis\tlabel\nHe said "hi".\tHe spoke.\tneutral\n')
+    examples, report = read_examples(str(tsv))
+    assert (examples[0].premise, examples[0].label) == ('He said "hi".', 1)
+    assert report.summary() == f"{tsv}: 1 example"
+    bare = tmp_path / "bare.csv"
+    bare.write_text("premise,hypothesis\nA,B\n")
+    with pytest.raises(DataError, match=r"bare.csv:1: the header must name a label column "
+                       r"\(label: gold_label or entailment_judgment or label\); it has "
+                       r"premise,hypothesis\."):
+        read_examples(str(bare))
+    short = tmp_path / "short.csv"
+    short.write_text("premise,hypothesis,label\nA,B\n")
+    with pytest.raises(DataError, match="short.csv:2: expected 3 comma-separated fields, "
+                       "found 2"):
+        read_examples(str(short))

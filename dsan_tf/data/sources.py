@@ -16,6 +16,7 @@ Malformed input raises `DataError` with one sentence naming the file and line.
 
 import collections
 import contextlib
+import csv
 import dataclasses
 import gzip
 import json
@@ -32,8 +33,11 @@ TFDS_PREFIX = "tfds:"
 SYNTHETIC_PREFIX = "synthetic:"
 NO_GOLD_LABEL = "no gold label"
 EMPTY_SENTENCE = "empty sentence"
-_TSV_COLUMNS = (("sentence1", "sentence2", "gold_label"),
-                ("sentence_A", "sentence_B", "entailment_judgment"))
+# A table's columns, each by any of its names: SNLI/MultiNLI's .txt, SICK's, and the
+# premise,hypothesis,label files that `predict` reads (with a label).
+_TABLE_COLUMNS = {"premise": ("sentence1", "sentence_A", "premise"),
+                  "hypothesis": ("sentence2", "sentence_B", "hypothesis"),
+                  "label": ("gold_label", "entailment_judgment", "label")}
 
 
 @dataclasses.dataclass
@@ -50,7 +54,7 @@ class ReadReport:
                 "dropped": dict(sorted(self.dropped.items()))}
 
     def summary(self):
-        text = f"{self.source}: {self.kept:,} examples"
+        text = f"{self.source}: {self.kept:,} example{'' if self.kept == 1 else 's'}"
         if self.dropped:
             reasons = ", ".join(f"{reason}: {count:,}" for reason, count
                                 in sorted(self.dropped.items()))
@@ -152,11 +156,11 @@ def _file_records(path):
     name = path[:-3] if path.endswith(".gz") else path
     if name.endswith(".jsonl"):
         return _jsonl_records(path)
-    if name.endswith((".txt", ".tsv")):
-        return _tsv_records(path)
+    if name.endswith((".txt", ".tsv", ".csv")):
+        return _table_records(path, "," if name.endswith(".csv") else "\t")
     raise DataError(f"unknown data format of {path}: expected .jsonl or .jsonl.gz "
-                    "(SNLI/MultiNLI), tab-separated .txt/.tsv (SICK, SNLI), tfds:NAME/SPLIT "
-                    "or synthetic:word_order/SPLIT.")
+                    "(SNLI/MultiNLI), tab-separated .txt/.tsv (SICK, SNLI), .csv, "
+                    "tfds:NAME/SPLIT or synthetic:word_order/SPLIT.")
 
 
 def _jsonl_records(path):
@@ -177,28 +181,53 @@ def _jsonl_records(path):
                record["gold_label"], _extra(record, ("sentence1", "sentence2", "gold_label")))
 
 
-def _tsv_records(path):
+def _table_records(path, delimiter):
+    """Records of a table with a header: tab-separated lines as they are (SNLI's text has
+    quotes in it), or CSV with its quoting."""
     lines = _lines(path)
+    rows = ((number, line.split("\t")) for number, line in lines) if delimiter == "\t" else \
+        _csv_rows(lines)
     try:
-        _, header = next(lines)
+        _, fields = next(rows)
     except StopIteration:
         raise DataError(f"{path} is empty.") from None
-    fields = header.split("\t")
-    columns = next((c for c in _TSV_COLUMNS if set(c) <= set(fields)), None)
-    if columns is None:
-        raise DataError(f"{path}:1: header must name the columns "
-                        f"{' / '.join(', '.join(c) for c in _TSV_COLUMNS)}.")
-    indices = [fields.index(c) for c in columns]
-    for number, line in lines:
-        if not line.strip():
+    fields = [field.strip() for field in fields]
+    found = {column: next((fields.index(n) for n in names if n in fields), None)
+             for column, names in _TABLE_COLUMNS.items()}
+    missing = [column for column, index in found.items() if index is None]
+    if missing:
+        raise DataError(f"{path}:1: the header must name a {' and a '.join(missing)} column ("
+                        + "; ".join(f"{column}: {' or '.join(names)}" for column, names in
+                                    _TABLE_COLUMNS.items() if column in missing)
+                        + f"); it has {','.join(fields) or 'nothing'}.")
+    names = [fields[found[column]] for column in ("premise", "hypothesis", "label")]
+    for number, values in rows:
+        if not any(value.strip() for value in values):
             continue
-        values = line.split("\t")
         if len(values) != len(fields):
-            raise DataError(f"{path}:{number}: expected {len(fields)} tab-separated fields, "
+            kind = "tab-separated" if delimiter == "\t" else "comma-separated"
+            raise DataError(f"{path}:{number}: expected {len(fields)} {kind} fields, "
                             f"found {len(values)}.")
-        premise, hypothesis, label = (values[i] for i in indices)
+        premise, hypothesis, label = (values[found[c]] for c in ("premise", "hypothesis",
+                                                                  "label"))
         yield (f"{path}:{number}", premise, hypothesis, label,
-               _extra(dict(zip(fields, values)), columns))
+               _extra(dict(zip(fields, values)), names))
+
+
+def _csv_rows(lines):
+    """(line number, cells) of CSV lines (a quoted cell may hold a line break: the number
+    is its row's first line)."""
+    numbered = iter(lines)
+    first = {}
+
+    def text():
+        for number, line in numbered:
+            first.setdefault("row", number)
+            yield line + "\n"  # the line break _lines took: a quoted cell keeps it
+    reader = csv.reader(text())
+    for row in reader:
+        number = first.pop("row", None)
+        yield number, row
 
 
 def _synthetic_records(name_and_split):

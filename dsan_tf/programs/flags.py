@@ -190,9 +190,9 @@ def define_model_flags():
 
 @_once("data")
 def define_reading_flags():
-    """What every program that reads data needs: TFDS's directory and the batch size (a
-    `--preset`'s, unless given)."""
-    define_preset_flag()
+    """What every program that reads data for a trained model needs: TFDS's directory and
+    the batch size. No --preset: the model and its configuration come from the run or
+    export (a preset given here was once accepted and ignored; issue 50, item 18)."""
     define_config_flags(DataConfig, "data", ("tfds_data_dir", "batch_size"))
 
 
@@ -311,8 +311,7 @@ def model_config(values=FLAGS, **overrides):
 
 def reading_config(values=FLAGS, model=registry.DEFAULT):
     """The `ExperimentConfig` of a program that reads data for a trained `model`: its
-    --tfds_data_dir and --batch_size (`define_reading_flags`, a `--preset`'s under
-    them), defaults otherwise."""
+    --tfds_data_dir and --batch_size (`define_reading_flags`), defaults otherwise."""
     chosen = given_values(values)
     return ExperimentConfig(model=model, data=DataConfig(**{
         name: chosen[name] for name in ("tfds_data_dir", "batch_size") if name in chosen}))

@@ -179,6 +179,14 @@ def parse_flags(argv, doc=""):
         sys.exit(0)
     try:
         return FLAGS(argv)
+    except flags.UnrecognizedFlagError as error:
+        hint = ""
+        if error.flagname == "preset" and "workdir" in FLAGS:
+            # evaluate, visualize, ensemble, predict: what a preset would set comes from
+            # the trained run (issue 50, item 18).
+            hint = ("; this program takes the model and its configuration from --workdir "
+                    "(a run or an export); --preset names a configuration to train")
+        fail(sentence(str(error).rstrip(".") + hint))
     except flags.Error as error:
         fail(sentence(str(error)))
 
