@@ -73,6 +73,47 @@ def test_text_in_fit_evaluate_and_predict_in_every_form_a_keras_user_writes():
         model.fit(text, ["entailment", "maybe", "neutral", "neutral"], verbose=0)
     with pytest.raises(ValueError, match=r"hypotheses\[2\] is empty"):
         model.predict({"premise": PREMISES, "hypothesis": ["a", "b", " ", "c"]})
+    # Issue 50, items 1 and 3: label names inside a tf.data, and keras-hub's
+    # ((premises, hypotheses), labels) datasets, in fit, evaluate and predict.
+    names = ["entailment", "contradiction", "entailment", "contradiction"]
+    trained = model.get_weights()
+    for labelled in (tf.data.Dataset.from_tensor_slices((text, names)).batch(2),
+                     tf.data.Dataset.from_tensor_slices(((PREMISES, HYPOTHESES), names)),
+                     tf.data.Dataset.from_tensor_slices(((PREMISES, HYPOTHESES),
+                                                         [0, 2, 0, 2])).batch(4)):
+        assert model.evaluate(labelled, verbose=0, return_dict=True)["accuracy"] == 1.0
+        assert len(model.fit(labelled, epochs=1, verbose=0).history["loss"]) == 1
+        model.set_weights(trained)
+    pairs = tf.data.Dataset.from_tensor_slices((PREMISES, HYPOTHESES))
+    np.testing.assert_allclose(model.predict(pairs), model.predict(text), atol=1e-6)
+    wrong = tf.data.Dataset.from_tensor_slices((text, ["entailment", "maybe", "neutral",
+                                                       "neutral"])).batch(4)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="a label is none of "
+                       "entailment, neutral, contradiction"):
+        model.evaluate(wrong, verbose=0)
+
+
+def test_pandas_columns_are_text_and_labels():
+    """Issue 50, item 2: pandas Series and DataFrames (pandas 3's string dtype) in predict,
+    fit and evaluate, as keras-hub takes them: the probabilities of the lists."""
+    pandas = pytest.importorskip("pandas")
+    model = _classifier()
+    model.compile()
+    frame = pandas.DataFrame({"premise": PREMISES, "hypothesis": HYPOTHESES,
+                              "label": ["entailment", "contradiction", "entailment",
+                                        "contradiction"]})
+    expected = model.predict({"premise": PREMISES, "hypothesis": HYPOTHESES})
+    np.testing.assert_allclose(model.predict({"premise": frame.premise,
+                                              "hypothesis": frame.hypothesis}), expected,
+                               atol=1e-6)
+    np.testing.assert_allclose(model.predict(frame[["premise", "hypothesis"]]), expected,
+                               atol=1e-6)
+    history = model.fit(frame[["premise", "hypothesis"]], frame.label, epochs=2,
+                        batch_size=2, verbose=0)
+    assert len(history.history["loss"]) == 2
+    result = model.evaluate(frame[["premise", "hypothesis"]], frame.label, verbose=0,
+                            return_dict=True)
+    assert 0.0 <= result["accuracy"] <= 1.0
 
 
 def test_truncation_is_counted_for_text_in_memory_and_in_a_dataset():

@@ -197,19 +197,39 @@ def dense(ids):
     return tf.pad(ids, [[0, 0], [0, tf.maximum(1 - tf.shape(ids)[1], 0)]])
 
 
+def _is_string_pair(spec):
+    """Whether a dataset element's spec is (premise, hypothesis) strings."""
+    return isinstance(spec, tuple) and len(spec) == 2 and all(
+        getattr(side, "dtype", None) == tf.string for side in spec)
+
+
+def _columns(x):
+    """A pandas DataFrame's premise and hypothesis columns as a dict; else `x`."""
+    if hasattr(x, "columns") and hasattr(x, "to_numpy") and all(side in x.columns
+                                                                  for side in SIDES):
+        return {side: x[side] for side in SIDES}
+    return x
+
+
 def is_text(x):
-    """Whether `x` is raw text for a classifier: a dict (or `tf.data.Dataset` of dicts)
-    whose premises are strings, or a pair (premises, hypotheses) of strings."""
+    """Whether `x` is raw text for a classifier: a dict (or a pandas DataFrame, or a
+    `tf.data.Dataset` of dicts) whose premises are strings, or a pair (premises,
+    hypotheses) of strings (or a dataset of such pairs, keras-hub's form)."""
     if isinstance(x, tf.data.Dataset):
         spec = x.element_spec
+        if _is_string_pair(spec):
+            return True
         spec = spec[0] if isinstance(spec, tuple) else spec
-        return isinstance(spec, dict) and getattr(spec.get("premise"), "dtype",
-                                                  None) == tf.string
+        return _is_string_pair(spec) or isinstance(spec, dict) and getattr(
+            spec.get("premise"), "dtype", None) == tf.string
+    x = _columns(x)
     if isinstance(x, (tuple, list)) and len(x) == 2 and not isinstance(x[0], dict):
         x = {"premise": x[0], "hypothesis": x[1]}
     if not isinstance(x, dict) or "premise" not in x:
         return False
     value = x["premise"]
+    if hasattr(value, "to_numpy"):  # a pandas Series (pandas 3: its own string dtype)
+        value = value.to_numpy(dtype=object)
     if isinstance(value, (str, bytes)):
         return True
     if isinstance(value, tf.Tensor):
@@ -231,6 +251,8 @@ def texts(value, what):
         return [text], True
     if isinstance(value, tf.Tensor):
         value = value.numpy().reshape(-1)
+    if hasattr(value, "to_numpy"):  # a pandas Series
+        value = value.to_numpy(dtype=object)
     try:
         items = list(value)
     except TypeError:
@@ -249,7 +271,9 @@ def texts(value, what):
 
 def pair_texts(x):
     """(premises, hypotheses, whether one pair was given) of {"premise", "hypothesis"} or
-    (premises, hypotheses): strings or equally long sequences of them."""
+    (premises, hypotheses): strings or equally long sequences of them (a pandas
+    DataFrame: its premise and hypothesis columns)."""
+    x = _columns(x)
     if isinstance(x, (tuple, list)) and len(x) == 2:
         x = {"premise": x[0], "hypothesis": x[1]}
     if not isinstance(x, dict) or set(x) != set(SIDES):
@@ -268,6 +292,8 @@ def pair_texts(x):
 
 def label_ids(y, count):
     """int32 [N] of labels given as ids or as names (`dsan_tf.LABELS`)."""
+    if hasattr(y, "to_numpy"):  # a pandas Series
+        y = y.to_numpy(dtype=object)
     values = list(y) if isinstance(y, (list, tuple)) else list(np.asarray(y).reshape(-1))
     if len(values) != count:
         raise ValueError(f"{len(values)} labels for {count} pairs.")
@@ -351,9 +377,28 @@ def _model_ids(many, keys):
     return dense_ids[0] if len(dense_ids) == 1 else dict(zip(keys, dense_ids))
 
 
+def _label_tensor(labels):
+    """int32 labels of a dataset's labels, ids or names (`dsan_tf.LABELS`); an unknown name
+    stops the dataset with an error naming the labels."""
+    if labels.dtype != tf.string:
+        return tf.cast(labels, tf.int32)
+    table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+        list(LABEL_IDS), list(LABEL_IDS.values()), tf.string, tf.int32), -1)
+    ids = table.lookup(labels)
+    with tf.control_dependencies([tf.debugging.assert_non_negative(
+            ids, message=f"a label is none of {', '.join(LABEL_IDS)}")]):
+        return tf.identity(ids)
+
+
 def _dataset_batches(preprocessors, x, batch_size, keys):
-    """`text_batches` of a `tf.data.Dataset` of text dicts (batched by `batch_size` when
-    its elements are single pairs); the pairs cut are counted while it runs."""
+    """`text_batches` of a `tf.data.Dataset` of text dicts or (premise, hypothesis)
+    pairs, with labels as ids or names (batched by `batch_size` when its elements are
+    single pairs); the pairs cut are counted while it runs."""
+    element = x.element_spec
+    if _is_string_pair(element):  # (premise, hypothesis), no labels
+        x = x.map(lambda premise, hypothesis: {"premise": premise, "hypothesis": hypothesis})
+    elif isinstance(element, tuple) and _is_string_pair(element[0]):  # keras-hub's form
+        x = x.map(lambda pair, *rest: ({"premise": pair[0], "hypothesis": pair[1]}, *rest))
     element = x.element_spec
     element = element[0] if isinstance(element, tuple) else element
     if element["premise"].shape.rank == 0:
@@ -361,6 +406,8 @@ def _dataset_batches(preprocessors, x, batch_size, keys):
     counter = tf.Variable(0, dtype=tf.int64, trainable=False)
 
     def prepare(inputs, *rest):
+        if rest:  # (labels[, sample weights]): label names become ids
+            rest = (_label_tensor(rest[0]), *rest[1:])
         many, cut = members_ids(preprocessors, inputs)
         counter.assign_add(tf.math.count_nonzero(tf.maximum(cut["premise"], cut["hypothesis"])))
         return (_model_ids(many, keys), *rest) if rest else _model_ids(many, keys)
