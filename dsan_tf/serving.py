@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from dsan_tf.data.preprocessor import (PREDICTION_BATCH_SIZE, TruncationWarning, dense,
                                        members_ids, pair_texts, texts, warn_truncated)
+from dsan_tf.errors import require_tensorflow_backend
 from dsan_tf.labels import LABELS
 from dsan_tf.models import preset
 from dsan_tf.models.ensemble import NLIEnsemble
@@ -49,6 +50,7 @@ def export(model, export_dir):
     `NLIEnsemble`) with the signature `serving_default` (premise, hypothesis ->
     `_serving_outputs`) and, for a sentence encoder, `encode` (sentences -> `embedding`
     float32 [B, E], `truncated` int32 [B])."""
+    require_tensorflow_backend("dsan_tf.serving.export")
     archive = keras.export.ExportArchive()
     archive.track(model)
     for preprocessor in model.preprocessors():

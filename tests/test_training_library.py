@@ -247,3 +247,26 @@ def test_an_extension_stopped_early_finishes_as_asked_and_no_run_is_shortened(
     with pytest.raises(UsageError, match=r"holds 2 trained epoch\(s\): epochs=1 asks for "
                                          r"fewer, and a run cannot be made shorter"):
         steps.train_run(str(workdir), _config(1))
+
+
+def test_an_export_on_another_backend_is_refused_before_training(tmp_path, monkeypatch):
+    """Issue 50, item 6: on JAX, `train_run(..., RunOptions(export_dir=...))` trained its
+    epochs and then died in jax2tf; `serving.export` died the same way. Both now refuse in
+    one sentence before any work (the backend is faked: the check is what is tested)."""
+    import keras
+
+    from dsan_tf import serving
+    from dsan_tf.config import RunOptions
+    from dsan_tf.errors import UsageError
+
+    monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
+    workdir = tmp_path / "run"
+    with pytest.raises(UsageError) as refused:
+        steps.train_run(str(workdir), _config(1), RunOptions(export_dir=str(tmp_path / "e")))
+    assert str(refused.value).startswith(
+        "export_dir writes a TensorFlow SavedModel, which needs KERAS_BACKEND=tensorflow "
+        "(now jax); a model trained on any backend exports from its run directory with ")
+    assert refused.value.fields == ("export_dir",)
+    assert not workdir.exists()  # nothing trained, nothing written
+    with pytest.raises(UsageError, match=r"^dsan_tf.serving.export writes a TensorFlow "):
+        serving.export(None, str(tmp_path / "e"))

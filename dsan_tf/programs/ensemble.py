@@ -15,6 +15,7 @@ card, and each member's model.keras and preprocessor in members/<i>/ (dsan_tf.ex
 
 from absl import flags
 
+from dsan_tf.errors import require_tensorflow_backend
 from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program
 
@@ -40,7 +41,7 @@ def main(argv):
     if not FLAGS.data and not FLAGS.export_dir:
         raise program.UsageError("give --data to evaluate on, --export_dir, or both.")
     if FLAGS.export_dir:
-        program.require_tensorflow_backend("--export_dir")
+        require_tensorflow_backend("export_dir")
     # TensorFlow loads here, after --help.
     from dsan_tf import evaluation, export, metrics
     from dsan_tf.task import NLITask

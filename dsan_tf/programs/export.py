@@ -17,6 +17,7 @@ hold the model and its `NLIPreprocessor` for Keras users.
 from absl import flags
 
 from dsan_tf import rundir
+from dsan_tf.errors import require_tensorflow_backend
 from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program
 
@@ -34,7 +35,7 @@ def define_flags():
 @program.main
 def main(argv):
     program.check_start(argv, export_dir="where to write the SavedModel")
-    program.require_tensorflow_backend("experiments.export")
+    require_tensorflow_backend("experiments.export")
     from dsan_tf import export  # TensorFlow loads here, after --help
 
     target = export.export_run(rundir.RunDirectory(FLAGS.workdir), FLAGS.export_dir,

@@ -61,20 +61,6 @@ def check_start(argv, **required):
             raise UsageError(f"give --{name}, {what}.")
 
 
-def require_tensorflow_backend(what):
-    """Raises `UsageError` unless Keras runs on TensorFlow: `what` (e.g. "--export_dir")
-    writes a SavedModel, which only TensorFlow's Keras can trace."""
-    import keras
-
-    backend = keras.backend.backend()
-    if backend != "tensorflow":
-        raise UsageError(
-            f"{what} writes a TensorFlow SavedModel, which needs KERAS_BACKEND=tensorflow "
-            f"(now {backend}); a model trained on any backend exports from its run "
-            "directory with KERAS_BACKEND=tensorflow python -m experiments.export "
-            "--workdir=RUN --export_dir=DIR.")
-
-
 def write_output(results):
     """Writes `results` as JSON to --output, when the program has that flag and it is
     given, and says where."""

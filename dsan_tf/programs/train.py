@@ -19,6 +19,7 @@ always describe its model. `tensorboard --logdir WORKDIR/tensorboard` shows the 
 
 from absl import flags
 
+from dsan_tf.errors import require_tensorflow_backend
 from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program
 
@@ -50,7 +51,7 @@ def main(argv):
         if not getattr(config.data, name):
             raise program.UsageError(f"give --{name}, {what}, or a --preset.")
     if options.export_dir:
-        program.require_tensorflow_backend("--export_dir")
+        require_tensorflow_backend("export_dir")
     from dsan_tf.training import steps  # TensorFlow loads here, after --help
 
     try:  # the library gets the flags as two objects, read here once

@@ -17,7 +17,7 @@ from dsan_tf import data, model_card, progress
 from dsan_tf import rundir as run_files
 from dsan_tf.config import RunOptions
 from dsan_tf.labels import LABELS, NON_ENTAILMENT_ID
-from dsan_tf.errors import UsageError
+from dsan_tf.errors import UsageError, require_tensorflow_backend
 from dsan_tf.export import export_run, exported_version
 from dsan_tf.models import load_model, registry
 from dsan_tf.task import NLITask
@@ -65,6 +65,8 @@ def train_run(workdir, config, options=RunOptions(), overwrite=False):
             `workdir`, a probe sentence for a model that shows none, ...).
     """
     config = config.resolved()
+    if options.export_dir:
+        require_tensorflow_backend("export_dir")  # before training, not after it
     if options.probe_sentence and not registry.family(config.model).sentence_figures:
         showing = [name for name in registry.names() if registry.family(name).sentence_figures]
         raise UsageError(f"probe_sentence needs a model that shows a sentence's attention "
