@@ -55,6 +55,12 @@ def test_text_in_fit_evaluate_and_predict_in_every_form_a_keras_user_writes():
     np.testing.assert_allclose(expected.sum(axis=1), 1.0, atol=1e-5)  # probabilities
     logits = np.asarray(model(_ids(model)))
     np.testing.assert_allclose(expected, keras.ops.softmax(logits).numpy(), atol=1e-6)
+    # Text to `model(...)` (issue 50, item 7): one sentence on what to call instead.
+    with pytest.raises(ValueError, match=r"^dsan\(\.\.\.\) takes token ids and returns "
+                       r"logits; for text use dsan\.predict\(\.\.\.\) \(probabilities\), "
+                       r"or dsan\(model\.preprocessor\(\.\.\.\)\) for the logits of text\.$"):
+        model(text)
+    np.testing.assert_allclose(np.asarray(model(model.preprocessor(text))), logits, atol=1e-6)
     forms = [text, (PREMISES, HYPOTHESES),
              {side: np.array(values) for side, values in text.items()},
              {side: np.array(values, dtype=object) for side, values in text.items()},
@@ -134,6 +140,12 @@ def test_truncation_is_counted_for_text_in_memory_and_in_a_dataset():
 
 
 def test_compile_without_arguments_is_the_papers_setup_and_arguments_override_it():
+    """A task comes compiled with the paper's setup, as keras-hub's do (issue 50, item 5):
+    `fit` works before any `compile()`."""
+    model = _classifier()
+    assert model.compiled and isinstance(model.optimizer, keras.optimizers.Adam)
+    assert len(model.fit(_ids(model), np.array([0, 2, 0, 2]), epochs=1,
+                         verbose=0).history["loss"]) == 1
     model = _classifier()
     model.compile()
     assert isinstance(model.optimizer, keras.optimizers.Adam)

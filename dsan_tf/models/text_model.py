@@ -57,6 +57,15 @@ class TextModel:
         return [layer for layer in super().layers
                 if layer is not getattr(self, "preprocessor", None)]
 
+    def __call__(self, *args, **kwargs):
+        if args and getattr(self, "preprocessor", None) is not None and self._is_text(args[0]):
+            # TensorFlow's own error would be "Cast string to int32" (issue 50, item 7).
+            raise ValueError(
+                f"{self.name}(...) takes token ids and returns logits; for text use "
+                f"{self.name}.predict(...) (probabilities), or "
+                f"{self.name}(model.preprocessor(...)) for the logits of text.")
+        return super().__call__(*args, **kwargs)
+
     def compile(self, optimizer="auto", loss="auto", metrics="auto", weighted_metrics=None,
                 **kwargs):
         """Keras' `compile`; "auto" is the paper's setup: Adam(1e-3), cross-entropy on the
@@ -69,9 +78,10 @@ class TextModel:
             metrics = None
             if weighted_metrics is None:
                 weighted_metrics = accuracy_metrics()
+        build_optimizer = kwargs.pop("build_optimizer", True)
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
                         weighted_metrics=weighted_metrics, **kwargs)
-        if self.built and not self.optimizer.built:
+        if build_optimizer and self.built and not self.optimizer.built:
             # Keras would create the optimizer's variables inside the first training step,
             # and a `tf.function` that creates variables is traced twice: created now, the
             # first `fit` traces once (demo size: 7 s instead of 11).
