@@ -9,8 +9,8 @@ user would see, tests).
 MUTANTS = [
     # Run directories: identity, refusal, epochs extended.
     ("dsan_tf/rundir.py",
-     'MAY_CHANGE = ("tfds_data_dir", "embeddings_cache_dir", "epochs")',
-     'MAY_CHANGE = ("tfds_data_dir", "embeddings_cache_dir")',
+     'MAY_CHANGE = ("tfds_data_dir", "embeddings_cache_dir", "epochs", "shape_costs",',
+     'MAY_CHANGE = ("tfds_data_dir", "embeddings_cache_dir", "shape_costs",',
      "a finished run asked for more epochs is refused as another configuration",
      ["tests/test_training_library.py"]),
     ("dsan_tf/rundir.py", 'row["epoch"] += 1', 'row["epoch"] += 0',
