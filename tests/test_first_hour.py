@@ -344,3 +344,19 @@ def test_a_preset_is_refused_where_the_model_comes_from_a_run(program, tmp_path)
         "error: Unknown command line flag 'preset'; this program takes the model and its "
         "configuration from --workdir (a run or an export); --preset names a configuration "
         "to train.")
+
+
+def test_a_presets_missing_path_names_the_preset_and_where_it_was_looked_for(tmp_path):
+    """Issue 50, item 19: a preset's ../shared/data paths, run away from a clone, failed
+    deep in reading without saying what they are relative to."""
+    from helpers import run_in_process
+
+    done = run_in_process("train", "--preset=snli25k_glove50",
+                          f"--workdir={tmp_path / 'run'}", cwd=tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "error: --preset=snli25k_glove50 gives --train_data=../shared/data/snli/"
+        f"snli_1.0_train_25k.jsonl.gz, which is no file from {tmp_path}: a preset's paths "
+        "are relative to the directory a program runs in (its ../shared/data paths to a "
+        "clone's root); run from there, or give --train_data.")
+    assert not (tmp_path / "run").exists()

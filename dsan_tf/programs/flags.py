@@ -86,6 +86,30 @@ def require_existing(name, directory=False, prefixes=(), values=()):
     flags.register_validator(name, check)
 
 
+def check_preset_paths(config, values=FLAGS):
+    """A --preset's file paths (its data and word vectors) checked before TensorFlow loads,
+    as a flag's are (`require_existing`): a missing one is one sentence naming the preset,
+    the field and where the path was looked for (issue 50, item 19: it failed after
+    TensorFlow loaded, without saying what it is relative to)."""
+    preset = values["preset"].value if "preset" in values else None
+    if not preset:
+        return
+    for part in (config.data, config.training):
+        for field in described_fields(type(part)):
+            limits, value = field.metadata, getattr(part, field.name)
+            if ("exists" not in limits or not isinstance(value, str) or field.name in values
+                    and values[field.name].present or value in limits.get("values", ())
+                    or value.startswith(tuple(limits.get("prefixes", ())))):
+                continue
+            exists = os.path.isdir if limits["exists"] == "directory" else os.path.isfile
+            if not exists(value):
+                raise flags.ValidationError(
+                    f"--preset={preset} gives {field.name}={value}, which is no "
+                    f"{limits['exists']} from {os.getcwd()}: a preset's paths are relative to "
+                    "the directory a program runs in (its ../shared/data paths to a clone's "
+                    f"root); run from there, or give --{field.name}.")
+
+
 def model_hyperparameters():
     """{flag name: (`dataclasses.Field`, {family: its default}, {family: its help})} over
     `ModelConfig` and every family's configuration: one flag per field name, whichever

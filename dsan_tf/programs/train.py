@@ -45,6 +45,7 @@ def define_flags():
 def main(argv):
     program.check_start(argv, workdir="the run directory")
     config, options = project_flags.experiment_config(), project_flags.run_options()
+    project_flags.check_preset_paths(config)
     for name, what in (("train_data", "the training data (see --helpfull)"),
                        ("dev_data", "the development data (see --helpfull)"),
                        ("embeddings", "a GloVe file, glove:840B.300d or random")):
