@@ -47,15 +47,23 @@ def run_figures(run, sentence, hypothesis):
     return plots.pair_attention_figures(*tokens, attention, f"{sentence} / {hypothesis}")
 
 
+def prior_label(run_config):
+    """"distance prior: linear", or, for a family without one (DiSAN), "disan: no
+    distance prior" (issue 50, item 20: it read "distance prior: ?")."""
+    prior = run_config["model_config"].get("distance_prior")
+    if prior is None:
+        return f"{run_config.get('model', 'this model')}: no distance prior"
+    return f"distance prior: {prior}"
+
+
 def comparison(runs, sentence):
     """Figure 8: the average attention maps of two runs on one sentence."""
     maps, titles = [], []
     for run in runs:
         tokens, result, config = analysed(run, sentence)
         maps.append((result["forward_attention"], result["backward_attention"]))
-        prior = config["model_config"].get("distance_prior", "?")
         name = os.path.basename(os.path.normpath(run.workdir))
-        titles.append(f"{name} (distance prior: {prior})")
+        titles.append(f"{name} ({prior_label(config)})")
     return plots.compare_attention(tokens, maps, titles)
 
 
@@ -77,6 +85,7 @@ def distance_profiles(runs, config, spec, pairs):
         except AnalysisUnavailable as error:
             raise _unavailable(run, run_config, error) from None
         profile["distance_prior"] = run_config["model_config"].get("distance_prior")
+        profile["label"] = prior_label(run_config)
         profiles[run.workdir] = profile
     return {"data": spec, "sentences": len(sentences), "runs": profiles}
 
@@ -87,5 +96,6 @@ def distance_figure(profiles):
     named = {}
     for workdir, profile in profiles["runs"].items():
         name = "/".join(os.path.normpath(workdir).split(os.sep)[-2:])
-        named[f"{name} (prior: {profile['distance_prior']})"] = profile
+        label = profile.get("label") or f"distance prior: {profile['distance_prior']}"
+        named[f"{name} ({label})"] = profile
     return plots.attention_by_distance(named)

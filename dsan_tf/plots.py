@@ -63,10 +63,10 @@ def compare_attention(tokens, maps, titles):
                                 squeeze=False, layout="constrained")
     for column, ((forward, backward), title) in enumerate(zip(maps, titles)):
         _heatmap(axes[0, column], tokens, forward.mean(axis=0),
-                 f"{title}: forward block, mean of the heads", row_labels=column == 0,
+                 f"{title}\nforward block, mean of the heads", row_labels=column == 0,
                  column_labels=False)
         image = _heatmap(axes[1, column], tokens, backward.mean(axis=0),
-                         f"{title}: backward block, mean of the heads",
+                         f"{title}\nbackward block, mean of the heads",
                          row_labels=column == 0)
     _colour_bar(figure, image, axes)
     figure.suptitle("Figure 8: attention of the models compared, on one sentence", fontsize=10)

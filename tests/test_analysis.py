@@ -1,5 +1,7 @@
 """The analysis figures' numbers are the model's own, and they have the paper's properties."""
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -124,3 +126,29 @@ def test_attention_by_distance_against_uniform_and_prior_alone(prior):
     np.testing.assert_allclose(single["prior_mass"], expected(alpha), atol=1e-7)
     figure = plots.attention_by_distance({"run": result})
     assert plots.png_bytes(figure).startswith(b"\x89PNG")
+
+
+def test_figure_8_names_each_models_prior_and_its_titles_do_not_overlap():
+    """Issue 50, item 20: DiSAN's panels read "(distance prior: ?)", and the lower panels'
+    long titles ran into each other."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from dsan_tf import figures, plots
+
+    assert figures.prior_label({"model": "disan", "model_config": {}}) == (
+        "disan: no distance prior")
+    assert figures.prior_label({"model": "dsan", "model_config": {
+        "distance_prior": "linear"}}) == "distance prior: linear"
+    tokens = "a man is playing a guitar on the street".split()
+    rng = np.random.default_rng(0)
+    maps = [(rng.random((2, 9, 9)), rng.random((2, 9, 9))) for _ in range(2)]
+    figure = plots.compare_attention(tokens, maps, [
+        "dsan_seed0 (distance prior: linear)", "disan_seed0 (disan: no distance prior)"])
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    boxes = [axis.title.get_window_extent(renderer) for axis in figure.axes
+             if axis.get_title()]
+    assert len(boxes) == 4
+    for first, second in itertools.combinations(boxes, 2):
+        assert not first.overlaps(second)
