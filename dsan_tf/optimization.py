@@ -7,7 +7,6 @@ import keras
 
 from dsan_tf import optimizers
 from dsan_tf.layers import DistancePrior
-from dsan_tf.models import text_model
 
 # Whether compiling the training step pays, per backend, measured on CPU (docs/BACKENDS.md):
 # TensorFlow runs its graph faster than XLA's code here; Keras runs a JAX
@@ -22,10 +21,12 @@ def default_jit_compile(backend=None):
     return JIT_COMPILE_BY_BACKEND.get(backend or keras.backend.backend(), False)
 
 
-def compile_for_training(model, learning_rate=1e-3, jit_compile=None, optimizer=None):
-    """Compiles `model` as the paper trains it (Section 5.2: Adam, cross-entropy on the
-    logits; or `optimizer`) with an accuracy metric, and creates the optimizer's variables
-    now. `jit_compile=None` takes the backend's `default_jit_compile`.
+def compile_for_training(model, jit_compile=None, optimizer=None):
+    """Compiles `model` (a `TextModel`: `NLIClassifier`, `NLIEnsemble`) as the paper
+    trains it, through its `compile`, the one place that setup is written (Section 5.2:
+    Adam 1e-3, cross-entropy on the logits, accuracy; or `optimizer`, e.g. the run's from
+    `make_optimizer`), and creates the optimizer's variables now. `jit_compile=None`
+    takes the backend's `default_jit_compile`.
 
     Keras creates them inside the first training step otherwise, and a `tf.function`
     that creates variables is traced twice: building them first halves the tracing that
@@ -33,10 +34,9 @@ def compile_for_training(model, learning_rate=1e-3, jit_compile=None, optimizer=
     """
     if jit_compile is None:
         jit_compile = default_jit_compile()
-    model.compile(optimizer=optimizer or optimizers.Adam(learning_rate),
-                  loss=text_model.paper_loss(), metrics=None,
-                  weighted_metrics=text_model.accuracy_metrics(), jit_compile=jit_compile)
-    model.optimizer.build(model.trainable_variables)
+    model.compile(optimizer=optimizer or "auto", jit_compile=jit_compile)
+    if not model.optimizer.built:  # a model not built yet builds its variables first
+        model.optimizer.build(model.trainable_variables)
     return model
 
 

@@ -275,8 +275,7 @@ class NLITask:
         learning-rate cycles and normalized weight decay need."""
         training = self.config.training
         jit_compile = training.jit_compile if jit_compile is None else jit_compile
-        return compile_for_training(model, training.learning_rate, jit_compile,
-                                    self.optimizer(model, train_size))
+        return compile_for_training(model, jit_compile, self.optimizer(model, train_size))
 
     def optimizer(self, model, train_size=None):
         """The configured optimizer (`dsan_tf.optimization.make_optimizer`)."""
