@@ -48,7 +48,8 @@ def _serving_outputs(model, premise, hypothesis):
 def export(model, export_dir):
     """Writes a SavedModel of `model` (an `NLIClassifier` with its preprocessor, or an
     `NLIEnsemble`) with the signature `serving_default` (premise, hypothesis ->
-    `_serving_outputs`) and, for a sentence encoder, `encode` (sentences -> `embedding`
+    `_serving_outputs`), the endpoint `serve_pairs` (the same of one dict {"premise",
+    "hypothesis"}, for `keras.layers.TFSMLayer`) and, for a sentence encoder, `encode` (sentences -> `embedding`
     float32 [B, E], `truncated` int32 [B])."""
     require_tensorflow_backend("dsan_tf.serving.export")
     archive = keras.export.ExportArchive()
@@ -60,6 +61,14 @@ def export(model, export_dir):
                          lambda premise, hypothesis: _serving_outputs(model, premise,
                                                                       hypothesis),
                          input_signature=[text("premise"), text("hypothesis")])
+    # The same, taking one dict: `keras.layers.TFSMLayer(dir, call_endpoint="serve_pairs")`
+    # is then called as a Keras model is, layer({"premise": ..., "hypothesis": ...})
+    # (issue 50, item 9: serving_default takes them as two arguments).
+    archive.add_endpoint("serve_pairs",
+                         lambda pairs: _serving_outputs(model, pairs["premise"],
+                                                        pairs["hypothesis"]),
+                         input_signature=[{"premise": text("premise"),
+                                           "hypothesis": text("hypothesis")}])
     if not isinstance(model, NLIEnsemble) and not model.backbone.pair_input:
         def encode(sentences):
             ids, cut = model.preprocessor.dense_ids_and_cut(sentences)

@@ -217,6 +217,10 @@ def test_the_saved_model_and_load_agree_with_predict(tmp_path):
                                expected, atol=1e-5)
     vectors = saved.signatures["encode"](sentences=tf.constant(PREMISES))["embedding"]
     np.testing.assert_allclose(model.encode(PREMISES), vectors.numpy(), atol=1e-5)
+    # As a Keras layer (issue 50, item 9): a dict, as a Keras model takes it.
+    layer = keras.layers.TFSMLayer(str(tmp_path / "saved"), call_endpoint="serve_pairs")
+    out = layer({"premise": tf.constant(PREMISES), "hypothesis": tf.constant(HYPOTHESES)})
+    np.testing.assert_allclose(out["probabilities"].numpy(), expected, atol=1e-5)
 
 
 # Small sizes of the families with large defaults (a file each is saved and loaded).
