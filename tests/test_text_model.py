@@ -88,8 +88,9 @@ def test_text_in_fit_evaluate_and_predict_in_every_form_a_keras_user_writes():
                      tf.data.Dataset.from_tensor_slices(((PREMISES, HYPOTHESES),
                                                          [0, 2, 0, 2])).batch(4)):
         assert model.evaluate(labelled, verbose=0, return_dict=True)["accuracy"] == 1.0
-        assert len(model.fit(labelled, epochs=1, verbose=0).history["loss"]) == 1
-        model.set_weights(trained)
+    # fit reads them through the same path as evaluate: once, on keras-hub's form.
+    assert len(model.fit(labelled, epochs=1, verbose=0).history["loss"]) == 1
+    model.set_weights(trained)
     pairs = tf.data.Dataset.from_tensor_slices((PREMISES, HYPOTHESES))
     np.testing.assert_allclose(model.predict(pairs), model.predict(text), atol=1e-6)
     wrong = tf.data.Dataset.from_tensor_slices((text, ["entailment", "maybe", "neutral",
@@ -114,9 +115,9 @@ def test_pandas_columns_are_text_and_labels():
                                atol=1e-6)
     np.testing.assert_allclose(model.predict(frame[["premise", "hypothesis"]]), expected,
                                atol=1e-6)
-    history = model.fit(frame[["premise", "hypothesis"]], frame.label, epochs=2,
+    history = model.fit(frame[["premise", "hypothesis"]], frame.label, epochs=1,
                         batch_size=2, verbose=0)
-    assert len(history.history["loss"]) == 2
+    assert len(history.history["loss"]) == 1
     result = model.evaluate(frame[["premise", "hypothesis"]], frame.label, verbose=0,
                             return_dict=True)
     assert 0.0 <= result["accuracy"] <= 1.0
