@@ -238,12 +238,21 @@ class Shapes:
         topped by the longest sentence of each side (or `max_length` when it is shorter):
         the fewest padded tokens for that many lengths."""
         batches = batch_order(pairs, batch_size, order, np.random.default_rng(seed))
+        return cls._fitted(pairs, batches, batch_size, premise_lengths, hypothesis_lengths,
+                           max_length)
+
+    @classmethod
+    def _fitted(cls, pairs, batches, batch_size, premise_lengths=PREMISE_LENGTHS,
+                hypothesis_lengths=HYPOTHESIS_LENGTHS, max_length=None):
+        """`fit`'s grids for the pass `batches` (index arrays) of `pairs`."""
+        from dsan_tf.data.costs import batch_maxima  # NumPy only
+
         grids = []
         for side, count in (("premise", premise_lengths), ("hypothesis", hypothesis_lengths)):
             lengths = getattr(pairs, f"{side}_lengths")
             longest = max(int(lengths.max()) if len(lengths) else 1, 1)
-            maxima = [max(int(lengths[batch].max()), 1) for batch in batches]
-            grids.append(length_grid(maxima, count, min(longest, max_length or longest)))
+            grids.append(length_grid(batch_maxima(lengths, batches), count,
+                                     min(longest, max_length or longest)))
         return cls(*grids, batch_size)
 
     @classmethod
@@ -255,8 +264,8 @@ class Shapes:
         `chosen` records the choice, the costs and both predictions."""
         from dsan_tf.data import costs  # NumPy only
 
-        grid = cls.fit(pairs, batch_size, order, seed, max_length=max_length)
         batches = batch_order(pairs, batch_size, order, np.random.default_rng(seed))
+        grid = cls._fitted(pairs, batches, batch_size, max_length=max_length)
         maxima = np.stack([np.minimum(costs.batch_maxima(getattr(pairs, f"{side}_lengths"),
                                                          batches), max_length or np.inf)
                            for side in ("premise", "hypothesis")], 1).astype("int64")
@@ -265,10 +274,8 @@ class Shapes:
                             key=lambda cell: (sum(cell), cell))
         grid_seconds, _, grid_tokens = costs.run_seconds(
             grid_cells, distinct, counts, step_costs, passes, batch_size, embedding_dim)
-        cell_seconds, cells = costs.choose_cells(distinct, counts, step_costs, passes,
-                                                 batch_size, embedding_dim, most)
-        cell_tokens = costs.run_seconds(cells, distinct, counts, step_costs, passes,
-                                        batch_size, embedding_dim)[2]
+        cell_seconds, cells, cell_tokens = costs.choose_cells(
+            distinct, counts, step_costs, passes, batch_size, embedding_dim, most)
         real = float(sum(int(getattr(pairs, f"{side}_lengths").sum())
                          for side in ("premise", "hypothesis")))
         chosen = {"costs": step_costs.to_dict(), "passes": round(float(passes), 3),

@@ -156,7 +156,8 @@ def choose_cells(maxima, counts, costs, steps_scale, batch_size, embedding_dim=N
         lengths: candidate lengths per side.
 
     Returns:
-        (seconds, cells): the predicted seconds and the shapes a pass uses, sorted.
+        `run_seconds` of the chosen set: (seconds, the shapes a pass uses (sorted),
+        padded tokens a pass).
     """
     maxima, counts = np.asarray(maxima), np.asarray(counts, float)
     top = (int(maxima[:, 0].max()), int(maxima[:, 1].max()))
@@ -166,10 +167,10 @@ def choose_cells(maxima, counts, costs, steps_scale, batch_size, embedding_dim=N
     best = None
     for size in range(most):
         for others in itertools.combinations(candidates, size):
-            seconds, used, _ = run_seconds([*others, top], maxima, counts, costs,
-                                           steps_scale, batch_size, embedding_dim)
-            if best is None or seconds < best[0] - 1e-9:
-                best = (seconds, used)
+            run = run_seconds([*others, top], maxima, counts, costs, steps_scale,
+                              batch_size, embedding_dim)
+            if best is None or run[0] < best[0] - 1e-9:
+                best = run
     return best
 
 

@@ -217,17 +217,12 @@ def _table_records(path, delimiter):
 def _csv_rows(lines):
     """(line number, cells) of CSV lines (a quoted cell may hold a line break: the number
     is its row's first line)."""
-    numbered = iter(lines)
-    first = {}
-
-    def text():
-        for number, line in numbered:
-            first.setdefault("row", number)
-            yield line + "\n"  # the line break _lines took: a quoted cell keeps it
-    reader = csv.reader(text())
+    # The line break _lines took is given back: a quoted cell keeps it.
+    reader = csv.reader(line + "\n" for _, line in lines)
+    first = 1
     for row in reader:
-        number = first.pop("row", None)
-        yield number, row
+        yield first, row
+        first = reader.line_num + 1
 
 
 def _synthetic_records(name_and_split):
