@@ -172,7 +172,7 @@ def test_trains_exports_serves_raw_strings_and_draws_its_attention(tmp_path):
                                          env=ENV, capture_output=True, text=True, timeout=300))
                        .strip().splitlines()[-1])
     assert sum(fresh["probabilities"][0]) == pytest.approx(1.0, abs=1e-4)
-    assert fresh["signatures"] == ["serving_default"]  # a pair model encodes no sentence alone
+    assert fresh["signatures"] == ["serve_pairs", "serving_default"]  # a pair model encodes no sentence alone
     import dsan_tf
 
     loaded = dsan_tf.load(str(workdir))
