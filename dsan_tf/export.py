@@ -54,7 +54,7 @@ def export_run(run, export_dir, version=None):
     the preprocessor and the model card. Returns the version's directory."""
     target = _target(export_dir, version)
     model, _, _ = run.load()
-    export(model, target)
+    export(model, target, keras_file=False)  # the run's best.keras is copied instead
     _copy_model_files(run, target)
     return target
 
@@ -75,7 +75,8 @@ def export_ensemble(members, export_dir, results=None, version=None):
         The version's directory.
     """
     target = _target(export_dir, version)
-    export(NLIEnsemble([member.model for member in members]), target)
+    # Each member's files go into members/<i>/, which `dsan_tf.load` reads.
+    export(NLIEnsemble([member.model for member in members]), target, keras_file=False)
     for number, member in enumerate(members, 1):
         _copy_model_files(member.run, os.path.join(target, run_files.MEMBERS, str(number)))
     model_card.write_ensemble([member.run for member in members], results or {}, target)

@@ -17,7 +17,8 @@ import numpy as np
 import tensorflow as tf
 
 from dsan_tf.data.preprocessor import (PREDICTION_BATCH_SIZE, TruncationWarning, dense,
-                                       members_ids, pair_texts, texts, warn_truncated)
+                                       label_ids, members_ids, pair_texts, texts,
+                                       warn_truncated)
 from dsan_tf.errors import require_tensorflow_backend
 from dsan_tf.labels import LABELS
 from dsan_tf.models import preset
@@ -45,12 +46,14 @@ def _serving_outputs(model, premise, hypothesis):
             "premise_truncated": cut["premise"], "hypothesis_truncated": cut["hypothesis"]}
 
 
-def export(model, export_dir):
+def export(model, export_dir, keras_file=True):
     """Writes a SavedModel of `model` (an `NLIClassifier` with its preprocessor, or an
     `NLIEnsemble`) with the signature `serving_default` (premise, hypothesis ->
     `_serving_outputs`), the endpoint `serve_pairs` (the same of one dict {"premise",
-    "hypothesis"}, for `keras.layers.TFSMLayer`) and, for a sentence encoder, `encode` (sentences -> `embedding`
-    float32 [B, E], `truncated` int32 [B])."""
+    "hypothesis"}, for `keras.layers.TFSMLayer`) and, for a sentence encoder, `encode`
+    (sentences -> `embedding` float32 [B, E], `truncated` int32 [B]); and, with
+    `keras_file`, the Keras model beside it (model.keras), so that `load` and
+    `NLIClassifier.from_preset` read the export back as the model it was."""
     require_tensorflow_backend("dsan_tf.serving.export")
     archive = keras.export.ExportArchive()
     archive.track(model)
@@ -77,6 +80,8 @@ def export(model, export_dir):
 
         archive.add_endpoint("encode", encode, input_signature=[text("sentences")])
     archive.write_out(export_dir, verbose=False)
+    if keras_file:
+        model.save(os.path.join(export_dir, preset.MODEL_FILES[1]))
 
 
 def version_dir(export_dir, version=None):
@@ -115,25 +120,29 @@ class LoadedModel:
         limits = {p.max_length for p in self.model.preprocessors()}
         return limits.pop() if len(limits) == 1 else None
 
-    def predict(self, premises, hypotheses):
+    def predict(self, premises, hypotheses=None):
         """Classifies sentence pairs (in batches of `PREDICTION_BATCH_SIZE`).
 
         Args:
             premises, hypotheses: a string each (one pair), or two equally long lists (or
-                other sequences) of strings.
+                other sequences) of strings. Or `premises` alone holds both, as a Keras
+                model's `predict` takes them: {"premise": [...], "hypothesis": [...]}, a
+                tuple (premises, hypotheses) or a pandas DataFrame with those columns.
 
         Returns:
-            dict: `probabilities` float32 [B, C]; `labels` list of B label names;
-            `label_names` the C class names; `premise_truncated`, `hypothesis_truncated`
-            int [B], the tokens of each sentence cut by the model's maximum length (0: read
-            whole; absent for a SavedModel exported without them). B is 1 for two strings.
-            Cutting any sentence also raises one `TruncationWarning`.
+            dict: `probabilities` float32 [B, C] (what `NLIClassifier.predict` returns
+            alone); `labels` list of B label names; `label_names` the C class names;
+            `premise_truncated`, `hypothesis_truncated` int [B], the tokens of each
+            sentence cut by the model's maximum length (0: read whole; absent for a
+            SavedModel exported without them). B is 1 for two strings. Cutting any
+            sentence also raises one `TruncationWarning`.
 
         Raises:
             ValueError: a string beside a list, lists of different lengths, or a value
                 that is not text.
         """
-        premises, hypotheses, _ = pair_texts({"premise": premises, "hypothesis": hypotheses})
+        x = premises if hypotheses is None else {"premise": premises, "hypothesis": hypotheses}
+        premises, hypotheses, _ = pair_texts(x)
         if self.model is not None:
             probabilities, cut = self.model.predict(
                 {"premise": premises, "hypothesis": hypotheses}, return_truncated=True)
@@ -144,6 +153,26 @@ class LoadedModel:
         return {"probabilities": probabilities,
                 "labels": [names[i] for i in probabilities.argmax(axis=-1)],
                 "label_names": names, **result}
+
+    def evaluate(self, x, y):
+        """Accuracy and loss on labelled pairs, as `NLIClassifier.evaluate` gives them.
+
+        Args:
+            x: the pairs, as `predict` takes them in one argument.
+            y: their labels, as ids or names (`dsan_tf.LABELS`).
+
+        Returns:
+            dict: `accuracy` (of the argmax) and `loss` (mean cross-entropy of the
+            probabilities), floats; `pairs`, how many.
+        """
+        probabilities = self.predict(x)["probabilities"]
+        labels = label_ids(y, len(probabilities))
+        chosen = probabilities[np.arange(len(labels)), labels]
+        return {"accuracy": float(np.mean(probabilities.argmax(axis=-1) == labels))
+                if len(labels) else 0.0,
+                "loss": float(-np.mean(np.log(np.maximum(chosen, 1e-12))))
+                if len(labels) else 0.0,
+                "pairs": len(labels)}
 
     def _signature_predict(self, premises, hypotheses):
         classify, parts = self.signatures["serving_default"], {}
@@ -204,11 +233,11 @@ class LoadedModel:
 
 
 def load(path):
-    """A `LoadedModel` from a preset, a run directory of `experiments.train`, an export of
-    `experiments.export` (EXPORT_DIR or one of its versions; the newest by default; an
+    """A `LoadedModel` from a preset (a directory, or the name of a trained preset this
+    package ships: `dsan_tf.presets()`), a run directory of `experiments.train`, an export
+    of `experiments.export` (EXPORT_DIR or one of its versions; the newest by default; an
     ensemble's), or any SavedModel with the export's signatures."""
-    if not os.path.isdir(path):
-        raise ValueError(f"{path} is not a directory: give a run directory or an export.")
+    path = preset.locate(path)
     newest = preset.newest_version(path)
     try:
         return LoadedModel(preset.load(path, compile=False), source=newest)

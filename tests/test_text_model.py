@@ -167,6 +167,7 @@ def test_presets_keras_files_and_the_ensemble_give_the_same_numbers(tmp_path):
     text = {"premise": PREMISES, "hypothesis": HYPOTHESES}
     dsan, cbow = _classifier(), _classifier("cbow", max_length=5, seed=1)
     expected = dsan.predict(text)
+    dsan.compile(optimizer=keras.optimizers.SGD(0.05))
     dsan.save_to_preset(tmp_path / "preset")
     assert sorted(p.name for p in (tmp_path / "preset").iterdir()) == [
         "assets", "config.json", "metadata.json", "model.weights.h5", "preprocessor.json",
@@ -179,9 +180,21 @@ def test_presets_keras_files_and_the_ensemble_give_the_same_numbers(tmp_path):
     assert vocabulary["words"] == dsan.preprocessor.vocabulary.words
     again = dsan_tf.NLIClassifier.from_preset(tmp_path / "preset")
     np.testing.assert_allclose(again.predict(text), expected, atol=1e-6)
-    assert again.preprocessor.max_length == 12 and again.optimizer is not None
-    np.testing.assert_allclose(dsan_tf.load(str(tmp_path / "preset")).predict(
-        PREMISES, HYPOTHESES)["probabilities"], expected, atol=1e-6)
+    assert again.preprocessor.max_length == 12
+    # Compiled as it was trained (issue 49, item 2), not with the paper's defaults.
+    assert type(again.optimizer).__name__ == "SGD"
+    assert float(again.optimizer.learning_rate) == pytest.approx(0.05)
+    loaded = dsan_tf.load(str(tmp_path / "preset"))
+    np.testing.assert_allclose(loaded.predict(PREMISES, HYPOTHESES)["probabilities"],
+                               expected, atol=1e-6)
+    # One predict interface (issue 49, item 1): the Keras model's inputs, and evaluate.
+    np.testing.assert_allclose(loaded.predict(text)["probabilities"], expected, atol=1e-6)
+    labels = ["entailment", "contradiction", "neutral", "entailment"]
+    report = loaded.evaluate(text, labels)
+    keras_report = again.evaluate(text, labels, return_dict=True, verbose=0)
+    assert report["pairs"] == 4
+    assert report["accuracy"] == pytest.approx(keras_report["accuracy"])
+    assert report["loss"] == pytest.approx(keras_report["loss"], rel=1e-4)
     dsan.save(tmp_path / "dsan.keras")
     np.testing.assert_allclose(keras.saving.load_model(tmp_path / "dsan.keras").predict(text),
                                expected, atol=1e-6)
@@ -212,8 +225,15 @@ def test_the_saved_model_and_load_agree_with_predict(tmp_path):
     out = saved.signatures["serving_default"](premise=tf.constant(PREMISES),
                                               hypothesis=tf.constant(HYPOTHESES))
     np.testing.assert_allclose(out["probabilities"].numpy(), expected, atol=1e-5)
+    # The Keras model beside it (issue 49, item 1): loaded back as the model it was.
+    again = dsan_tf.NLIClassifier.from_preset(tmp_path / "saved")
+    np.testing.assert_allclose(again.predict((PREMISES, HYPOTHESES)), expected, atol=1e-6)
+    (tmp_path / "saved" / "model.keras").unlink()
     loaded = serving.load(str(tmp_path / "saved"))
-    assert loaded.model is None  # the signatures
+    assert loaded.model is None  # the signatures alone
+    labels = [0, 2, 1, 0]
+    assert loaded.evaluate((PREMISES, HYPOTHESES), labels)["accuracy"] == pytest.approx(
+        np.mean(expected.argmax(-1) == labels))
     np.testing.assert_allclose(loaded.predict(PREMISES, HYPOTHESES)["probabilities"],
                                expected, atol=1e-5)
     vectors = saved.signatures["encode"](sentences=tf.constant(PREMISES))["embedding"]

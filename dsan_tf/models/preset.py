@@ -9,14 +9,19 @@ and the one loader of every place a trained model lives.
     PRESET/preprocessor.json      the preprocessor's settings
     PRESET/assets/preprocessor/   its vocabulary (vocab.json)
     PRESET/members/<i>/           an ensemble's members, each a preset as above
+    PRESET/MODEL_CARD.md          (a shipped preset) how it was trained and how well it does
 
 `load` also reads a run directory of `experiments.train` (best.keras) and an export
-(EXPORT_DIR or one of its versions: model.keras; an ensemble's members/<i>/).
+(EXPORT_DIR or one of its versions: model.keras; an ensemble's members/<i>/), and a
+trained preset that ships inside the package by its name: a family's
+`dsan_tf/models/<family>/trained/<name>/` (`names()` lists them).
 """
 
 import datetime
+import importlib.resources
 import json
 import os
+import zipfile
 
 import keras
 
@@ -30,6 +35,8 @@ TASK_CONFIG, TASK_WEIGHTS = "task.json", "task.weights.h5"
 PREPROCESSOR_CONFIG, PREPROCESSOR_ASSETS = "preprocessor.json", os.path.join("assets",
                                                                              "preprocessor")
 MEMBERS = "members"
+# Where a family's package keeps the trained presets it ships.
+TRAINED = "trained"
 # A run directory's model and an export's (`dsan_tf.rundir`: BEST, MODEL).
 MODEL_FILES = ("best.keras", "model.keras")
 
@@ -68,6 +75,9 @@ def save(model, preset_dir):
                 keras.saving.serialize_keras_object(model.backbone))
     model.backbone.save_weights(os.path.join(preset_dir, BACKBONE_WEIGHTS))
     task = keras.saving.serialize_keras_object(model)
+    # How it was compiled (its run's optimizer and learning rate), which `load` compiles
+    # it with again.
+    task["compile_config"] = model.get_compile_config()
     _write_json(os.path.join(preset_dir, TASK_CONFIG), task)
     keras.saving.save_weights(model, os.path.join(preset_dir, TASK_WEIGHTS),
                               objects_to_skip=_backbone_objects(model))
@@ -101,19 +111,52 @@ def newest_version(path):
     return os.path.join(path, str(found[0])) if found else path
 
 
-def load(path, compile=True):
-    """The model of a preset, a run directory or an export, with its preprocessor
-    (`TextModel.from_preset`); compiled with the paper's setup unless `compile` is False.
-    ValueError (one sentence naming `path`) when it holds none."""
+def names():
+    """{name: directory} of the trained presets this package ships (a family's
+    `dsan_tf/models/<family>/trained/<name>/`), in the registry's order."""
+    from dsan_tf.models import registry
+
+    found = {}
+    for family in registry.names():
+        folder = importlib.resources.files(f"dsan_tf.models.{family}") / TRAINED
+        if folder.is_dir():
+            for entry in sorted(folder.iterdir(), key=lambda entry: entry.name):
+                if (entry / METADATA).is_file():
+                    found[entry.name] = os.fspath(entry)
+    return found
+
+
+def locate(path):
+    """The directory that holds the model `path` names: `path` itself, or the trained
+    preset of that name. `NoModel` (one sentence naming `path`) otherwise."""
     path = os.fspath(path)
-    if not os.path.isdir(path):
-        raise NoModel(f"{path} is not a directory: give a preset, a run directory or an "
-                      "export.")
-    path = newest_version(path)
+    if os.path.isdir(path):
+        return path
+    shipped = names()
+    if path in shipped:
+        return shipped[path]
+    from dsan_tf.models import registry
+
+    hint = (f" ({path} is a training configuration: python -m experiments.train "
+            f"--config={path} trains it)" if path in registry.presets() else "")
+    raise NoModel(f"{path} is neither a directory nor a trained preset ({', '.join(shipped)})"
+                  f"{hint}: give a preset, a run directory or an export.")
+
+
+def load(path, compile=True):
+    """The model of a preset (a directory, or the name of a trained preset this package
+    ships), a run directory or an export, with its preprocessor (`TextModel.from_preset`);
+    compiled as it was trained (its optimizer and learning rate; the paper's setup when
+    its files do not say) unless `compile` is False. `NoModel`, a ValueError of one
+    sentence naming `path`, when it holds none."""
+    path = newest_version(locate(path))
+    compile_config = None
     if os.path.exists(os.path.join(path, METADATA)):
         model = _load_preset(path)
+        if os.path.exists(os.path.join(path, TASK_CONFIG)):
+            compile_config = _read_json(os.path.join(path, TASK_CONFIG)).get("compile_config")
     elif any(os.path.exists(os.path.join(path, name)) for name in MODEL_FILES):
-        model = _load_model_file(path)
+        model, compile_config = _load_model_file(path)
     elif os.path.isdir(os.path.join(path, MEMBERS)):
         model = NLIEnsemble(_members(path))
     else:
@@ -121,8 +164,20 @@ def load(path, compile=True):
                          f"directory ({MODEL_FILES[0]}), an export ({MODEL_FILES[1]}) nor "
                          f"an ensemble's {MEMBERS}/.")
     if compile:
-        model.compile()
+        _compile(model, compile_config)
     return model
+
+
+def _compile(model, compile_config):
+    """Compiles `model` with the compile config its files recorded, else the paper's."""
+    if not compile_config:
+        model.compile()
+        return
+    # Whether the step is XLA-compiled belongs to the backend that loads it, not to the
+    # one that trained it (`dsan_tf.optimization.default_jit_compile`).
+    config = {key: value for key, value in compile_config.items()
+              if key not in ("jit_compile", "run_eagerly")}
+    model.compile_from_config(config)
 
 
 def _members(path):
@@ -152,12 +207,13 @@ def _load_preset(path):
 
 
 def _load_model_file(path):
-    """A run directory's best.keras or an export's model.keras, with the preprocessor
-    beside it when the file has none (files written before the classifier held it)."""
+    """(model, its compile config or None) of a run directory's best.keras or an export's
+    model.keras, with the preprocessor beside it when the file has none (files written
+    before the classifier held it)."""
     file = next(os.path.join(path, name) for name in MODEL_FILES
                 if os.path.exists(os.path.join(path, name)))
-    # Inference first: the training optimizer's state (a loss-scale wrapper under
-    # mixed_float16) is not needed.
+    # Compiled afterwards, from the file's compile config: loading the training
+    # optimizer's state (a loss-scale wrapper under mixed_float16) is not needed.
     from dsan_tf.models import load_model
 
     model = load_model(file, compile=False)
@@ -165,4 +221,6 @@ def _load_model_file(path):
         from dsan_tf.data.preprocessor import NLIPreprocessor
 
         model.preprocessor = NLIPreprocessor.load(path)
-    return model
+    with zipfile.ZipFile(file) as archive:
+        compile_config = json.loads(archive.read("config.json")).get("compile_config")
+    return model, compile_config
