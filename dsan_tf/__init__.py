@@ -28,16 +28,25 @@ _EXPORTS = {
 _SUBMODULES = ("analysis", "config", "data", "labels", "layers", "masks", "metrics", "models",
                "optimization", "plots", "serving", "task")
 
-__all__ = sorted(_EXPORTS) + list(_SUBMODULES) + ["presets"]
+__all__ = sorted(_EXPORTS) + list(_SUBMODULES) + ["configs", "presets"]
 
 
 def presets():
-    """{name: what it is} of the named configurations (`ExperimentConfig.from_preset(name,
-    **overrides)`; every program's `--preset=NAME`): the papers' configurations, the
-    study's setting and the demo."""
+    """{name: what it is} of the trained models this package ships, loaded by name with no
+    training and no data: `dsan_tf.load(name)`, `NLIClassifier.from_preset(name)`."""
     from dsan_tf.models import registry
 
-    return {name: description for name, (_, description) in registry.presets().items()}
+    return {name: description
+            for name, (_, description) in registry.trained_presets().items()}
+
+
+def configs():
+    """{name: what it is} of the named training configurations (`ExperimentConfig.named(
+    name, **overrides)`; every training program's `--config=NAME`): the papers'
+    configurations, the study's setting and the demo."""
+    from dsan_tf.models import registry
+
+    return {name: description for name, (_, description) in registry.configs().items()}
 
 
 def __getattr__(name):

@@ -203,8 +203,8 @@ class ExperimentConfig:
         training: `TrainingConfig`.
 
     Every field has one name across the four parts (a flag of that name in the programs):
-    `flat()` and `from_flat` see the configuration as {name: value}, `from_preset` starts
-    from a named preset (`dsan_tf.presets()`).
+    `flat()` and `from_flat` see the configuration as {name: value}, `named` starts
+    from a named training configuration (`dsan_tf.configs()`).
     """
 
     model: str = registry.DEFAULT
@@ -254,7 +254,7 @@ class ExperimentConfig:
         Args:
             values: {name: value}; "model" picks the family (default: DSAN).
             lenient: names that may be left out when the chosen family has no such field
-                (a preset's or a flagfile's fields of another family); any other name that
+                (a named configuration's or a flagfile's fields of another family); any other name that
                 is no field raises ValueError.
         """
         values = dict(values)
@@ -279,10 +279,11 @@ class ExperimentConfig:
         return ExperimentConfig.from_flat({**self.flat(), **overrides}, lenient=self.flat())
 
     @classmethod
-    def from_preset(cls, name, **overrides):
-        """The named preset (`dsan_tf.presets()`: the papers' configurations, the study's
-        setting, the demo) with `overrides` by field name on top."""
-        values = registry.preset_values(name)
+    def named(cls, name, **overrides):
+        """The named training configuration (`dsan_tf.configs()`: the papers'
+        configurations, the study's setting, the demo) with `overrides` by field name on
+        top."""
+        values = registry.config_values(name)
         unknown = sorted(set(overrides) - set(ExperimentConfig.field_names()))
         if unknown:
             raise ValueError(f"no field {', '.join(unknown)} in any configuration "

@@ -38,7 +38,7 @@ PAPER_EPOCHS = 20  # the schedule part 1 projects (the preset's epochs)
 
 def paper_setting(pairs, dev_pairs, fields, epochs):
     """An `EncodedSetting` of the `dsan_snli` preset on random ids of SNLI's lengths."""
-    config = ExperimentConfig.from_preset("dsan_snli", epochs=epochs, patience=0,
+    config = ExperimentConfig.named("dsan_snli", epochs=epochs, patience=0,
                                           bounded_shapes=True, **fields)
     with open(LENGTH_PROFILE, encoding="utf-8") as stream:
         profile = json.load(stream)

@@ -48,12 +48,12 @@ DSAN_OPTIMIZER = ("--optimizer=adam", "--learning_rate=1e-3", "--patience=3")
 CURVE_MODELS = ("dsan", "prior_none", "disan", "cbow", "san4nli")
 
 
-def preset_flags(preset, base="snli25k_glove50"):
+def config_flags(preset, base="snli25k_glove50"):
     """The flags that turn the study's setting (`base`) into `preset`: its fields that
     differ, as a command line writes them (`--name=value`, `--name`/`--noname`)."""
     from dsan_tf.models import registry
 
-    values, start = registry.preset_values(preset), registry.preset_values(base)
+    values, start = registry.config_values(preset), registry.config_values(base)
     flags_ = []
     for name, value in values.items():
         if start.get(name) != value:
@@ -136,12 +136,12 @@ VARIANTS = (
     Variant("qkv_norm_full", "DSAN, Q/K/V LayerNorm over all heads' projection",
             ("--qkv_norm=full",)),
     Variant("san4nli", "SAN4NLI-pytorch's model: all its departures from the paper "
-            "(`--preset=san4nli`)", preset_flags("san4nli"), 3),
+            "(`--config=san4nli`)", config_flags("san4nli"), 3),
     # SAN4NLI's train.py keeps the best dev epoch of all its 20, with no early stopping:
     # more epochs to select from on the same dev set.
     Variant("san4nli_all_epochs", "SAN4NLI's model trained as its train.py: 20 epochs, the "
             "best dev epoch of all kept (no early stopping)",
-            (*preset_flags("san4nli"), "--epochs=20", "--patience=0"), 3,
+            (*config_flags("san4nli"), "--epochs=20", "--patience=0"), 3,
             against=("san4nli", "dsan_all_epochs")),
     # The same loop for the paper's model: how much of SAN4NLI's lead is its training loop?
     Variant("dsan_all_epochs", "DSAN trained as SAN4NLI's train.py: 20 epochs, the best dev "
@@ -153,7 +153,7 @@ VARIANTS = (
     # The other way round: SAN4NLI's model with one departure undone (the paper's reading
     # back), for departures that only matter together. Last: after the rows above.
     *(Variant(f"san4nli_without_{key}", f"SAN4NLI's model less one departure: {text}",
-              without(preset_flags("san4nli"), flag),
+              without(config_flags("san4nli"), flag),
               3 if key in SAN4NLI_WITHOUT_THREE_SEEDS else 1, last=True,
               # The small-data preset's row, also against DSAN trained on this machine.
               against=("san4nli", *(("dsan_all_epochs",) if key in SAN4NLI_WITHOUT_THREE_SEEDS

@@ -1,7 +1,7 @@
 r"""What each batch shape costs on this device: XLA compile seconds and steady step time
 (issue 48: choose the shapes by compile plus step time, not by padding).
 
-    KERAS_BACKEND=jax python -m experiments.shape_costs --preset=dsan_snli \
+    KERAS_BACKEND=jax python -m experiments.shape_costs --config=dsan_snli \
         --shapes=16x16,32x16,48x32,64x64,96x64 --steps=400 --output=costs.jsonl
     python -m experiments.shape_costs --plan=docs/runs/shape_costs_h200.jsonl
 
@@ -208,7 +208,7 @@ def main(argv=None):
         parser.error("give --output (or --plan)")
     fields = dict(item.split("=") for item in args.size.split(",") if item)
     fields = {k: int(v) for k, v in fields.items()}
-    task = NLITask(ExperimentConfig.from_preset(args.preset, **fields), log=lambda *a: None)
+    task = NLITask(ExperimentConfig.named(args.preset, **fields), log=lambda *a: None)
     device = keras.backend.backend()
     if device == "jax":
         import jax

@@ -333,7 +333,7 @@ def test_help_is_short_and_grouped_by_topic_with_each_familys_flags_under_it():
     assert "--train_data" in sections["data"] and "--learning_rate" in sections["training"]
     assert "--workdir" in sections["output"] and "--strategy" in sections["training"]
     assert sections["train"] == ["--overwrite"]  # the rest: the configuration's fields
-    assert "--preset" in sections["model"]
+    assert "--config" in sections["model"]
     assert "--flagfile=FILE" in listed
     flag_count = sum(len(names) for names in sections.values())
     assert len(listed.splitlines()) < 2.5 * flag_count + 40

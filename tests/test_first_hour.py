@@ -332,31 +332,45 @@ def test_a_json_file_cut_off_is_one_sentence_naming_it(trained, tmp_path):
 
 
 @pytest.mark.parametrize("program", ["evaluate", "visualize", "ensemble", "predict"])
-def test_a_preset_is_refused_where_the_model_comes_from_a_run(program, tmp_path):
-    """Issue 50, item 18: `--preset` was accepted and ignored by the programs that read a
+def test_a_named_config_is_refused_where_the_model_comes_from_a_run(program, tmp_path):
+    """Issue 50, item 18: `--config` (then `--preset`) was accepted and ignored by the programs that read a
     trained run; it is refused in one sentence saying where their configuration comes
     from, before anything is loaded."""
     from helpers import run_in_process
 
-    done = run_in_process(program, f"--workdir={tmp_path}", "--preset=dsan_snli")
+    done = run_in_process(program, f"--workdir={tmp_path}", "--config=dsan_snli")
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines()[-1] == (
-        "error: Unknown command line flag 'preset'; this program takes the model and its "
-        "configuration from --workdir (a run or an export); --preset names a configuration "
+        "error: Unknown command line flag 'config'; this program takes the model and its "
+        "configuration from --workdir (a run or an export); --config names a configuration "
         "to train.")
 
 
-def test_a_presets_missing_path_names_the_preset_and_where_it_was_looked_for(tmp_path):
-    """Issue 50, item 19: a preset's ../shared/data paths, run away from a clone, failed
+def test_the_old_preset_flag_says_it_is_now_config(tmp_path):
+    """Issue 49, item 3: a preset is a trained model loaded by name; the training
+    configurations' flag is --config, and --preset, its old name, says so."""
+    from helpers import run_in_process
+
+    done = run_in_process("train", "--preset=demo", f"--workdir={tmp_path / 'run'}")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "error: Unknown command line flag 'preset'; it is now --config=NAME "
+        "(dsan_tf.configs()), and a preset is a trained model loaded by name "
+        "(dsan_tf.presets()).")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_named_configs_missing_path_names_it_and_where_it_was_looked_for(tmp_path):
+    """Issue 50, item 19: a named configuration's ../shared/data paths, run away from a clone, failed
     deep in reading without saying what they are relative to."""
     from helpers import run_in_process
 
-    done = run_in_process("train", "--preset=snli25k_glove50",
+    done = run_in_process("train", "--config=snli25k_glove50",
                           f"--workdir={tmp_path / 'run'}", cwd=tmp_path)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines()[-1] == (
-        "error: --preset=snli25k_glove50 gives --train_data=../shared/data/snli/"
-        f"snli_1.0_train_25k.jsonl.gz, which is no file from {tmp_path}: a preset's paths "
-        "are relative to the directory a program runs in (its ../shared/data paths to a "
+        "error: --config=snli25k_glove50 gives --train_data=../shared/data/snli/"
+        f"snli_1.0_train_25k.jsonl.gz, which is no file from {tmp_path}: a configuration's "
+        "paths are relative to the directory a program runs in (its ../shared/data paths to a "
         "clone's root); run from there, or give --train_data.")
     assert not (tmp_path / "run").exists()

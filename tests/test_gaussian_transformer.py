@@ -41,7 +41,7 @@ def test_paper_configuration_has_the_papers_parameter_count():
 
     from dsan_tf.config import ExperimentConfig
 
-    paper = ExperimentConfig.from_preset("gaussian_transformer_snli").model_config
+    paper = ExperimentConfig.named("gaussian_transformer_snli").model_config
     model = build_model("gaussian_transformer", dataclasses.replace(paper, vocab_size=5))
     parts = model.parameter_breakdown()
     assert abs(parts["params_excluding_embeddings"] - 665_000) <= 0.03 * 665_000

@@ -1,5 +1,5 @@
-"""One configuration from the command line to the run record: presets inside the package,
-the same as the clone's flagfiles; flags derived from the configuration's fields; JSON round
+"""One configuration from the command line to the run record: named configurations inside
+the package, the same as the clone's flagfiles; flags derived from the configuration's fields; JSON round
 trips for every family; library errors shown as flags."""
 
 import dataclasses
@@ -33,46 +33,46 @@ def _parsed(*argv):
         FLAGS.unparse_flags()
 
 
-def test_every_flagfile_is_a_preset_with_the_same_configuration():
-    """experiments/configs/NAME.cfg and --preset=NAME give one configuration, and each
-    preset has its flagfile (the .cfg files stay for absl users)."""
+def test_every_flagfile_is_a_named_config_with_the_same_configuration():
+    """experiments/configs/NAME.cfg and --config=NAME give one configuration, and each
+    named configuration has its flagfile (the .cfg files stay for absl users)."""
     files = sorted(path.stem for path in (ROOT / "experiments" / "configs").glob("*.cfg"))
-    assert files == sorted(list(registry.presets()))
+    assert files == sorted(list(registry.configs()))
     for name in files:
         flagfiles = [f"--flagfile={ROOT / 'experiments' / 'configs' / base}.cfg"
                      for base in (LAYERED.get(name), name) if base]
         from_files = _parsed(*flagfiles)
-        assert _parsed(f"--preset={name}") == from_files, name
-        assert ExperimentConfig.from_preset(name) == from_files, name
-    assert _parsed("--preset=snli25k_glove50").model_config.embedding_dim == 50
+        assert _parsed(f"--config={name}") == from_files, name
+        assert ExperimentConfig.named(name) == from_files, name
+    assert _parsed("--config=snli25k_glove50").model_config.embedding_dim == 50
 
 
-def test_flags_on_top_of_a_preset_and_overrides_by_field_name():
-    config = _parsed("--preset=demo", "--num_heads=2", "--epochs=3")
+def test_flags_on_top_of_a_named_config_and_overrides_by_field_name():
+    config = _parsed("--config=demo", "--num_heads=2", "--epochs=3")
     assert (config.model_config.num_heads, config.training.epochs) == (2, 3)
-    assert config.model_config.ffn_dim == 64  # the preset's, not the paper's 1200
-    assert config == ExperimentConfig.from_preset("demo", num_heads=2, epochs=3)
-    # Another family keeps the fields it shares and leaves the preset's others out.
-    afdmn = ExperimentConfig.from_preset("snli25k_glove50", model="afdmn")
+    assert config.model_config.ffn_dim == 64  # the configuration's, not the paper's 1200
+    assert config == ExperimentConfig.named("demo", num_heads=2, epochs=3)
+    # Another family keeps the fields it shares and leaves the configuration's others out.
+    afdmn = ExperimentConfig.named("snli25k_glove50", model="afdmn")
     assert (afdmn.model, afdmn.model_config.embedding_dim) == ("afdmn", 50)
     assert not hasattr(afdmn.model_config, "num_heads")
     with pytest.raises(ValueError, match="no field num_head in any configuration"):
-        ExperimentConfig.from_preset("demo", num_head=2)
-    with pytest.raises(ValueError, match="no preset 'dem'; the presets: demo, "):
-        ExperimentConfig.from_preset("dem")
+        ExperimentConfig.named("demo", num_head=2)
+    with pytest.raises(ValueError, match="no configuration 'dem'; the configurations: demo, "):
+        ExperimentConfig.named("dem")
     with pytest.raises(ValueError, match="no field num_heads in the configuration of "
                                          "model 'cbow'"):
         ExperimentConfig.from_flat({"model": "cbow", "num_heads": 2})
-    assert list(dsan_tf.presets())[:2] == ["demo", "snli25k_glove50"]
-    assert "word-order" in dsan_tf.presets()["demo"]
+    assert list(dsan_tf.configs())[:2] == ["demo", "snli25k_glove50"]
+    assert "word-order" in dsan_tf.configs()["demo"]
 
 
 def test_every_configuration_round_trips_through_json():
     """`to_dict` -> JSON -> `from_dict` gives the same configuration, for every family's
-    defaults and every preset, with every data and training field set."""
+    defaults and every named configuration, with every data and training field set."""
     configs = [ExperimentConfig(model=name) for name in registry.names()]
-    configs += [ExperimentConfig.from_preset(name) for name in list(registry.presets())]
-    configs.append(ExperimentConfig.from_preset("demo", jit_compile=True, bounded_shapes=False,
+    configs += [ExperimentConfig.named(name) for name in list(registry.configs())]
+    configs.append(ExperimentConfig.named("demo", jit_compile=True, bounded_shapes=False,
                                                 max_length=None, patience=2))
     for config in configs:
         again = ExperimentConfig.from_dict(json.loads(json.dumps(config.to_dict())))
@@ -107,16 +107,17 @@ def test_library_errors_name_fields_and_programs_show_them_as_flags(tmp_path):
         "--embedding_dim=32 must be divisible by --num_heads=3."
     assert project_flags.as_flags("dropout must be in [0, 1), got 2.") == \
         "--dropout must be in [0, 1), got 2."
-    result = cli("train", "--preset=demo", "--num_heads=3", f"--workdir={tmp_path / 'run'}")
+    result = cli("train", "--config=demo", "--num_heads=3", f"--workdir={tmp_path / 'run'}")
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (
         "error: --embedding_dim=32 must be divisible by --num_heads=3.")
     assert not (tmp_path / "run").exists()
 
 
-def test_a_preset_needs_no_clone(tmp_path):
-    """`dsan-train --preset=demo` from any directory: the preset is in the package."""
-    result = cli("train", "--preset=demo", "--epochs=1", "--steps_per_epoch=2",
+def test_a_named_config_needs_no_clone(tmp_path):
+    """`dsan-train --config=demo` from any directory: the configuration is in the
+    package."""
+    result = cli("train", "--config=demo", "--epochs=1", "--steps_per_epoch=2",
                  "--workdir=run", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().splitlines()[-1].startswith("dev accuracy ")
@@ -124,7 +125,7 @@ def test_a_preset_needs_no_clone(tmp_path):
     assert "--embedding_dim=32" in flags_txt and "--epochs=1" in flags_txt
     recorded = json.loads((tmp_path / "run" / "config.json").read_text())
     assert recorded["training"]["steps_per_epoch"] == 2
-    assert dataclasses.asdict(ExperimentConfig.from_preset("demo").data) == {
+    assert dataclasses.asdict(ExperimentConfig.named("demo").data) == {
         **recorded["data"], "bounded_shapes": None}
     # flags.txt repeats the run: the same configuration, so the finished run is found.
     again = cli("train", "--flagfile=run/flags.txt", "--workdir=run", cwd=tmp_path)

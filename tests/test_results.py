@@ -85,11 +85,11 @@ def test_every_row_trains_a_different_model():
     # SAN4NLI's row is its preset: every departure on, and nothing else changed.
     from dsan_tf.config import ExperimentConfig
 
-    preset = ExperimentConfig.from_preset("san4nli", vocab_size=10)
+    preset = ExperimentConfig.named("san4nli", vocab_size=10)
     assert seen["san4nli"][1] == preset.model_config and seen["san4nli"][3] == "plain"
     assert seen["san4nli"][2] == preset.training
     # The row that the small-data preset rests on is that preset.
-    small = ExperimentConfig.from_preset("san4nli_paper_classifier", vocab_size=10)
+    small = ExperimentConfig.named("san4nli_paper_classifier", vocab_size=10)
     assert seen["san4nli_without_classifier_units"][1:] == (
         small.model_config, small.training, "plain")
     assert small.model_config.classifier_units == 300
@@ -355,7 +355,7 @@ def test_a_row_that_changes_another_is_compared_with_it():
         ("san4nli_without_initialization", 0, 260)]}
     variant = next(v for v in results.VARIANTS if v.key == "san4nli_without_initialization")
     assert variant.against == ("san4nli",) and "--initialization=san4nli" not in variant.flags
-    assert len(variant.flags) == len(results.preset_flags("san4nli")) - 1
+    assert len(variant.flags) == len(results.config_flags("san4nli")) - 1
     r = study_report.row(variant, records)
     (against,) = r["against"]
     assert against["variant"] == "san4nli" and against["seeds"] == [0, 1, 2]

@@ -167,7 +167,7 @@ def test_san4nli_initialization_statistics():
     kernel and bias U(±1/√fan_in), PyTorch's nn.Linear default. The paper's reading keeps
     Glorot-uniform kernels and zero biases."""
     config = dataclasses.replace(
-        ExperimentConfig.from_preset("san4nli", vocab_size=200).model_config,
+        ExperimentConfig.named("san4nli", vocab_size=200).model_config,
         classifier_units=300)
     keras.utils.set_random_seed(0)
     model = build_model("dsan", config)
@@ -205,7 +205,7 @@ def test_san4nli_initialization_statistics():
 
 
 def test_classifier_input_dropout_follows_the_option():
-    config = ExperimentConfig.from_preset("snli25k_glove50", vocab_size=100).model_config
+    config = ExperimentConfig.named("snli25k_glove50", vocab_size=100).model_config
     assert build_model("dsan", config).head.input_dropout_rate == 0.0
     san = dataclasses.replace(config, classifier_input_dropout=True, dropout=0.3)
     assert build_model("dsan", san).head.input_dropout_rate == 0.3
@@ -222,15 +222,15 @@ def test_defaults_are_the_papers_and_the_preset_is_san4nli(tmp_path):
                   "max_pool_padding": ("masked", "zeros"),
                   "initialization": ("glorot", "san4nli"),
                   "classifier_input_dropout": (False, True), "classifier_units": (300, 50)}
-    preset = ExperimentConfig.from_preset("san4nli", vocab_size=300)
+    preset = ExperimentConfig.named("san4nli", vocab_size=300)
     assert preset.data.batching == "plain"
-    assert preset.data == ExperimentConfig.from_preset("snli25k_glove50").data.__class__(
-        **{**dataclasses.asdict(ExperimentConfig.from_preset("snli25k_glove50").data),
+    assert preset.data == ExperimentConfig.named("snli25k_glove50").data.__class__(
+        **{**dataclasses.asdict(ExperimentConfig.named("snli25k_glove50").data),
            "batching": "plain"})
     for name, (default, theirs) in departures.items():
         assert getattr(paper, name) == default, name
         assert getattr(preset.model_config, name) == theirs, name
-    study = build_model("dsan", ExperimentConfig.from_preset("snli25k_glove50",
+    study = build_model("dsan", ExperimentConfig.named("snli25k_glove50",
                                                              vocab_size=300).model_config)
     model = build_model("dsan", preset.model_config)
     ids = {"premise": np.array([[5, 6, 7, 0], [8, 9, 10, 11]], "int32"),

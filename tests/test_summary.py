@@ -42,14 +42,14 @@ def test_bad_flag_is_one_clear_line():
     assert "Traceback" not in result.stderr
 
 
-def test_a_preset_counts_its_own_family():
-    """Issue 50, item 16: `--preset` of another family counts that family's model (it
+def test_a_named_config_counts_its_own_family():
+    """Issue 50, item 16: `--config` (then `--preset`) of another family counts that family's model (it
     built --model's default, DSAN, and crashed), and the count is its flagfiles' (the
     study's setting, then the family's on top)."""
-    result = summary("--preset=afdmn_snli25k_glove50")
+    result = summary("--config=afdmn_snli25k_glove50")
     assert result.stdout.startswith("model: afdmn, ") and "'embedding_dim': 50" in result.stdout
     assert count(result) == count(summary(
         "--flagfile=experiments/configs/snli25k_glove50.cfg",
         "--flagfile=experiments/configs/afdmn_snli25k_glove50.cfg"))
-    gaussian = summary("--preset=gaussian_transformer_snli25k_glove50")
+    gaussian = summary("--config=gaussian_transformer_snli25k_glove50")
     assert gaussian.stdout.startswith("model: gaussian_transformer, ") and count(gaussian) > 0

@@ -18,7 +18,6 @@ trained preset that ships inside the package by its name: a family's
 """
 
 import datetime
-import importlib.resources
 import json
 import os
 import zipfile
@@ -35,8 +34,6 @@ TASK_CONFIG, TASK_WEIGHTS = "task.json", "task.weights.h5"
 PREPROCESSOR_CONFIG, PREPROCESSOR_ASSETS = "preprocessor.json", os.path.join("assets",
                                                                              "preprocessor")
 MEMBERS = "members"
-# Where a family's package keeps the trained presets it ships.
-TRAINED = "trained"
 # A run directory's model and an export's (`dsan_tf.rundir`: BEST, MODEL).
 MODEL_FILES = ("best.keras", "model.keras")
 
@@ -52,11 +49,13 @@ def _read_json(path):
         return json.load(stream)
 
 
-def save(model, preset_dir):
+def save(model, preset_dir, description=""):
     """Writes `model` (an `NLIClassifier` with a preprocessor, or an `NLIEnsemble` of
-    them) into `preset_dir` (made if missing; its files are replaced)."""
+    them) into `preset_dir` (made if missing; its files are replaced), with `description`
+    (what it is, one line: `dsan_tf.presets()` lists it) in its metadata."""
     os.makedirs(preset_dir, exist_ok=True)
-    metadata = {"class": type(model).__name__, "keras_version": keras.__version__,
+    metadata = {"class": type(model).__name__, "description": description,
+                "keras_version": keras.__version__,
                 "dsan_tf_version": __version__, "labels": list(LABELS),
                 "parameter_count": int(model.count_params()),
                 "date_saved": datetime.datetime.now(datetime.timezone.utc).strftime(
@@ -113,17 +112,10 @@ def newest_version(path):
 
 def names():
     """{name: directory} of the trained presets this package ships (a family's
-    `dsan_tf/models/<family>/trained/<name>/`), in the registry's order."""
+    `dsan_tf/models/<family>/trained/<name>/`: `registry.trained_presets`)."""
     from dsan_tf.models import registry
 
-    found = {}
-    for family in registry.names():
-        folder = importlib.resources.files(f"dsan_tf.models.{family}") / TRAINED
-        if folder.is_dir():
-            for entry in sorted(folder.iterdir(), key=lambda entry: entry.name):
-                if (entry / METADATA).is_file():
-                    found[entry.name] = os.fspath(entry)
-    return found
+    return {name: folder for name, (folder, _) in registry.trained_presets().items()}
 
 
 def locate(path):
@@ -138,7 +130,7 @@ def locate(path):
     from dsan_tf.models import registry
 
     hint = (f" ({path} is a training configuration: python -m experiments.train "
-            f"--config={path} trains it)" if path in registry.presets() else "")
+            f"--config={path} trains it)" if path in registry.configs() else "")
     raise NoModel(f"{path} is neither a directory nor a trained preset ({', '.join(shipped)})"
                   f"{hint}: give a preset, a run directory or an export.")
 

@@ -6,6 +6,9 @@ when called, so programs can list and check families without loading it.
 
 import dataclasses
 import importlib
+import importlib.resources
+import json
+import os
 from typing import Callable
 
 # The registration: adding a family is one package and one name here.
@@ -36,8 +39,10 @@ class Family:
         forward_flops: None, or (config, premise_length, hypothesis_length) -> FLOPs of one
             pair's forward pass (the benchmark's roofline).
         paper_parameters: the paper's parameter count, as printed ("4.7M"), or "".
-        presets: {name: (what it is, the preset it builds on or None, {field: value})}:
-            its named configurations (`presets.py` in its package; `dsan_tf.presets()`).
+        configs: {name: (what it is, the configuration it builds on or None, {field:
+            value})}: its named training configurations (`configs.py` in its package;
+            `dsan_tf.configs()`, every training program's `--config=NAME`). Its trained
+            models, loadable by name (presets), are folders of `trained/` in its package.
         sentence_figures: its backbone shows one sentence's attention, gates and pooling
             (`sentence_intermediates`: `experiments.train --probe_sentence`, the Section
             5.5 figures).
@@ -54,7 +59,7 @@ class Family:
     forward_flops: Callable | None = None
     paper_parameters: str = ""
     sentence_figures: bool = False
-    presets: dict = dataclasses.field(default_factory=dict)
+    configs: dict = dataclasses.field(default_factory=dict)
 
 
 def register(family):
@@ -88,27 +93,45 @@ def family(name):
     return _FAMILIES[name]
 
 
-def presets():
-    """{preset name: (family name, what it is)} of every family's presets, in `PACKAGES`
-    order; ValueError when two families use one name."""
+def configs():
+    """{configuration name: (family name, what it is)} of every family's named training
+    configurations, in `PACKAGES` order; ValueError when two families use one name."""
     found = {}
     for name in names():
-        for preset, (description, _, _) in _FAMILIES[name].presets.items():
-            if preset in found:
-                raise ValueError(f"preset {preset!r} is both {found[preset][0]}'s and {name}'s.")
-            found[preset] = (name, description)
+        for config, (description, _, _) in _FAMILIES[name].configs.items():
+            if config in found:
+                raise ValueError(f"configuration {config!r} is both {found[config][0]}'s and "
+                                 f"{name}'s.")
+            found[config] = (name, description)
     return found
 
 
-def preset_values(preset):
-    """{field name: value} of `preset`, "model" included, its base's values under its
-    own; ValueError naming the presets otherwise."""
-    known = presets()
-    if preset not in known:
-        raise ValueError(f"no preset {preset!r}; the presets: {', '.join(known)}.")
-    name = known[preset][0]
-    _, base, values = _FAMILIES[name].presets[preset]
-    return {**(preset_values(base) if base else {}), **values, "model": name}
+def config_values(config):
+    """{field name: value} of the named configuration `config`, "model" included, its
+    base's values under its own; ValueError naming the configurations otherwise."""
+    known = configs()
+    if config not in known:
+        raise ValueError(f"no configuration {config!r}; the configurations: "
+                         f"{', '.join(known)}.")
+    name = known[config][0]
+    _, base, values = _FAMILIES[name].configs[config]
+    return {**(config_values(base) if base else {}), **values, "model": name}
+
+
+def trained_presets():
+    """{name: (directory, what it is)} of the trained models the package ships, loadable
+    by name (`dsan_tf.presets()`): each family's `trained/<name>/` folders that hold a
+    preset (metadata.json, whose "description" says what it is), in `PACKAGES` order."""
+    found = {}
+    for name in names():
+        folder = importlib.resources.files(f"dsan_tf.models.{name}") / "trained"
+        if not folder.is_dir():
+            continue
+        for entry in sorted(folder.iterdir(), key=lambda entry: entry.name):
+            if (entry / "metadata.json").is_file():
+                metadata = json.loads((entry / "metadata.json").read_text(encoding="utf-8"))
+                found[entry.name] = (os.fspath(entry), metadata.get("description", ""))
+    return found
 
 
 def check_config(name, config):

@@ -192,18 +192,21 @@ class TextModel:
             self._warn_truncated(cut)
         return _softmax(super().predict_on_batch(x))
 
-    def save_to_preset(self, preset_dir):
+    def save_to_preset(self, preset_dir, description=""):
         """Writes the model as a preset directory (keras-hub's layout:
-        `dsan_tf.models.preset`), which `from_preset` reads back."""
+        `dsan_tf.models.preset`), which `from_preset` reads back; `description` says what
+        it is in one line."""
         from dsan_tf.models import preset
 
-        preset.save(self, preset_dir)
+        preset.save(self, preset_dir, description)
 
     @classmethod
     def from_preset(cls, preset_path, compile=True):
-        """The model of a preset directory (`save_to_preset`), a run directory of
+        """The model of a preset: the name of a trained one this package ships
+        (`dsan_tf.presets()`) or a directory (`save_to_preset`); or of a run directory of
         `experiments.train`, or an export (EXPORT_DIR or one of its versions; an
-        ensemble's gives an `NLIEnsemble` of its members), with its preprocessor."""
+        ensemble's gives an `NLIEnsemble` of its members), with its preprocessor;
+        compiled as it was trained unless `compile` is False."""
         from dsan_tf.models import preset
 
         return preset.load(preset_path, compile=compile)

@@ -4,7 +4,7 @@
 Every flag of a configuration is derived from its field (`dsan_tf.config`, the families'
 configurations, `RunOptions`): the same name, default, type, limits, choices and help
 (`hyperparameter`), so a hyperparameter is written once, in its configuration. The flags a
-program was given become an `ExperimentConfig` here, once: a `--preset`'s values, the given
+program was given become an `ExperimentConfig` here, once: a `--config`'s values, the given
 flags on top. This module imports no TensorFlow: `--help` is fast.
 """
 
@@ -86,13 +86,13 @@ def require_existing(name, directory=False, prefixes=(), values=()):
     flags.register_validator(name, check)
 
 
-def check_preset_paths(config, values=FLAGS):
-    """A --preset's file paths (its data and word vectors) checked before TensorFlow loads,
-    as a flag's are (`require_existing`): a missing one is one sentence naming the preset,
+def check_config_paths(config, values=FLAGS):
+    """A --config's file paths (its data and word vectors) checked before TensorFlow loads,
+    as a flag's are (`require_existing`): a missing one is one sentence naming the config,
     the field and where the path was looked for (issue 50, item 19: it failed after
     TensorFlow loaded, without saying what it is relative to)."""
-    preset = values["preset"].value if "preset" in values else None
-    if not preset:
+    name = values["config"].value if "config" in values else None
+    if not name:
         return
     for part in (config.data, config.training):
         for field in described_fields(type(part)):
@@ -104,8 +104,9 @@ def check_preset_paths(config, values=FLAGS):
             exists = os.path.isdir if limits["exists"] == "directory" else os.path.isfile
             if not exists(value):
                 raise flags.ValidationError(
-                    f"--preset={preset} gives {field.name}={value}, which is no "
-                    f"{limits['exists']} from {os.getcwd()}: a preset's paths are relative to "
+                    f"--config={name} gives {field.name}={value}, which is no "
+                    f"{limits['exists']} from {os.getcwd()}: a configuration's paths are "
+                    "relative to "
                     "the directory a program runs in (its ../shared/data paths to a clone's "
                     f"root); run from there, or give --{field.name}.")
 
@@ -200,10 +201,10 @@ def _define_hyperparameter(field, defaults, helps):
 
 @_once("model")
 def define_model_flags():
-    """--preset, --model and one flag per hyperparameter of the families' configurations,
-    same name; a flag left unset takes the preset's value, else the chosen family's
+    """--config, --model and one flag per hyperparameter of the families' configurations,
+    same name; a flag left unset takes the named configuration's value, else the chosen family's
     default (its paper's value)."""
-    define_preset_flag()
+    define_named_config_flag()
     flags.DEFINE_enum("model", registry.DEFAULT, MODELS, "The model family; the model flags left "
                       "unset take its paper's values (docs/FIDELITY.md: each paper).",
                       module_name=MODEL_GROUP)
@@ -215,8 +216,9 @@ def define_model_flags():
 @_once("data")
 def define_reading_flags():
     """What every program that reads data for a trained model needs: TFDS's directory and
-    the batch size. No --preset: the model and its configuration come from the run or
-    export (a preset given here was once accepted and ignored; issue 50, item 18)."""
+    the batch size. No --config: the model and its configuration come from the run or
+    export (a named configuration given here was once accepted and ignored; issue 50,
+    item 18)."""
     define_config_flags(DataConfig, "data", ("tfds_data_dir", "batch_size"))
 
 
@@ -265,12 +267,13 @@ def define_run_flags():
 
 
 @_once("model")
-def define_preset_flag():
-    """--preset: a named configuration (`dsan_tf.presets()`) under the flags given."""
-    flags.DEFINE_enum("preset", None, list(registry.presets()), "A named configuration (the "
-                      "papers', the study's setting, the demo; docs/TRAINING.md lists "
-                      "them): its values are the defaults, the flags given go on top.",
-                      module_name=MODEL_GROUP)
+def define_named_config_flag():
+    """--config: a named training configuration (`dsan_tf.configs()`) under the flags
+    given (--preset, its old name, is refused with a sentence: `program.parse_flags`)."""
+    flags.DEFINE_enum("config", None, list(registry.configs()), "A named training "
+                      "configuration (the papers', the study's setting, the demo; "
+                      "docs/TRAINING.md lists them): its values are the defaults, the flags "
+                      "given go on top.", module_name=MODEL_GROUP)
 
 
 @_once("output")
@@ -302,16 +305,17 @@ def as_flags(message, fields=()):
 
 
 def given_values(values=FLAGS):
-    """{field name: value} of `--preset`'s values with the configuration flags given on
-    top (a flag left unset takes the preset's value, else its field's default)."""
-    preset = values["preset"].value if "preset" in values else None
-    given = {name: values[name].value for name in ExperimentConfig.field_names()
-             if name in values and values[name].present}
-    return {**(registry.preset_values(preset) if preset else {}), **given}
+    """{field name: value} of `--config`'s values with the configuration flags given on
+    top (a flag left unset takes the named configuration's value, else its field's
+    default)."""
+    name = values["config"].value if "config" in values else None
+    given = {field: values[field].value for field in ExperimentConfig.field_names()
+             if field in values and values[field].present}
+    return {**(registry.config_values(name) if name else {}), **given}
 
 
 def experiment_config(values=FLAGS):
-    """The `ExperimentConfig` of the flags a program defined and was given (`--preset`
+    """The `ExperimentConfig` of the flags a program defined and was given (`--config`
     under them; others keep their defaults). The model flags of other families (a shared
     flagfile's) are left out, and said so on stderr; a bad value or combination raises
     `flags.ValidationError` with the library's sentence in flag syntax."""
@@ -328,7 +332,7 @@ def experiment_config(values=FLAGS):
 
 
 def model_config(values=FLAGS, **overrides):
-    """The configuration of the --model family that the model flags (and `--preset`)
+    """The configuration of the --model family that the model flags (and `--config`)
     describe, with `overrides` (field names) on top."""
     return dataclasses.replace(experiment_config(values).model_config, **overrides)
 

@@ -167,11 +167,16 @@ def parse_flags(argv, doc=""):
         return FLAGS(argv)
     except flags.UnrecognizedFlagError as error:
         hint = ""
-        if error.flagname == "preset" and "workdir" in FLAGS:
-            # evaluate, visualize, ensemble, predict: what a preset would set comes from
-            # the trained run (issue 50, item 18).
+        if (error.flagname in ("config", "preset") and "workdir" in FLAGS
+                and "config" not in FLAGS):
+            # evaluate, visualize, ensemble, predict: what a named configuration would set
+            # comes from the trained run (issue 50, item 18).
             hint = ("; this program takes the model and its configuration from --workdir "
-                    "(a run or an export); --preset names a configuration to train")
+                    "(a run or an export); --config names a configuration to train")
+        elif error.flagname == "preset":
+            # Its old name (issue 49, item 3): a preset is now a trained model.
+            hint = ("; it is now --config=NAME (dsan_tf.configs()), and a preset is a "
+                    "trained model loaded by name (dsan_tf.presets())")
         fail(sentence(str(error).rstrip(".") + hint))
     except flags.Error as error:
         fail(sentence(str(error)))

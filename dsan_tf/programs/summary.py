@@ -52,8 +52,8 @@ def main(argv):
 
 
 def flags_model():
-    """(family, configuration) that --preset and the model flags describe: a preset's
-    family, not --model's default, unless --model is given."""
+    """(family, configuration) that --config and the model flags describe: a named
+    configuration's family, not --model's default, unless --model is given."""
     experiment = project_flags.experiment_config()
     return experiment.model, dataclasses.replace(experiment.model_config,
                                                  vocab_size=FLAGS.vocab_size)

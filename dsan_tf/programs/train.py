@@ -6,8 +6,8 @@ r"""Trains a model of any family (--model), keeps the best dev model, and can ex
     ... --strategy=mirrored          # every local GPU; --batch_size stays the global batch
     TF_CONFIG=... python -m experiments.train ... --strategy=multi_worker   # on each machine
 
-    python -m experiments.train --preset=demo --workdir=/tmp/demo      # the same, by name
-    dsan-train --preset=snli25k_glove50 --model=afdmn --workdir=runs/afdmn  # flags on top
+    python -m experiments.train --config=demo --workdir=/tmp/demo      # the same, by name
+    dsan-train --config=snli25k_glove50 --model=afdmn --workdir=runs/afdmn  # flags on top
 
 Run again with the same configuration after an interruption (even SIGKILL): training
 continues from the last completed epoch; a finished run is reported, not trained again, and
@@ -30,7 +30,7 @@ def define_flags():
     """The flags of train (defined once: a test may call this again)."""
     if "overwrite" in FLAGS:
         return
-    project_flags.define_preset_flag()
+    project_flags.define_named_config_flag()
     project_flags.define_model_flags()
     project_flags.define_data_flags()
     project_flags.define_training_flags()
@@ -45,12 +45,12 @@ def define_flags():
 def main(argv):
     program.check_start(argv, workdir="the run directory")
     config, options = project_flags.experiment_config(), project_flags.run_options()
-    project_flags.check_preset_paths(config)
+    project_flags.check_config_paths(config)
     for name, what in (("train_data", "the training data (see --helpfull)"),
                        ("dev_data", "the development data (see --helpfull)"),
                        ("embeddings", "a GloVe file, glove:840B.300d or random")):
         if not getattr(config.data, name):
-            raise program.UsageError(f"give --{name}, {what}, or a --preset.")
+            raise program.UsageError(f"give --{name}, {what}, or a --config.")
     if options.export_dir:
         require_tensorflow_backend("export_dir")
     from dsan_tf.training import steps  # TensorFlow loads here, after --help

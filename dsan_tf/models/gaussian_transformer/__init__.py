@@ -3,7 +3,7 @@ vectors beside the word vectors, Gaussian self-attention encoding blocks, intera
 blocks with inter-attention, Siamese aggregation; docs/FIDELITY.md rows 45-56."""
 
 from dsan_tf.models.gaussian_transformer.config import GaussianTransformerConfig
-from dsan_tf.models.gaussian_transformer.presets import PRESETS
+from dsan_tf.models.gaussian_transformer.configs import CONFIGS
 from dsan_tf.models.registry import Family, lazy_attributes, register
 
 
@@ -42,7 +42,7 @@ def _token_features(config, vocabulary, word_vectors, seed):
 
 
 FAMILY = register(Family(
-    presets=PRESETS,
+    configs=CONFIGS,
     name="gaussian_transformer", paper="Guo, Zhang & Liu (2019), Gaussian Transformer",
     config=GaussianTransformerConfig,
     backbone=_backbone, head=_head,

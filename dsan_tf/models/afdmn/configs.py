@@ -1,9 +1,9 @@
 """AF-DMN's named configurations: its paper's (Duan et al. 2018, Tables 2 and 3) and the
 study's setting
-(`dsan_tf.presets()`; the entries' format: `dsan_tf.models.registry.Family.presets`).
+(`dsan_tf.configs()`; the entries' format: `dsan_tf.models.registry.Family.configs`).
 """
 
-PRESETS = {
+CONFIGS = {
     'afdmn_snli25k_glove50': (
         ("AF-DMN at the study's setting: the paper's k = 3, dropout 0.2 and halving "
          'schedule, LSTM width 100.'),

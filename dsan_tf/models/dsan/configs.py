@@ -1,9 +1,9 @@
 """DSAN's named configurations: the demo, the study's setting, and Tables 1 and 2 of Im &
 Cho (2017)
-(`dsan_tf.presets()`; the entries' format: `dsan_tf.models.registry.Family.presets`).
+(`dsan_tf.configs()`; the entries' format: `dsan_tf.models.registry.Family.configs`).
 """
 
-PRESETS = {
+CONFIGS = {
     'demo': (
         ('DSAN on the generated word-order task: offline, about a minute on a CPU (add a '
          'workdir).'),

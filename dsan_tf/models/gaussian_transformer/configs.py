@@ -1,9 +1,9 @@
 """The Gaussian Transformer's named configurations: its paper's (Guo, Zhang & Liu 2019,
-Tables 2 and 3) and the study's setting (`dsan_tf.presets()`; the entries' format:
-`dsan_tf.models.registry.Family.presets`).
+Tables 2 and 3) and the study's setting (`dsan_tf.configs()`; the entries' format:
+`dsan_tf.models.registry.Family.configs`).
 """
 
-PRESETS = {
+CONFIGS = {
     'gaussian_transformer_snli25k_glove50': (
         ("The Gaussian Transformer at the study's setting: the paper's blocks and AdamWR, "
          'carried to 25k pairs by epochs.'),
