@@ -4,6 +4,7 @@ trips for every family; library errors shown as flags."""
 
 import dataclasses
 import json
+import pathlib
 
 import pytest
 
@@ -131,3 +132,71 @@ def test_a_named_config_needs_no_clone(tmp_path):
     again = cli("train", "--flagfile=run/flags.txt", "--workdir=run", cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-2000:]
     assert "is a finished run of this configuration: nothing trained" in again.stdout
+
+
+# Loaded by name in a fresh process, as a user's first three lines after `pip install`.
+FRESH = """
+import json, sys
+import dsan_tf
+
+name = sys.argv[1]
+loaded = dsan_tf.load(name)
+probes = json.loads(sys.argv[2])
+out = loaded.predict([p["premise"] for p in probes], [p["hypothesis"] for p in probes])
+model = dsan_tf.NLIClassifier.from_preset(name)
+again = model.predict({"premise": [p["premise"] for p in probes],
+                       "hypothesis": [p["hypothesis"] for p in probes]})
+print(json.dumps({"labels": out["labels"], "probabilities": out["probabilities"].tolist(),
+                  "again": again.tolist(), "optimizer": type(model.optimizer).__name__,
+                  "learning_rate": float(model.optimizer.learning_rate),
+                  "presets": dsan_tf.presets()}))
+"""
+
+
+@pytest.mark.parametrize("name", sorted(registry.trained_presets()))
+def test_a_shipped_preset_loads_by_name_and_gives_its_recorded_numbers(name):
+    """Issue 49, item 3: a trained preset inside the package, loaded by name in a fresh
+    process with no training and no data, gives the probabilities recorded when it was
+    shipped (`tools/ship_preset.py`), compiles with its run's optimizer, and its card
+    quotes the accuracies it was measured at."""
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    folder, description = registry.trained_presets()[name]
+    recorded = json.loads((pathlib.Path(folder) / "results.json").read_text())
+    done = subprocess.run([sys.executable, "-c", FRESH, name, json.dumps(recorded["probes"])],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Warning" not in done.stderr  # no optimizer state skipped, nothing cut
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    expected = [probe["probabilities"] for probe in recorded["probes"]]
+    np.testing.assert_allclose(seen["probabilities"], expected, atol=1e-5)
+    np.testing.assert_allclose(seen["again"], expected, atol=1e-5)
+    assert seen["labels"] == [probe["label"] for probe in recorded["probes"]]
+    assert (seen["optimizer"], seen["learning_rate"]) == ("Adam", pytest.approx(1e-3))
+    assert seen["presets"][name] == description and description
+    card = (pathlib.Path(folder) / "MODEL_CARD.md").read_text()
+    for source, result in recorded["sources"].items():
+        assert (f"- {source}: accuracy {result['accuracy']:.4f} on {result['pairs']:,} "
+                "pairs") in card
+    assert f"python -m tools.ship_preset --check={name}" in card
+
+
+def test_the_studys_dsan_ships_and_scores_its_card_on_snli_dev():
+    """The study's DSAN is a shipped preset whose card gives SNLI dev and MultiNLI
+    dev-matched accuracy; SNLI dev is measured again on the shipped files (skipped without
+    ../shared/data)."""
+    folder, _ = registry.trained_presets()["dsan_snli25k_glove50"]
+    recorded = json.loads((pathlib.Path(folder) / "results.json").read_text())["sources"]
+    snli, multinli = sorted(recorded, key=lambda source: "multinli" in source)
+    assert "snli_1.0_dev" in snli and "multinli_1.0_dev_matched" in multinli
+    assert recorded[snli]["pairs"] == 9_842 and recorded[multinli]["pairs"] == 9_815
+    if not (ROOT / snli).exists():
+        pytest.skip(f"{snli} is not here (../shared/data beside the clone)")
+    from tools import ship_preset
+
+    again = ship_preset.evaluate("dsan_snli25k_glove50", [str(ROOT / snli)])
+    assert again[str(ROOT / snli)]["accuracy"] == pytest.approx(recorded[snli]["accuracy"],
+                                                                abs=1e-4)

@@ -139,6 +139,13 @@ def test_the_wheel_holds_the_library_and_console_scripts_not_experiments(tmp_pat
     names = wheel.namelist()
     assert {name.split("/")[0] for name in names if name.endswith(".py")} == {"dsan_tf"}
     assert "dsan_tf/programs/train.py" in names and "dsan_tf/training/steps.py" in names
+    # Every trained preset ships whole, so that it loads by name after `pip install`.
+    from dsan_tf.models import registry
+
+    for name, (folder, _) in registry.trained_presets().items():
+        files = {path.relative_to(ROOT).as_posix()
+                 for path in pathlib.Path(folder).rglob("*") if path.is_file()}
+        assert len(files) >= 8 and files <= set(names), name
     entry_points = configparser.ConfigParser()
     entry_points.read_string(wheel.read(next(n for n in names
                                              if n.endswith("entry_points.txt"))).decode())

@@ -21,7 +21,15 @@ import shutil
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CARD_RESULTS = "results.json"  # the accuracies the card quotes, by source
+CARD_RESULTS = "results.json"  # the accuracies the card quotes, by source; the probes
+# Pairs whose probabilities are recorded beside the accuracies, so that a clone without the
+# data still checks that the shipped files give the same numbers (tests/test_presets.py).
+PROBES = [("A man is playing a guitar on stage.", "A man is playing an instrument."),
+          ("A man is playing a guitar on stage.", "A man is sleeping in his bed."),
+          ("A man is playing a guitar on stage.", "A man is playing his favorite song."),
+          ("Two dogs are running through a field.", "Animals are outside."),
+          ("Two dogs are running through a field.", "The dogs are sleeping on the couch."),
+          ("A woman is reading a book in the park.", "A person is reading.")]
 
 
 def evaluate(name, sources):
@@ -85,8 +93,12 @@ def ship(workdir, name, sources, description):
             results[dev_source]["accuracy"] - dev) > 1e-3:
         sys.exit(f"the preset scores {results[dev_source]['accuracy']:.4f} on {dev_source} "
                  f"but its run recorded {dev:.4f}: not shipped as it is.")
+    out = dsan_tf.load(name).predict([p for p, _ in PROBES], [h for _, h in PROBES])
+    probes = [{"premise": p, "hypothesis": h, "label": label,
+               "probabilities": [round(float(x), 6) for x in row]}
+              for (p, h), label, row in zip(PROBES, out["labels"], out["probabilities"])]
     with open(os.path.join(target, CARD_RESULTS), "w", encoding="utf-8") as stream:
-        json.dump(results, stream, indent=2)
+        json.dump({"sources": results, "probes": probes}, stream, indent=2)
         stream.write("\n")
     with open(os.path.join(target, "MODEL_CARD.md"), "w", encoding="utf-8") as stream:
         stream.write(_card(run, name, description, results))
@@ -100,7 +112,7 @@ def check(name, sources):
     from dsan_tf.models import preset
 
     with open(os.path.join(preset.names()[name], CARD_RESULTS), encoding="utf-8") as stream:
-        recorded = json.load(stream)
+        recorded = json.load(stream)["sources"]
     results = evaluate(name, sources)
     print(json.dumps(results, indent=2))
     differ = [source for source in results if source in recorded and

@@ -114,7 +114,14 @@ def register_keras_classes():
 def load_model(path, compile=True):
     """A `.keras` file of any family or an ensemble (`keras.saving.load_model` does the
     same after `import dsan_tf`, which registers the classes)."""
+    import warnings
+
     import keras
 
     register_keras_classes()
-    return keras.saving.load_model(path, compile=compile)
+    with warnings.catch_warnings():
+        if not compile:
+            # A task model compiles itself when built, so Keras finds an optimizer without
+            # state and skips the file's, as compile=False asks: no news to the caller.
+            warnings.filterwarnings("ignore", "Skipping variable loading for optimizer")
+        return keras.saving.load_model(path, compile=compile)

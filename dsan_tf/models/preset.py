@@ -89,8 +89,11 @@ def save(model, preset_dir, description=""):
 
 
 def _backbone_objects(model):
-    # The backbone's layers (and the preprocessor, which has no weights) are not the task's.
-    return [*model.backbone._flatten_layers(), model.preprocessor]
+    # The backbone's layers (and the preprocessor, which has no weights) are not the task's;
+    # nor is the optimizer's training state (a preset is for inference and fine-tuning
+    # afresh; its compile config keeps the optimizer's settings).
+    return [*model.backbone._flatten_layers(), model.preprocessor,
+            *([model.optimizer] if model.optimizer is not None else [])]
 
 
 class NoModel(ValueError):
@@ -179,6 +182,9 @@ def _members(path):
 
 
 def _load_preset(path):
+    from dsan_tf.models import register_keras_classes
+
+    register_keras_classes()  # a fresh process has imported no family's classes yet
     metadata = _read_json(os.path.join(path, METADATA))
     if metadata.get("class") == NLIEnsemble.__name__:
         return NLIEnsemble(_members(path))
