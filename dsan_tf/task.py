@@ -204,6 +204,35 @@ class NLITask:
         steps = training.steps_per_epoch
         return dataset.take(steps) if steps else dataset
 
+    def skip_epochs(self, batches, epochs):
+        """Advances the training `batches` (`build_inputs(..., training=True)`) by
+        `epochs` epochs, so that the next epoch draws the order that epoch `epochs` + 1 of
+        a run from the start draws: a resumed or extended run continues its order
+        (issue 50, item 14). Returns what the caller keeps until `fit` has begun (None,
+        or a `tf.data` iterator).
+
+        `NLIBatches` draw an epoch from the seed and the pass alone. A `tf.data` shuffle
+        draws its next seeds as its iterators fill their buffers, and which seeds depends
+        on the iterators alive then: Keras' `fit` trains an epoch on one iterator, makes
+        the next at the epoch's end while that one lives, and, with no
+        `steps_per_epoch`, makes the next epoch's while that one lives. Each epoch skipped
+        does the same, reading an element (an epoch of `schedule_epoch_pairs`, which may
+        start passes anywhere, is read through: the data pipeline, no model); the last
+        iterator must live until `fit` makes its own. `tests/test_training_library.py`
+        compares resumed histories with runs from the start."""
+        if isinstance(batches, batching.NLIBatches):
+            batches.skip_epochs(epochs)
+            return None
+        whole, held = bool(self.config.training.schedule_epoch_pairs), None
+        for _ in range(epochs):
+            trained = iter(batches)
+            held = None
+            for _ in trained if whole else [next(trained, None)]:
+                pass
+            held = iter(batches)
+            del trained
+        return held
+
     def numpy_batches(self, pairs, training=False, in_order=False, shapes=None):
         """`NLIBatches` of `pairs` as `build_inputs` describes them, without TensorFlow for
         `IdPairs`: in `shapes` (grown to hold `pairs`: evaluation in the training shapes),

@@ -83,6 +83,48 @@ def test_a_run_is_its_configuration_not_trained_twice_and_trained_on_with_more_e
     assert json.loads((workdir / "config.json").read_text())["training"]["epochs"] == 3
 
 
+@pytest.mark.parametrize("schedule_epoch_pairs", [0, 500])
+def test_tf_data_batches_resume_in_the_order_of_a_run_from_the_start(tmp_path,
+                                                                      schedule_epoch_pairs):
+    """Issue 50, item 14: a run extended (or resumed) from epoch 1 with `tf.data` batches,
+    TensorFlow's default, trains epochs 2 and 3 on the batches a run from the start draws
+    there (its seeded reshuffles went on, not again from the start): the same history.
+    Also for epochs of `schedule_epoch_pairs`, whose passes start anywhere."""
+    def config(epochs):
+        return _config(epochs).replace(bounded_shapes=False,
+                                       schedule_epoch_pairs=schedule_epoch_pairs)
+
+    steps.train_run(str(tmp_path / "run"), config(1))
+    assert steps.train_run(str(tmp_path / "run"), config(3)).state == "extend"
+    steps.train_run(str(tmp_path / "at_once"), config(3))
+    assert _history(tmp_path / "run") == _history(tmp_path / "at_once")
+
+
+def test_a_resumed_runs_batch_steps_are_written_once(tmp_path):
+    """Issue 50, item 14: the batch summaries an interrupted sitting wrote past the restored
+    step are dropped from its event files before the steps are trained again; epoch
+    summaries and earlier steps stay."""
+    import tensorflow as tf
+
+    from dsan_tf.training.callbacks import drop_batch_steps_after
+
+    def steps_of(tag):
+        return sorted(event.step for path in sorted(tmp_path.glob("events.out.tfevents.*"))
+                      for event in tf.compat.v1.train.summary_iterator(str(path))
+                      for value in event.summary.value if value.tag == tag)
+
+    writer = tf.summary.create_file_writer(str(tmp_path))
+    with writer.as_default():
+        for step in range(1, 11):
+            tf.summary.scalar("batch_loss", 1.0 / step, step=step)
+        tf.summary.scalar("epoch_loss", 0.5, step=0)
+    writer.close()
+    assert drop_batch_steps_after(str(tmp_path), 6) == 4
+    assert steps_of("batch_loss") == [1, 2, 3, 4, 5, 6]
+    assert steps_of("epoch_loss") == [0]
+    assert sorted(p.name for p in tmp_path.iterdir() if "tfevents" not in p.name) == []
+
+
 def test_best_keras_holds_the_best_epoch_not_the_last(tmp_path):
     """best.keras and best.json hold the first epoch of the highest dev accuracy: a later
     epoch that is worse, or only as good, leaves them; a resumed run remembers the best."""

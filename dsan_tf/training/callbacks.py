@@ -59,11 +59,15 @@ class TensorBoard(keras.callbacks.TensorBoard):
     """
 
     def on_train_begin(self, logs=None):
-        super().on_train_begin(logs)
         # A resumed run continues its steps: BackupAndRestore, earlier in the callbacks,
         # has restored the optimizer's step count (Keras starts from 0 in every process).
-        self._global_train_batch = int(keras.ops.convert_to_numpy(
-            self.model.optimizer.iterations))
+        # The steps an interrupted sitting wrote past it are trained again now: dropped
+        # from its event files first, so that each step has one value (issue 50, item 14).
+        restored = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+        if restored:
+            drop_batch_steps_after(os.path.join(self.log_dir, "train"), restored)
+        super().on_train_begin(logs)
+        self._global_train_batch = restored
         self._pop_writer()
         self._push_writer(self._train_writer, self._global_train_batch)
 
@@ -73,6 +77,42 @@ class TensorBoard(keras.callbacks.TensorBoard):
                 if name not in NOT_METRICS}
         with self.summary.record_if(True):
             super()._log_epoch_metrics(epoch, logs)
+
+
+def drop_batch_steps_after(directory, step):
+    """Rewrites the event files in `directory` without the batch summaries (`batch_*`
+    tags) of steps after `step`; other events stay as they are. Returns how many summary
+    values were dropped."""
+    from tensorboard.compat.proto import event_pb2
+
+    dropped = 0
+    if not os.path.isdir(directory):
+        return dropped
+    for name in sorted(os.listdir(directory)):
+        if not name.startswith("events.out.tfevents."):
+            continue
+        path = os.path.join(directory, name)
+        kept, changed = [], False
+        for record in tf.data.TFRecordDataset(path):
+            event = event_pb2.Event.FromString(record.numpy())
+            late = [value for value in event.summary.value
+                    if value.tag.startswith("batch_") and event.step > step]
+            if late:
+                changed, dropped = True, dropped + len(late)
+                if len(late) == len(event.summary.value):
+                    continue
+                values = [value for value in event.summary.value if value not in late]
+                del event.summary.value[:]
+                event.summary.value.extend(values)
+            kept.append(event.SerializeToString())
+        if changed:
+            # Written aside under a name TensorBoard does not read (no "tfevents" in it).
+            partial = os.path.join(directory, "rewriting.partial")
+            with tf.io.TFRecordWriter(partial) as writer:
+                for record in kept:
+                    writer.write(record)
+            os.replace(partial, path)
+    return dropped
 
 
 class SeedStates(keras.callbacks.Callback):

@@ -145,10 +145,9 @@ def train(config, run, options):
     inputs = make_inputs(task, prepared, options.strategy)
     padding = describe_batches(inputs, prepared.preprocessor.vocabulary_size)
     done = len(run_files.read_history(run.path(run_files.HISTORY)))
-    if done and isinstance(inputs["train"], batching.NLIBatches):
-        # Resumed: the batch order of a run from the start (tf.data's seeded reshuffles
-        # start again, docs/TRAINING.md).
-        inputs["train"].skip_epochs(done)
+    # Resumed or extended: the batch order a run from the start has there (`skipped` lives
+    # until `fit` has made its iterator).
+    skipped = task.skip_epochs(inputs["train"], done) if done else None
     model = build(task, strategy, prepared)
     write_config(run, task, prepared, model, strategy, padding, options.strategy)
     # One device only: tf.distribute's variables and per-replica batches need their own
@@ -159,6 +158,7 @@ def train(config, run, options):
     shared, nan_guard, keep_best = make_callbacks(
         run, task, prepared, inputs, options.log_every_steps, options.probe_sentence)
     fit(model, strategy, options.strategy, inputs, shared, run, config.training.epochs)
+    del skipped
     return finish(run, model if one_device else None, inputs, nan_guard, keep_best,
                   options.export_dir, ahead)
 
