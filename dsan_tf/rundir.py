@@ -207,9 +207,14 @@ class RunDirectory:
                                  "finished experiments.train run (--workdir)?")
 
     def load(self):
-        """(`NLIClassifier`, `NLIPreprocessor`, config dict) of a finished run."""
+        """(`NLIClassifier`, its `NLIPreprocessor`, config dict) of a finished run: its
+        model from the one loader (`dsan_tf.models.preset.load`, for inference: the
+        optimizer's state, a loss-scale wrapper under mixed_float16, is not read)."""
+        from dsan_tf.models import preset  # Keras loads here
+
         self.require_finished()
-        return (*load_model_files(self.workdir), self.read_json(CONFIG))
+        model = preset.load(self.workdir, compile=False)
+        return model, model.preprocessor, self.read_json(CONFIG)
 
 
 def model_file(directory):
@@ -220,20 +225,6 @@ def model_file(directory):
         if os.path.exists(path):
             return path
     return None
-
-
-def load_model_files(directory):
-    """(`NLIClassifier`, its `NLIPreprocessor`) of a run directory or an export: the one
-    loader of a model's files (`dsan_tf.models.preset.load`), for every program and
-    `dsan_tf.load`."""
-    from dsan_tf.models import preset  # Keras loads here
-
-    if model_file(directory) is None:
-        raise UsageError(f"{directory} holds no {BEST} (or {MODEL}).")
-    # Inference only: the optimizer's state (a loss-scale wrapper under mixed_float16)
-    # is not needed.
-    model = preset.load(directory, compile=False)
-    return model, model.preprocessor
 
 
 def write_json(path, value):
