@@ -275,19 +275,27 @@ if os.environ["KERAS_BACKEND"] != "tensorflow":
     sys.modules["tensorflow"] = None  # loading needs Keras only
 import keras, numpy as np
 import dsan_tf.models
-model = dsan_tf.models.load_model(sys.argv[1])  # registers the families' classes first
-inputs = dict(np.load(sys.argv[2]))
-print(json.dumps(keras.ops.convert_to_numpy(model(inputs, training=False)).tolist()))
+inputs = dict(np.load(sys.argv[1]))
+outputs = [keras.ops.convert_to_numpy(dsan_tf.models.load_model(path)(inputs, training=False))
+           .tolist() for path in sys.argv[2:]]  # load_model registers the classes first
+print(json.dumps(outputs))
 """
 
 
 def reloaded_outputs(model, inputs, directory):
     """The outputs of `model` saved as .keras and reloaded in a fresh Python process (only
     Keras' registry and dsan_tf.models there), for `inputs` (a dict of arrays)."""
-    path, data = directory / "model.keras", directory / "inputs.npz"
-    model.save(path)
+    return reloaded_outputs_of([model], inputs, directory)[0]
+
+
+def reloaded_outputs_of(models, inputs, directory):
+    """`reloaded_outputs` of several models, reloaded in one fresh process."""
+    paths, data = [directory / f"model{i}.keras" for i in range(len(models))], \
+        directory / "inputs.npz"
+    for model, path in zip(models, paths):
+        model.save(path)
     np.savez(data, **inputs)
-    result = subprocess.run([sys.executable, "-c", RELOAD, str(path), str(data)], env=ENV,
-                            capture_output=True, text=True, timeout=300, cwd=ROOT)
+    result = subprocess.run([sys.executable, "-c", RELOAD, str(data), *map(str, paths)],
+                            env=ENV, capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
-    return np.array(json.loads(result.stdout.strip().splitlines()[-1]))
+    return [np.array(output) for output in json.loads(result.stdout.strip().splitlines()[-1])]

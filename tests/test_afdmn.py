@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import pytest
 
-from helpers import random_ids, reloaded_outputs
+from helpers import random_ids
 
 from dsan_tf import build_model, model_config
 
@@ -131,12 +131,3 @@ def test_attention_never_reaches_padding(rng):
             sums[np.broadcast_to(real[query][:, None, :], sums.shape)], 1.0, atol=1e-5)
 
 
-def test_keras_file_reloads_in_a_fresh_process(rng, tmp_path):
-    # Glorot's start: ESIM's gives logits near 1e-7, where float rounding of the matching
-    # features (x - x̃ of nearly equal vectors) is as large as the logits themselves.
-    model = build_model("afdmn", dataclasses.replace(TINY, matching_blocks=1,
-                                                     initialization="glorot"))
-    inputs = pairs(rng)
-    expected = np.asarray(model(inputs, training=False))
-    np.testing.assert_allclose(reloaded_outputs(model, inputs, tmp_path), expected, rtol=0,
-                               atol=1e-5 * np.abs(expected).max())

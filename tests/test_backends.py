@@ -37,9 +37,9 @@ from dsan_tf.config import MODELS, model_config
 from dsan_tf.models import build_model
 from dsan_tf.optimization import compile_for_training
 
-SMALL = {"dsan": dict(num_heads=2, ffn_dim=16), "disan": {}, "cbow": {},
-         "gaussian_transformer": dict(char_dim=4, model_dim=8, num_heads=2),
-         "afdmn": dict(lstm_units=8, initialization="glorot")}  # ESIM's start: logits ~1e-12
+from dsan_tf.models import registry
+
+SMALL = {name: registry.family(name).small for name in MODELS}  # each family's own
 
 
 def logits_of(model, inputs):

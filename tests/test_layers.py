@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from dsan_tf import layers
-from dsan_tf.models import afdmn, cbow, disan, dsan, gaussian_transformer
+from dsan_tf.models import disan, dsan, registry
 from helpers import run_layer_test
 
 WIDTH, HEADS = 24, 4
@@ -190,30 +190,17 @@ MASKED = {"padding_mask": MASK}
 DISTANCES = np.abs(np.arange(T)[:, None] - np.arange(T)).astype("int32")
 # name: (class, constructor arguments, positional inputs, keyword inputs, output shape,
 #        float32 output whatever the policy)
-LAYER_CASES = {
-    "attention": (dsan.MaskedMultiHeadAttention,
-                  dict(num_heads=HEADS, direction="backward", distance_alpha=0.7, dropout=0.2,
-                       qkv_norm="full"), (X,), MASKED, (B, T, WIDTH), False),
+# The shared layers' cases, name: (class, constructor arguments, positional inputs, keyword
+# inputs, output shape, float32 output whatever the policy); each family adds its own from its
+# folder (`Family.layer_cases`, its testing.py).
+SHARED_CASES = {
     "fusion_gate": (layers.FusionGate, dict(fusion="raw", dropout=0.3), (X, X[:, ::-1]), {},
                     (B, T, WIDTH), False),
     "feed_forward": (layers.PositionwiseFeedForward, dict(ffn_dim=40), (X,), {},
                      (B, T, WIDTH), False),
-    "dsan_block": (dsan.DSANBlock, dict(direction="backward", num_heads=HEADS, ffn_dim=48,
-                                          distance_prior="gaussian", fusion="raw"),
-                   (X,), MASKED, (B, T, WIDTH), False),
-    "dsan_encoder": (dsan.DSANEncoder, dict(num_heads=HEADS, ffn_dim=32, pooling="multi_dim",
-                                              qkv_norm="full"),
-                     (X,), MASKED, (B, 2 * WIDTH), False),
     "source2token": (layers.Source2TokenAttention, dict(layer_norm_epsilon=1e-3), (X,), MASKED,
                      (B, WIDTH), False),
     "max_pooling": (layers.MaskedMaxPooling, {}, (X,), MASKED, (B, WIDTH), False),
-    "token2token": (disan.MultiDimensionalTokenAttention, dict(direction="backward", scale=3.0),
-                    (X,), MASKED, (B, T, WIDTH), False),
-    "disa_block": (disan.DiSABlock, dict(direction="backward", dropout=0.2), (X,), MASKED,
-                   (B, T, WIDTH), False),
-    "disan_encoder": (disan.DiSANEncoder, dict(dropout=0.2), (X,), MASKED, (B, 2 * WIDTH),
-                      False),
-    "bag_of_words": (cbow.BagOfWordsEncoder, {}, (X,), MASKED, (B, WIDTH), False),
     "distance_prior": (layers.DistancePrior, dict(prior="learned", max_distance=3),
                        (DISTANCES,), {}, (T, T), True),
     "layer_norm": (layers.LayerNorm, dict(epsilon=1e-3), (X,), {}, (B, T, WIDTH), False),
@@ -221,50 +208,9 @@ LAYER_CASES = {
                           False),
     "stack_pair": (layers.StackPair, {}, (X[:, :, 0], X[:, :3, 0]), {}, (2 * B, T), False),
     "split_pair": (layers.SplitPair, {}, (X[:, 0],), {}, (B // 2, 2, WIDTH), False),
-    "gaussian_self_attention": (gaussian_transformer.GaussianAttentionSublayer,
-                                dict(num_heads=HEADS, distance_prior="gaussian", dropout=0.2),
-                                (X,), MASKED, (B, T, WIDTH), False),
-    "inter_attention": (gaussian_transformer.GaussianAttentionSublayer,
-                        dict(num_heads=HEADS, distance_prior="none"), (X,),
-                        dict(padding_mask=MASK, context=X[:, :3], context_mask=MASK[:, :3]),
-                        (B, T, WIDTH), False),
-    "gaussian_encoding_block": (gaussian_transformer.GaussianEncodingBlock,
-                                dict(num_heads=HEADS, ffn_dim=16, distance_prior="gaussian"),
-                                (X,), MASKED, (B, T, WIDTH), False),
-    "interaction_block": (gaussian_transformer.InteractionBlock,
-                          dict(num_heads=HEADS, ffn_dim=16, distance_prior="gaussian"),
-                          (X, X[:, ::-1]), dict(premise_mask=MASK, hypothesis_mask=MASK),
-                          (B, 2, T, WIDTH), False),
-    "siamese_aggregation": (gaussian_transformer.SiameseAggregation, dict(model_dim=WIDTH),
-                            (X, X[:, ::-1]), MASKED, (B, WIDTH), False),
-    "gaussian_transformer_embedding": (gaussian_transformer.GaussianTransformerEmbedding,
-                                       dict(model_dim=8, dropout=0.2), (X,), {}, (B, T, 8),
-                                       False),
-    "cross_attention": (afdmn.CrossAttention, {}, (X, X[:, ::-1]),
-                        dict(premise_mask=MASK, hypothesis_mask=MASK[::-1]),
-                        (B, 2, T, WIDTH), False),
-    "attention_fusion": (afdmn.AttentionFusion, dict(units=6, dropout=0.2), (X, X[:, ::-1]),
-                         MASKED, (B, T, 12), False),
-    "computational_block": (afdmn.ComputationalBlock, dict(units=WIDTH // 2, dropout=0.2),
-                            (X, X[:, ::-1]), dict(premise_mask=MASK, hypothesis_mask=MASK),
-                            (B, 2, T, WIDTH), False),
-    # SAN4NLI's departures (tests/test_san4nli.py checks what they compute).
-    "attention_san4nli": (dsan.MaskedMultiHeadAttention,
-                          dict(num_heads=HEADS, qkv_norm="shared", attention_scale="d_e",
-                               initialization="san4nli", dropout=0.2), (X,), MASKED,
-                          (B, T, WIDTH), False),
     "fusion_gate_san4nli": (layers.FusionGate, dict(shared_norm=True, output_norm=True,
                                                     initialization="san4nli"),
                             (X, X[:, ::-1]), {}, (B, T, WIDTH), False),
-    "dsan_block_san4nli": (dsan.DSANBlock, dict(direction="forward", num_heads=HEADS, ffn_dim=48,
-                                                attention_scale="d_e", qkv_norm="shared",
-                                                fusion_norm="shared", fusion_output_norm=True,
-                                                ffn_dropout=True, initialization="san4nli"),
-                           (X,), MASKED, (B, T, WIDTH), False),
-    "dsan_encoder_san4nli": (dsan.DSANEncoder, dict(num_heads=HEADS, ffn_dim=32,
-                                                    s2t_norm="shared", max_pool_padding="zeros",
-                                                    initialization="san4nli"),
-                             (X,), MASKED, (B, 4 * WIDTH), False),
     "source2token_san4nli": (layers.Source2TokenAttention, dict(shared_norm=True,
                                                                 initialization="san4nli"),
                              (X,), MASKED, (B, WIDTH), False),
@@ -277,6 +223,10 @@ LAYER_CASES = {
                             dict(hidden_units=8, num_classes=3, dropout=0.2, input_dropout=0.3),
                             (X[:, 0],), {}, (B, 3), True),
 }
+LAYER_CASES = {**SHARED_CASES, **{
+    case: value for name in registry.names()
+    if registry.family(name).layer_cases
+    for case, value in registry.family(name).layer_cases(X, MASK, HEADS).items()}}
 
 
 def test_every_layer_has_a_case():
@@ -300,6 +250,11 @@ def test_every_layer_has_a_case():
             if issubclass(getattr(layers, name), keras.layers.Layer)} <= exported
     tested = {case[0] for case in LAYER_CASES.values()}
     assert exported - tested == set()
+    # No family's case hides another's (or a shared one) under the same name.
+    names = list(SHARED_CASES) + [case for name in registry.names()
+                                  if registry.family(name).layer_cases
+                                  for case in registry.family(name).layer_cases(X, MASK, HEADS)]
+    assert len(names) == len(LAYER_CASES)
 
 
 @pytest.mark.parametrize("name", sorted(LAYER_CASES))

@@ -17,10 +17,10 @@ from dsan_tf.programs import train
 from helpers import ROOT, cli
 
 FLAGS = project_flags.FLAGS
-# The flagfiles that are used after the study's (their comments say so).
-LAYERED = {"afdmn_snli25k_glove50": "snli25k_glove50",
-           "gaussian_transformer_snli25k_glove50": "snli25k_glove50",
-           "san4nli_paper_classifier": "san4nli"}
+# The named configurations that build on another (their flagfiles are used after its).
+LAYERED = {name: registry.family(family).configs[name][1]
+           for name, (family, _) in registry.configs().items()
+           if registry.family(family).configs[name][1]}
 
 
 def _parsed(*argv):

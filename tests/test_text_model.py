@@ -244,11 +244,6 @@ def test_the_saved_model_and_load_agree_with_predict(tmp_path):
     np.testing.assert_allclose(out["probabilities"].numpy(), expected, atol=1e-5)
 
 
-# Small sizes of the families with large defaults (a file each is saved and loaded).
-SMALL = {"dsan": {"embedding_dim": 10, "num_heads": 2, "ffn_dim": 16},
-         "gaussian_transformer": {"embedding_dim": 10, "model_dim": 8, "num_heads": 2,
-                                  "char_dim": 4},
-         "afdmn": {"embedding_dim": 10, "lstm_units": 8, "matching_blocks": 1}}
 
 REGISTERED = """
 import sys
@@ -272,8 +267,9 @@ def keras_files(tmp_path_factory):
         paths = []
         vocabulary = Vocabulary.build(PREMISES + HYPOTHESES, lowercase=True)
         for family in registry.names():
-            config = dsan_tf.model_config(family, vocab_size=vocabulary.size,
-                                          **SMALL.get(family, {}))
+            # Each family's smallest model (`Family.small`; a file each is saved and loaded).
+            config = dsan_tf.model_config(family, vocab_size=vocabulary.size, embedding_dim=10,
+                                          **registry.family(family).small)
             model = dsan_tf.build_model(family, config)
             model.preprocessor = NLIPreprocessor(vocabulary)
             model.save(directory / f"{family}.keras")

@@ -46,6 +46,13 @@ class Family:
         sentence_figures: its backbone shows one sentence's attention, gates and pooling
             (`sentence_intermediates`: `experiments.train --probe_sentence`, the Section
             5.5 figures).
+        small: {field: value} of the smallest model that still shows its behaviour, beside
+            the vocabulary and embedding width a test picks: what the shared tests build of
+            it (tests/test_model.py, test_backends.py, test_text_model.py).
+        layer_cases: None, or (x [B, T, D], mask [B, T], heads) -> {case: (layer class,
+            constructor arguments, positional inputs, keyword inputs, output shape, float32
+            output whatever the policy)}: its own layers, which tests/test_layers.py runs
+            through Keras' battery (`testing.py` in its package).
     """
 
     name: str
@@ -60,6 +67,8 @@ class Family:
     paper_parameters: str = ""
     sentence_figures: bool = False
     configs: dict = dataclasses.field(default_factory=dict)
+    small: dict = dataclasses.field(default_factory=dict)
+    layer_cases: Callable | None = None
 
 
 def register(family):

@@ -2,6 +2,7 @@
 
 from dsan_tf.models import flops
 from dsan_tf.models.cbow.config import CBOWConfig
+from dsan_tf.models.cbow import testing
 from dsan_tf.models.registry import Family, lazy_attributes, register
 
 
@@ -26,7 +27,9 @@ FAMILY = register(Family(
     name="cbow", paper="a bag-of-words baseline",
     config=CBOWConfig, backbone=_backbone, head=_head,
     forward_flops=_flops,
-    modules=("dsan_tf.models.cbow.bag_of_words", "dsan_tf.models.cbow.backbone")))
+    modules=("dsan_tf.models.cbow.bag_of_words", "dsan_tf.models.cbow.backbone"),
+    small={},
+    layer_cases=testing.layer_cases))
 
 __getattr__ = lazy_attributes(__name__, {"CBOWBackbone": "backbone",
                                          "BagOfWordsEncoder": "bag_of_words"})

@@ -4,6 +4,7 @@ docs/FIDELITY.md row 36."""
 
 from dsan_tf.models import flops
 from dsan_tf.models.disan.config import DiSANConfig
+from dsan_tf.models.disan import testing
 from dsan_tf.models.registry import Family, lazy_attributes, register
 
 
@@ -37,7 +38,9 @@ FAMILY = register(Family(
     config=DiSANConfig,
     backbone=_backbone, head=_head, forward_flops=_flops,
     modules=("dsan_tf.models.disan.layers", "dsan_tf.models.disan.backbone"),
-    paper_parameters="2.4M", sentence_figures=True))
+    paper_parameters="2.4M", sentence_figures=True,
+    small={},
+    layer_cases=testing.layer_cases))
 
 __getattr__ = lazy_attributes(__name__, {
     "DiSANBackbone": "backbone", "DiSANEncoder": "layers", "DiSABlock": "layers",

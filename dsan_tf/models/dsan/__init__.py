@@ -5,6 +5,7 @@ pooling; docs/FIDELITY.md rows 1-44 and, for SAN4NLI's departures, 69-80."""
 from dsan_tf.models import flops
 from dsan_tf.models.dsan.config import DSANConfig
 from dsan_tf.models.dsan.configs import CONFIGS
+from dsan_tf.models.dsan import testing
 from dsan_tf.models.registry import Family, lazy_attributes, register
 
 
@@ -54,7 +55,9 @@ FAMILY = register(Family(
     backbone=_backbone, head=_head, forward_flops=_flops,
     modules=tuple(f"dsan_tf.models.dsan.{m}" for m in ("attention", "block", "encoder",
                                                        "backbone")),
-    paper_parameters="4.7M", sentence_figures=True))
+    paper_parameters="4.7M", sentence_figures=True,
+    small={"num_heads": 2, "ffn_dim": 16},
+    layer_cases=testing.layer_cases))
 
 
 __getattr__ = lazy_attributes(__name__, {

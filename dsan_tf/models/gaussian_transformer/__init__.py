@@ -4,6 +4,7 @@ blocks with inter-attention, Siamese aggregation; docs/FIDELITY.md rows 45-56.""
 
 from dsan_tf.models.gaussian_transformer.config import GaussianTransformerConfig
 from dsan_tf.models.gaussian_transformer.configs import CONFIGS
+from dsan_tf.models.gaussian_transformer import testing
 from dsan_tf.models.registry import Family, lazy_attributes, register
 
 
@@ -49,7 +50,9 @@ FAMILY = register(Family(
     feature_width=lambda config: config.embedding_dim + config.char_dim,
     token_features=_token_features,
     modules=tuple(f"dsan_tf.models.gaussian_transformer.{m}"
-                  for m in ("attention", "layers", "backbone"))))
+                  for m in ("attention", "layers", "backbone")),
+    small={"model_dim": 8, "num_heads": 2, "char_dim": 4},
+    layer_cases=testing.layer_cases))
 
 __getattr__ = lazy_attributes(__name__, {
     "GaussianTransformerBackbone": "backbone", "GaussianAttentionSublayer": "attention",

@@ -1,0 +1,13 @@
+"""CBOW's part of the shared tests (`Family.layer_cases`): its layer's case for
+tests/test_layers.py's battery."""
+
+
+def layer_cases(x, mask, heads):
+    """{case: (layer class, constructor arguments, positional inputs, keyword inputs, output
+    shape, float32 output whatever the policy)} on features `x` [B, T, D] with `mask`
+    [B, T] (`heads`: unused)."""
+    from dsan_tf.models.cbow.bag_of_words import BagOfWordsEncoder
+
+    (b, _, d) = x.shape
+    return {"bag_of_words": (BagOfWordsEncoder, {}, (x,), {"padding_mask": mask}, (b, d),
+                             False)}
