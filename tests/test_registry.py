@@ -32,7 +32,8 @@ def test_a_family_outside_the_registration_list_is_refused():
     stray = registry.Family(name="esim", paper="Chen et al. (2017)", config=ModelConfig,
                             backbone=lambda config, size: None, head=lambda config: {},
                             modules=())
-    with pytest.raises(ValueError, match="listed in dsan_tf.models.registry.PACKAGES"):
+    with pytest.raises(ValueError, match="its package must be named as it, "
+                                         "dsan_tf/models/esim/"):
         registry.register(stray)
     with pytest.raises(ValueError, match="model must be one of"):
         registry.family("esim")
@@ -52,8 +53,9 @@ def test_a_familys_configuration_holds_only_fields_its_code_reads(name):
 
 
 def test_a_family_is_named_in_code_outside_its_package_in_one_file_at_most():
-    """Adding a family is its package plus one name in `registry.PACKAGES`: no other
-    module of the library or the programs names it in code (string literals)."""
+    """Adding a family is adding its package (`registry.PACKAGES` finds it): no module of
+    the library or the programs names it in code (string literals) but the registry, whose
+    `ORDER` places the project's own in listings."""
     files = [path for folder in ("dsan_tf", "experiments")
              for path in (ROOT / folder).rglob("*.py")]
     for name in registry.PACKAGES:
@@ -63,7 +65,7 @@ def test_a_family_is_named_in_code_outside_its_package_in_one_file_at_most():
                         if package not in path.parents
                         and str(path.relative_to(ROOT)) not in STUDY_TOOLING
                         and literal.search(path.read_text()))
-        assert naming == ["dsan_tf/models/registry.py"], (name, naming)
+        assert set(naming) <= {"dsan_tf/models/registry.py"}, (name, naming)
 
 
 def test_every_family_builds_from_its_own_configuration_only():

@@ -1,6 +1,7 @@
 """The model families by name. Each family lives in its own package,
 `dsan_tf.models.<name>` (its layers, backbone and configuration), and registers one `Family`
-when imported; `PACKAGES` lists them. Plain Python: a family's builders import Keras only
+when imported; `PACKAGES` lists them, as found in dsan_tf/models (adding a family is adding
+its folder). Plain Python: a family's builders import Keras only
 when called, so programs can list and check families without loading it.
 """
 
@@ -9,11 +10,25 @@ import importlib
 import importlib.resources
 import json
 import os
+import pkgutil
 from typing import Callable
 
-# The registration: adding a family is one package and one name here.
-PACKAGES = ("dsan", "disan", "cbow", "gaussian_transformer", "afdmn")
-DEFAULT = PACKAGES[0]  # the model this project reproduces; the others are its rivals
+# The order listings show the project's families in; a family's package (a folder of
+# dsan_tf/models whose __init__ registers it) is found without a line here, and a new one is
+# listed after these, by name.
+ORDER = ("dsan", "disan", "cbow", "gaussian_transformer", "afdmn")
+
+
+def _packages():
+    found = [module.name for module in pkgutil.iter_modules([os.path.dirname(__file__)])
+             if module.ispkg]
+    return tuple(sorted(found, key=lambda name: (
+        ORDER.index(name) if name in ORDER else len(ORDER), name)))
+
+
+# The packages of dsan_tf/models, each a family's.
+PACKAGES = _packages()
+DEFAULT = ORDER[0]  # the model this project reproduces; the others are its rivals
 
 _FAMILIES = {}
 
@@ -74,8 +89,8 @@ class Family:
 def register(family):
     """Adds `family` (a `Family`) under its name; called by its package on import."""
     if family.name not in PACKAGES:
-        raise ValueError(f"model family {family.name!r}: its package must be named as it "
-                         "and listed in dsan_tf.models.registry.PACKAGES.")
+        raise ValueError(f"model family {family.name!r}: its package must be named as it, "
+                         f"dsan_tf/models/{family.name}/ (registry.PACKAGES: those found).")
     if family.name in _FAMILIES and _FAMILIES[family.name] != family:
         raise ValueError(f"model family {family.name!r} is registered twice.")
     _FAMILIES[family.name] = family
