@@ -19,6 +19,8 @@ import pytest
 
 from helpers import ENV, ROOT
 
+from dsan_tf.models import registry
+
 BACKENDS = [name for name, module in (("tensorflow", "tensorflow"), ("jax", "jax"),
                                       ("torch", "torch"))
             if importlib.util.find_spec(module)]
@@ -122,7 +124,7 @@ def check_portability(directory, backends):
         if loaded is not None:
             assert loaded["backend"] == backend
             loads.append((backend, loaded["logits"]))
-    assert len(saved) == 5 * len(backends)
+    assert len(saved) == len(registry.names()) * len(backends)  # every family, each backend
     loads.append((backends[0], run(backends[0], directory, inputs, save=False)[1]["logits"]))
     for backend, loaded in loads:
         for file, logits in loaded.items():  # each backend reads what was there then
