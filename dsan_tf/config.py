@@ -8,7 +8,7 @@ import dataclasses
 
 from dsan_tf.models import registry
 from dsan_tf.models.config import (
-    ModelConfig, check_fields, documented, hyperparameter)
+    ModelConfig, check_fields, documented, hyperparameter, typed_value)
 
 MODELS = registry.names()  # the model families (dsan_tf.models.registry.PACKAGES)
 OOV_INITS = ("random", "zeros")
@@ -283,7 +283,7 @@ class ExperimentConfig:
         """The named training configuration (`dsan_tf.configs()`: the papers'
         configurations, the study's setting, the demo) with `overrides` by field name on
         top."""
-        values = registry.config_values(name)
+        values = named_values(name)
         unknown = sorted(set(overrides) - set(ExperimentConfig.field_names()))
         if unknown:
             raise ValueError(f"no field {', '.join(unknown)} in any configuration "
@@ -332,6 +332,26 @@ class ExperimentConfig:
         names = list(dict.fromkeys([*mine, *theirs]))
         return [(n, mine.get(n), theirs.get(n)) for n in names
                 if _comparable(mine.get(n)) != _comparable(theirs.get(n))]
+
+
+def named_values(name):
+    """{field name: value} of the named training configuration `name` (`dsan_tf.configs()`):
+    its flagfile's flags (`registry.config_flags`, its base's under them) read with their
+    fields' types, "model" its family; ValueError naming the flagfile's flag otherwise."""
+    fields = {}
+    for part in (DataConfig, TrainingConfig, *(registry.family(m).config for m in MODELS)):
+        for field in dataclasses.fields(part):
+            fields.setdefault(field.name, field)
+    values = {}
+    for key, value in registry.config_flags(name).items():
+        if key == "model":
+            values[key] = value
+        elif key not in fields:
+            raise ValueError(f"configuration {name!r} sets --{key}, which is no field of "
+                             "any configuration (dsan_tf.config).")
+        else:
+            values[key] = typed_value(fields[key], value)
+    return values
 
 
 def _comparable(value):

@@ -51,9 +51,9 @@ CURVE_MODELS = ("dsan", "prior_none", "disan", "cbow", "san4nli")
 def config_flags(preset, base="snli25k_glove50"):
     """The flags that turn the study's setting (`base`) into `preset`: its fields that
     differ, as a command line writes them (`--name=value`, `--name`/`--noname`)."""
-    from dsan_tf.models import registry
+    from dsan_tf.config import named_values
 
-    values, start = registry.config_values(preset), registry.config_values(base)
+    values, start = named_values(preset), named_values(base)
     flags_ = []
     for name, value in values.items():
         if start.get(name) != value:

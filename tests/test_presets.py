@@ -18,9 +18,8 @@ from helpers import ROOT, cli
 
 FLAGS = project_flags.FLAGS
 # The named configurations that build on another (their flagfiles are used after its).
-LAYERED = {name: registry.family(family).configs[name][1]
-           for name, (family, _) in registry.configs().items()
-           if registry.family(family).configs[name][1]}
+LAYERED = {name: config.base for name, config in registry.named_configs().items()
+           if config.base}
 
 
 def _parsed(*argv):
@@ -34,17 +33,23 @@ def _parsed(*argv):
         FLAGS.unparse_flags()
 
 
-def test_every_flagfile_is_a_named_config_with_the_same_configuration():
-    """experiments/configs/NAME.cfg and --config=NAME give one configuration, and each
-    named configuration has its flagfile (the .cfg files stay for absl users)."""
-    files = sorted(path.stem for path in (ROOT / "experiments" / "configs").glob("*.cfg"))
-    assert files == sorted(list(registry.configs()))
-    for name in files:
-        flagfiles = [f"--flagfile={ROOT / 'experiments' / 'configs' / base}.cfg"
-                     for base in (LAYERED.get(name), name) if base]
+def test_a_named_config_is_its_flagfile_read_as_absl_reads_it():
+    """Issue 49, item 3: a named configuration is written once, as a flagfile in its
+    family's configs/ folder; `--config=NAME` and `ExperimentConfig.named(NAME)` read it
+    (its `# base:` first) to the configuration absl's `--flagfile` gives, and the clone's
+    experiments/configs/NAME.cfg are links to those files, not copies."""
+    named = registry.named_configs()
+    for name, config in named.items():
+        flagfiles = [f"--flagfile={named[base].path}" for base in (config.base, name) if base]
         from_files = _parsed(*flagfiles)
         assert _parsed(f"--config={name}") == from_files, name
         assert ExperimentConfig.named(name) == from_files, name
+        assert pathlib.Path(config.path).parent.name == "configs" and config.description
+    links = sorted((ROOT / "experiments" / "configs").glob("*.cfg"))
+    assert {link.stem for link in links} == set(named)
+    for link in links:
+        assert link.is_symlink() and link.resolve() == pathlib.Path(named[link.stem].path
+                                                                    ).resolve(), link
     assert _parsed("--config=snli25k_glove50").model_config.embedding_dim == 50
 
 
@@ -64,7 +69,7 @@ def test_flags_on_top_of_a_named_config_and_overrides_by_field_name():
     with pytest.raises(ValueError, match="no field num_heads in the configuration of "
                                          "model 'cbow'"):
         ExperimentConfig.from_flat({"model": "cbow", "num_heads": 2})
-    assert list(dsan_tf.configs())[:2] == ["demo", "snli25k_glove50"]
+    assert {"demo", "snli25k_glove50", "dsan_snli"} <= set(dsan_tf.configs())
     assert "word-order" in dsan_tf.configs()["demo"]
 
 

@@ -188,6 +188,9 @@ def test_the_wheel_holds_the_library_and_console_scripts_not_experiments(tmp_pat
         files = {path.relative_to(ROOT).as_posix()
                  for path in pathlib.Path(folder).rglob("*") if path.is_file()}
         assert len(files) >= 8 and files <= set(names), name
+    # ... and every named configuration, so that `--config=NAME` works from the wheel.
+    for name, config in registry.named_configs().items():
+        assert pathlib.Path(config.path).relative_to(ROOT).as_posix() in names, name
     entry_points = configparser.ConfigParser()
     entry_points.read_string(wheel.read(next(n for n in names
                                              if n.endswith("entry_points.txt"))).decode())

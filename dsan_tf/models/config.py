@@ -7,6 +7,7 @@ from these without loading Keras.
 import dataclasses
 import json
 import textwrap
+import types
 
 from dsan_tf.choices import FUSIONS, PRIORS  # noqa: F401 (the families import them here)
 
@@ -23,6 +24,30 @@ def hyperparameter(default, help, **limits):
 def check_choice(name, value, choices):
     if value not in choices:
         raise ValueError(f"{name} must be one of {choices}, got {value!r}.")
+
+
+def value_type(field):
+    """bool, int, float or str: the type of a field's values (`int | None` is int)."""
+    kind = field.type
+    if isinstance(kind, types.UnionType):
+        kind = next(arg for arg in kind.__args__ if arg is not type(None))
+    return kind
+
+
+def typed_value(field, value):
+    """`value` (text as a flagfile writes it, or a value) as `field`'s type; ValueError
+    naming the field otherwise."""
+    kind = value_type(field)
+    if not isinstance(value, str) or kind is str:
+        return value
+    if kind is bool:
+        if value.lower() not in ("true", "false", "1", "0"):
+            raise ValueError(f"{field.name} takes true or false, got {value!r}.")
+        return value.lower() in ("true", "1")
+    try:
+        return kind(value)
+    except ValueError:
+        raise ValueError(f"{field.name} takes a {kind.__name__}, got {value!r}.") from None
 
 
 def described_fields(config_class):

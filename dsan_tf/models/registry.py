@@ -11,6 +11,7 @@ import importlib.resources
 import json
 import os
 import pkgutil
+import re
 from typing import Callable
 
 # The order listings show the project's families in; a family's package (a folder of
@@ -54,10 +55,6 @@ class Family:
         forward_flops: None, or (config, premise_length, hypothesis_length) -> FLOPs of one
             pair's forward pass (the benchmark's roofline).
         paper_parameters: the paper's parameter count, as printed ("4.7M"), or "".
-        configs: {name: (what it is, the configuration it builds on or None, {field:
-            value})}: its named training configurations (`configs.py` in its package;
-            `dsan_tf.configs()`, every training program's `--config=NAME`). Its trained
-            models, loadable by name (presets), are folders of `trained/` in its package.
         sentence_figures: its backbone shows one sentence's attention, gates and pooling
             (`sentence_intermediates`: `experiments.train --probe_sentence`, the Section
             5.5 figures).
@@ -81,7 +78,6 @@ class Family:
     forward_flops: Callable | None = None
     paper_parameters: str = ""
     sentence_figures: bool = False
-    configs: dict = dataclasses.field(default_factory=dict)
     small: dict = dataclasses.field(default_factory=dict)
     layer_cases: Callable | None = None
 
@@ -117,29 +113,87 @@ def family(name):
     return _FAMILIES[name]
 
 
-def configs():
-    """{configuration name: (family name, what it is)} of every family's named training
-    configurations, in `PACKAGES` order; ValueError when two families use one name."""
+@dataclasses.dataclass(frozen=True)
+class NamedConfig:
+    """A named training configuration: a flagfile in a family's `configs/` folder, the one
+    place it is written (`experiments/configs/NAME.cfg` links to it for `--flagfile`).
+
+    Attributes:
+        name: its file's name without `.cfg` (`--config=NAME`).
+        family: the family whose folder holds it.
+        path: the flagfile.
+        description: its leading comment's first sentence.
+        base: the named configuration under it (its `# base: NAME` line), or None.
+        flags: {flag name: value text as written, or True / False for absl's bare
+            boolean forms `--NAME` / `--noNAME`} (the configuration's field types read the
+            text: `dsan_tf.config.named_values`).
+    """
+
+    name: str
+    family: str
+    path: str
+    description: str
+    base: str | None
+    flags: dict
+
+
+def _read_config(family, path):
+    comments, flags, base = [], {}, None
+    with open(path, encoding="utf-8") as stream:
+        for line in map(str.strip, stream):
+            if line.startswith("# base:"):
+                base = line.split(":", 1)[1].split()[0]
+            elif line.startswith("#") and not flags:
+                comments.append(line.lstrip("# "))
+            elif line.startswith("--"):
+                key, has_value, value = line[2:].partition("=")
+                if has_value:
+                    flags[key] = value
+                else:  # absl's boolean forms: --NAME and --noNAME
+                    negated = key.startswith("no")
+                    flags[key[2:] if negated else key] = not negated
+    text = " ".join(comments)
+    # Its first sentence (not cut at "et al." or "e.g.").
+    description = re.split(r"(?<!\bal)(?<!e\.g)\.(?:\s|$)", text)[0] + "." if text else ""
+    name = os.path.basename(path)[:-len(".cfg")]
+    return NamedConfig(name, family, path, description, base, flags)
+
+
+def named_configs():
+    """{name: `NamedConfig`} of every family's `configs/*.cfg`, in `PACKAGES` order;
+    ValueError when two families use one name."""
     found = {}
-    for name in names():
-        for config, (description, _, _) in _FAMILIES[name].configs.items():
-            if config in found:
-                raise ValueError(f"configuration {config!r} is both {found[config][0]}'s and "
-                                 f"{name}'s.")
-            found[config] = (name, description)
+    for family_name in names():
+        folder = importlib.resources.files(f"dsan_tf.models.{family_name}") / "configs"
+        if not folder.is_dir():
+            continue
+        for entry in sorted(folder.iterdir(), key=lambda entry: entry.name):
+            if entry.name.endswith(".cfg"):
+                config = _read_config(family_name, os.fspath(entry))
+                if config.name in found:
+                    raise ValueError(f"configuration {config.name!r} is both "
+                                     f"{found[config.name].family}'s and {family_name}'s.")
+                found[config.name] = config
     return found
 
 
-def config_values(config):
-    """{field name: value} of the named configuration `config`, "model" included, its
-    base's values under its own; ValueError naming the configurations otherwise."""
-    known = configs()
+def configs():
+    """{configuration name: (family name, what it is)} of every family's named training
+    configurations (`named_configs`)."""
+    return {name: (config.family, config.description)
+            for name, config in named_configs().items()}
+
+
+def config_flags(config):
+    """{flag name: value as written} of the named configuration `config`, its base's under
+    its own, "model" its family's; ValueError naming the configurations otherwise."""
+    known = named_configs()
     if config not in known:
         raise ValueError(f"no configuration {config!r}; the configurations: "
                          f"{', '.join(known)}.")
-    name = known[config][0]
-    _, base, values = _FAMILIES[name].configs[config]
-    return {**(config_values(base) if base else {}), **values, "model": name}
+    named = known[config]
+    return {**(config_flags(named.base) if named.base else {}), **named.flags,
+            "model": named.family}
 
 
 def trained_presets():

@@ -18,9 +18,10 @@ import types
 from absl import flags
 
 from dsan_tf.config import (
-    DATA_PREFIXES, MODELS, DataConfig, ExperimentConfig, RunOptions, TrainingConfig)
+    DATA_PREFIXES, MODELS, DataConfig, ExperimentConfig, RunOptions, TrainingConfig,
+    named_values)
 from dsan_tf.models import registry
-from dsan_tf.models.config import ModelConfig, described_fields
+from dsan_tf.models.config import ModelConfig, described_fields, value_type
 
 FLAGS = flags.FLAGS
 # --help's groups: absl lists a program's flags by the module name they were defined under.
@@ -144,14 +145,6 @@ def _group(flag_name, defaults):
     return f"{MODEL_GROUP}: {', '.join(defaults)}"
 
 
-def _value_type(field):
-    """bool, int, float or str: the type of a field's values (`int | None` is int)."""
-    kind = field.type
-    if isinstance(kind, types.UnionType):
-        kind = next(arg for arg in kind.__args__ if arg is not type(None))
-    return kind
-
-
 def define_field(field, default=None, module_name=None, help_text=None):
     """One flag for a configuration field: its name, type, bounds or choices, its help,
     and its default (`default`, when given, else the field's); a field declared with
@@ -161,7 +154,7 @@ def define_field(field, default=None, module_name=None, help_text=None):
     common = {"module_name": module_name} if module_name else {}
     limits = field.metadata
     bounds = {key: limits[key] for key in ("lower_bound", "upper_bound") if key in limits}
-    kind = _value_type(field)
+    kind = value_type(field)
     if "choices" in limits:
         flags.DEFINE_enum(field.name, default, limits["choices"], help_text, **common)
     elif kind is bool:
@@ -311,7 +304,7 @@ def given_values(values=FLAGS):
     name = values["config"].value if "config" in values else None
     given = {field: values[field].value for field in ExperimentConfig.field_names()
              if field in values and values[field].present}
-    return {**(registry.config_values(name) if name else {}), **given}
+    return {**(named_values(name) if name else {}), **given}
 
 
 def experiment_config(values=FLAGS):

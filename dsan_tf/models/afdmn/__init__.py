@@ -3,7 +3,6 @@ computational blocks (cross attention, fusion, self-attention, fusion), mean and
 pooling, a tanh MLP; docs/FIDELITY.md rows 57-68."""
 
 from dsan_tf.models.afdmn.config import AFDMNConfig
-from dsan_tf.models.afdmn.configs import CONFIGS
 from dsan_tf.models.afdmn import testing
 from dsan_tf.models.registry import Family, lazy_attributes, register
 
@@ -28,7 +27,6 @@ def _head(config):
 
 
 FAMILY = register(Family(
-    configs=CONFIGS,
     name="afdmn", paper="Duan et al. (2018), Attention-Fused Deep Matching Network",
     config=AFDMNConfig,
     backbone=_backbone, head=_head,

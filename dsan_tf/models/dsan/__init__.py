@@ -4,7 +4,6 @@ pooling; docs/FIDELITY.md rows 1-44 and, for SAN4NLI's departures, 69-80."""
 
 from dsan_tf.models import flops
 from dsan_tf.models.dsan.config import DSANConfig
-from dsan_tf.models.dsan.configs import CONFIGS
 from dsan_tf.models.dsan import testing
 from dsan_tf.models.registry import Family, lazy_attributes, register
 
@@ -49,7 +48,6 @@ def _flops(config, premise_length, hypothesis_length):
 
 
 FAMILY = register(Family(
-    configs=CONFIGS,
     name="dsan", paper="Im & Cho (2017), Distance-based Self-Attention Network for NLI",
     config=DSANConfig,
     backbone=_backbone, head=_head, forward_flops=_flops,

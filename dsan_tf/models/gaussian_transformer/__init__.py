@@ -3,7 +3,6 @@ vectors beside the word vectors, Gaussian self-attention encoding blocks, intera
 blocks with inter-attention, Siamese aggregation; docs/FIDELITY.md rows 45-56."""
 
 from dsan_tf.models.gaussian_transformer.config import GaussianTransformerConfig
-from dsan_tf.models.gaussian_transformer.configs import CONFIGS
 from dsan_tf.models.gaussian_transformer import testing
 from dsan_tf.models.registry import Family, lazy_attributes, register
 
@@ -43,7 +42,6 @@ def _token_features(config, vocabulary, word_vectors, seed):
 
 
 FAMILY = register(Family(
-    configs=CONFIGS,
     name="gaussian_transformer", paper="Guo, Zhang & Liu (2019), Gaussian Transformer",
     config=GaussianTransformerConfig,
     backbone=_backbone, head=_head,
