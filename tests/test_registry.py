@@ -41,14 +41,23 @@ def test_a_family_outside_the_registration_list_is_refused():
 
 @pytest.mark.parametrize("name", registry.PACKAGES)
 def test_a_familys_configuration_holds_only_fields_its_code_reads(name):
-    """Every field a family adds to `ModelConfig` is read in its own package (a field no
-    code of the family reads would be another family's)."""
-    own = {field.name for field in dataclasses.fields(registry.family(name).config)} - {
+    """Every field a family adds to `ModelConfig` is read in its own package, or taken by
+    its backbone's constructor under its name (`arguments_of`): a field no code of the
+    family reads would be another family's."""
+    import inspect
+
+    from dsan_tf import model_config
+
+    family = registry.family(name)
+    own = {field.name for field in dataclasses.fields(family.config)} - {
         field.name for field in dataclasses.fields(ModelConfig)}
     source = "".join(path.read_text() for path in
                      (ROOT / "dsan_tf" / "models" / name).glob("*.py")
                      if path.name != "config.py")
-    unread = sorted(field for field in own if f"config.{field}" not in source)
+    backbone = type(family.backbone(model_config(name, trainable_embeddings=True), 10))
+    taken = set(inspect.signature(backbone.__init__).parameters)
+    unread = sorted(field for field in own
+                    if f"config.{field}" not in source and field not in taken)
     assert not unread, f"{name}'s configuration has fields its code never reads: {unread}"
 
 
@@ -124,3 +133,33 @@ def test_keras_files_saved_under_the_backbones_older_argument_names_still_load(n
     if name == "gaussian_transformer":  # older files left the table's width out
         older.pop("embedding_dim", None)
     assert type(backbone).from_config(older).get_config() == saved
+
+
+@pytest.mark.parametrize("name", registry.PACKAGES)
+def test_a_layers_default_is_its_configuration_fields(name):
+    """Issue 49, item 4: a hyperparameter's default is declared by its field in the family's
+    configuration; a layer or backbone of the family that takes it by the same name keeps
+    no other default (None on either side means "derived": from the width, or resolved
+    when the model is built)."""
+    import importlib
+    import inspect
+
+    import keras
+
+    family = registry.family(name)
+    fields = {field.name: field.default for field in dataclasses.fields(family.config)}
+    differing = []
+    for module_name in family.modules:
+        module = importlib.import_module(module_name)
+        for cls in vars(module).values():
+            if not (isinstance(cls, type) and issubclass(cls, keras.layers.Layer)
+                    and cls.__module__ == module_name):
+                continue
+            for parameter in inspect.signature(cls.__init__).parameters.values():
+                default = parameter.default
+                if (parameter.name in fields and default is not inspect.Parameter.empty
+                        and None not in (default, fields[parameter.name])
+                        and default != fields[parameter.name]):
+                    differing.append(f"{cls.__name__}({parameter.name}={default!r}), field "
+                                     f"{fields[parameter.name]!r}")
+    assert not differing, differing

@@ -6,11 +6,26 @@ shows its intermediate values defines them itself (`sentence_intermediates`,
 Shape legend: B batch, T tokens, V vocabulary, D word width (d_e), E backbone output width.
 """
 
+import dataclasses
+import inspect
+
 import keras
 import numpy as np
 from keras import ops
 
 from dsan_tf import masks
+
+
+def arguments_of(callable_, values):
+    """{name: value} of `values` (a dict, or a dataclass such as a family's configuration)
+    that `callable_` (a class: its constructor) takes by name: a hyperparameter passed on
+    under its one name, with no list of names to keep beside it."""
+    if dataclasses.is_dataclass(values):
+        values = {field.name: getattr(values, field.name)
+                  for field in dataclasses.fields(values)}
+    accepted = inspect.signature(callable_).parameters
+    return {name: value for name, value in values.items()
+            if name in accepted and accepted[name].kind is not inspect.Parameter.VAR_KEYWORD}
 
 
 def count_parameters(weights):

@@ -8,14 +8,12 @@ from dsan_tf.models.registry import Family, lazy_attributes, register
 
 
 def _backbone(config, vocabulary_size):
+    """Its backbone, given every field of `config` its constructor takes (keras-hub's
+    rule: the backbone's arguments are the configuration's fields, same names)."""
+    from dsan_tf.models.backbone import arguments_of
     from dsan_tf.models.afdmn.backbone import AFDMNBackbone
 
-    return AFDMNBackbone(vocabulary_size=vocabulary_size, embedding_dim=config.embedding_dim,
-                         trainable_embeddings=config.trainable_embeddings,
-                         lstm_units=config.lstm_units,
-                         matching_blocks=config.matching_blocks,
-                         dropout=config.dropout, initialization=config.initialization,
-                         init_scale=config.init_scale)
+    return AFDMNBackbone(vocabulary_size=vocabulary_size, **arguments_of(AFDMNBackbone, config))
 
 
 def _head(config):

@@ -9,11 +9,12 @@ from dsan_tf.models.registry import Family, lazy_attributes, register
 
 
 def _backbone(config, vocabulary_size):
+    """Its backbone, given every field of `config` its constructor takes (keras-hub's
+    rule: the backbone's arguments are the configuration's fields, same names)."""
+    from dsan_tf.models.backbone import arguments_of
     from dsan_tf.models.disan.backbone import DiSANBackbone
 
-    return DiSANBackbone(vocabulary_size=vocabulary_size, embedding_dim=config.embedding_dim,
-                         trainable_embeddings=config.trainable_embeddings,
-                         dropout=config.dropout, layer_norm_epsilon=config.layer_norm_epsilon)
+    return DiSANBackbone(vocabulary_size=vocabulary_size, **arguments_of(DiSANBackbone, config))
 
 
 def _head(config):

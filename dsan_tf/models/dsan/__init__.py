@@ -9,20 +9,13 @@ from dsan_tf.models.registry import Family, lazy_attributes, register
 
 
 def _backbone(config, vocabulary_size):
+    """Its backbone, given every field of `config` its constructor takes (keras-hub's
+    rule: the backbone's arguments are the configuration's fields, same names)."""
+    from dsan_tf.models.backbone import arguments_of
     from dsan_tf.models.dsan.backbone import DSANBackbone
 
-    return DSANBackbone(
-        vocabulary_size=vocabulary_size, embedding_dim=config.embedding_dim,
-        trainable_embeddings=config.trainable_embeddings, num_heads=config.num_heads,
-        ffn_dim=config.ffn_dim, distance_prior=config.distance_prior,
-        distance_alpha=config.distance_alpha, prior_max_distance=config.prior_max_distance,
-        use_direction_mask=config.use_direction_mask, fusion=config.fusion,
-        pooling=config.pooling, qkv_norm=config.qkv_norm, dropout=config.dropout,
-        layer_norm_epsilon=config.layer_norm_epsilon,
-        attention_scale=config.attention_scale, fusion_norm=config.fusion_norm,
-        fusion_output_norm=config.fusion_output_norm, ffn_dropout=config.ffn_dropout,
-        s2t_norm=config.s2t_norm, max_pool_padding=config.max_pool_padding,
-        initialization=config.initialization)
+    return DSANBackbone(vocabulary_size=vocabulary_size,
+                        **arguments_of(DSANBackbone, config))
 
 
 def _head(config):

@@ -10,12 +10,8 @@ from dsan_tf.models.dsan.config import POOLINGS
 from dsan_tf.models.dsan.block import DSANBlock
 from dsan_tf.layers.pooling import MaskedMaxPooling, Source2TokenAttention
 from dsan_tf.layers.utils import clone_initializer
+from dsan_tf.models.backbone import arguments_of
 
-# The blocks' arguments that the encoder passes through unchanged.
-BLOCK_ARGUMENTS = ("num_heads", "ffn_dim", "use_direction_mask", "distance_prior",
-                   "distance_alpha", "prior_max_distance", "fusion", "qkv_norm", "dropout",
-                   "layer_norm_epsilon", "attention_scale", "fusion_norm",
-                   "fusion_output_norm", "ffn_dropout", "initialization")
 
 
 @keras.saving.register_keras_serializable(package="dsan_tf")
@@ -82,7 +78,11 @@ class DSANEncoder(keras.layers.Layer):
         self.initialization = initialization
 
     def _block_config(self):
-        return {name: getattr(self, name) for name in BLOCK_ARGUMENTS}
+        """The blocks' arguments, passed through unchanged: those of `DSANBlock`'s that the
+        encoder holds (its direction and initializer are set per block)."""
+        held = {name: getattr(self, name) for name in vars(self) if not name.startswith("_")}
+        held.pop("kernel_initializer", None)
+        return arguments_of(DSANBlock, held)
 
     def build(self, inputs_shape):
         initializer = lambda name: clone_initializer(self.kernel_initializer, name)  # noqa: E731
