@@ -100,6 +100,37 @@ def test_tf_data_batches_resume_in_the_order_of_a_run_from_the_start(tmp_path,
     assert _history(tmp_path / "run") == _history(tmp_path / "at_once")
 
 
+@pytest.mark.parametrize("bounded_shapes", [False, True])
+def test_a_run_interrupted_mid_epoch_resumes_to_the_uninterrupted_result(
+        tmp_path, monkeypatch, bounded_shapes):
+    """Issue 50, item 14: Ctrl-C in the middle of epoch 2 (step 30 of 63), then the same
+    call again, ends with the history and the best weights (their SHA-256) of the run
+    that was never interrupted: data order, dropout's random states and the step count
+    are restored, with tf.data batches and NumPy batches alike."""
+    import keras
+
+    config = _config(3).replace(bounded_shapes=bounded_shapes, dropout=0.3)
+
+    class CtrlC(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)) == 30:
+                raise KeyboardInterrupt
+
+    make_callbacks = steps.make_callbacks
+    monkeypatch.setattr(steps, "make_callbacks", lambda *args, **kwargs: (
+        lambda made: ([*made[0], CtrlC()], *made[1:]))(make_callbacks(*args, **kwargs)))
+    with pytest.raises(KeyboardInterrupt):
+        steps.train_run(str(tmp_path / "run"), config)
+    assert len(_history(tmp_path / "run")) == 2  # the header and epoch 1
+    monkeypatch.setattr(steps, "make_callbacks", make_callbacks)
+    resumed = steps.train_run(str(tmp_path / "run"), config)
+    assert resumed.state == "resume"
+    whole = steps.train_run(str(tmp_path / "at_once"), config)
+    assert _history(tmp_path / "run") == _history(tmp_path / "at_once")
+    assert resumed.results["best_weights_sha256"] == whole.results["best_weights_sha256"]
+    assert resumed.results["dev_accuracy"] == whole.results["dev_accuracy"]
+
+
 def test_a_resumed_runs_batch_steps_are_written_once(tmp_path):
     """Issue 50, item 14: the batch summaries an interrupted sitting wrote past the restored
     step are dropped from its event files before the steps are trained again; epoch
