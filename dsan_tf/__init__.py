@@ -7,7 +7,7 @@ files (`keras.saving.load_model`) as soon as Keras is imported (`dsan_tf.registr
 
 import importlib
 
-from dsan_tf import registration
+from dsan_tf import quiet, registration
 from dsan_tf.version import __version__
 
 # name -> module that defines it
@@ -49,12 +49,23 @@ def configs():
     return {name: description for name, (_, description) in registry.configs().items()}
 
 
+# What loads without Keras; every other name loads Keras (and TensorFlow, its backend)
+# first, without their start-up C++ log lines (`dsan_tf.quiet`).
+_PLAIN = {"dsan_tf.config", "dsan_tf.labels", "dsan_tf.models.dsan.config"}
+
+
 def __getattr__(name):
     if name in _EXPORTS:
+        if _EXPORTS[name] not in _PLAIN:
+            quiet.load_frameworks()
         return getattr(importlib.import_module(_EXPORTS[name]), name)
     if name in _SUBMODULES:
+        if f"dsan_tf.{name}" not in _PLAIN:
+            quiet.load_frameworks()
         return importlib.import_module(f"dsan_tf.{name}")
     if name.endswith(("Backbone", "Config")):  # a family's (dsan_tf.DSANBackbone, ...)
+        if name.endswith("Backbone"):
+            quiet.load_frameworks()
         try:
             return getattr(importlib.import_module("dsan_tf.models"), name)
         except AttributeError:

@@ -175,6 +175,9 @@ def test_a_shipped_preset_loads_by_name_and_gives_its_recorded_numbers(name):
                           capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Warning" not in done.stderr  # no optimizer state skipped, nothing cut
+    # Nor TensorFlow's start-up C++ lines (issue 50, item 20): Python use is as quiet as
+    # the programs (`dsan_tf.quiet`).
+    assert "oneDNN" not in done.stderr and "I0000" not in done.stderr, done.stderr[-2000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     expected = [probe["probabilities"] for probe in recorded["probes"]]
     np.testing.assert_allclose(seen["probabilities"], expected, atol=1e-5)

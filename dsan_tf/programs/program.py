@@ -17,6 +17,7 @@ import tempfile
 
 from absl import app, flags, logging
 
+from dsan_tf import quiet
 from dsan_tf.data.examples import DataError
 from dsan_tf.errors import UsageError
 from dsan_tf.programs import flags as project_flags
@@ -75,42 +76,11 @@ def verbose():
     return FLAGS["verbosity"].present and FLAGS.verbosity >= 0
 
 
-@contextlib.contextmanager
-def _stderr_swallowed():
-    """Sends file descriptor 2 to a temporary file while the block runs (C++ libraries
-    write there directly, past Python's `sys.stderr`); replays it if the block raises."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as sink:
-        os.dup2(sink.fileno(), 2)
-        try:
-            yield
-        except BaseException:
-            os.dup2(saved, 2)
-            sink.seek(0)
-            sys.stderr.write(sink.read().decode("utf-8", "replace"))
-            raise
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-
-
 def load_tensorflow(tensorflow=True):
     """Imports Keras (and TensorFlow, unless `tensorflow=False`: Keras still loads it when
-    it is the backend) without their start-up log lines (oneDNN, CUDA probing, CPU
-    features: about nine C++ lines, printed before TF's logger honours
-    TF_CPP_MIN_LOG_LEVEL) unless `--verbosity` asks for them. A TF_CPP_MIN_LOG_LEVEL the
-    user set is kept; otherwise TF's later C++ lines are shown from level 3 (fatal) on.
-    """
-    if "tensorflow" in sys.modules or (not tensorflow and "keras" in sys.modules):
-        return
-    if not verbose():
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    with contextlib.nullcontext() if verbose() else _stderr_swallowed():
-        import keras  # noqa: F401
-        if tensorflow:
-            import tensorflow  # noqa: F401
+    it is the backend) without their start-up log lines (`dsan_tf.quiet`) unless
+    `--verbosity` asks for them."""
+    quiet.load_frameworks(tensorflow or None, verbose=verbose())
 
 
 def _load_backend(tensorflow):
