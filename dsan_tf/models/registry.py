@@ -159,21 +159,27 @@ def _read_config(family, path):
     return NamedConfig(name, family, path, description, base, flags)
 
 
+def _family_files(folder_name):
+    """(family name, entry) of each entry of every family's `folder_name` folder, in
+    `PACKAGES` order, then by name."""
+    for family_name in names():
+        folder = importlib.resources.files(f"dsan_tf.models.{family_name}") / folder_name
+        if folder.is_dir():
+            for entry in sorted(folder.iterdir(), key=lambda entry: entry.name):
+                yield family_name, entry
+
+
 def named_configs():
     """{name: `NamedConfig`} of every family's `configs/*.cfg`, in `PACKAGES` order;
     ValueError when two families use one name."""
     found = {}
-    for family_name in names():
-        folder = importlib.resources.files(f"dsan_tf.models.{family_name}") / "configs"
-        if not folder.is_dir():
-            continue
-        for entry in sorted(folder.iterdir(), key=lambda entry: entry.name):
-            if entry.name.endswith(".cfg"):
-                config = _read_config(family_name, os.fspath(entry))
-                if config.name in found:
-                    raise ValueError(f"configuration {config.name!r} is both "
-                                     f"{found[config.name].family}'s and {family_name}'s.")
-                found[config.name] = config
+    for family_name, entry in _family_files("configs"):
+        if entry.name.endswith(".cfg"):
+            config = _read_config(family_name, os.fspath(entry))
+            if config.name in found:
+                raise ValueError(f"configuration {config.name!r} is both "
+                                 f"{found[config.name].family}'s and {family_name}'s.")
+            found[config.name] = config
     return found
 
 
@@ -201,14 +207,10 @@ def trained_presets():
     by name (`dsan_tf.presets()`): each family's `trained/<name>/` folders that hold a
     preset (metadata.json, whose "description" says what it is), in `PACKAGES` order."""
     found = {}
-    for name in names():
-        folder = importlib.resources.files(f"dsan_tf.models.{name}") / "trained"
-        if not folder.is_dir():
-            continue
-        for entry in sorted(folder.iterdir(), key=lambda entry: entry.name):
-            if (entry / "metadata.json").is_file():
-                metadata = json.loads((entry / "metadata.json").read_text(encoding="utf-8"))
-                found[entry.name] = (os.fspath(entry), metadata.get("description", ""))
+    for _, entry in _family_files("trained"):
+        if (entry / "metadata.json").is_file():
+            metadata = json.loads((entry / "metadata.json").read_text(encoding="utf-8"))
+            found[entry.name] = (os.fspath(entry), metadata.get("description", ""))
     return found
 
 
