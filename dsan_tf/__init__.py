@@ -49,8 +49,9 @@ def configs():
     return {name: description for name, (_, description) in registry.configs().items()}
 
 
-# What loads without Keras; every other name loads Keras (and TensorFlow, its backend)
-# first, without their start-up C++ log lines (`dsan_tf.quiet`).
+# The names that load without Keras. Every other name (not a submodule: `from dsan_tf
+# import models` must stay light for the programs' --help) loads Keras, and TensorFlow when
+# it is the backend, first, without their start-up C++ log lines (`dsan_tf.quiet`).
 _PLAIN = {"dsan_tf.config", "dsan_tf.labels", "dsan_tf.models.dsan.config"}
 
 
@@ -60,8 +61,6 @@ def __getattr__(name):
             quiet.load_frameworks()
         return getattr(importlib.import_module(_EXPORTS[name]), name)
     if name in _SUBMODULES:
-        if f"dsan_tf.{name}" not in _PLAIN:
-            quiet.load_frameworks()
         return importlib.import_module(f"dsan_tf.{name}")
     if name.endswith(("Backbone", "Config")):  # a family's (dsan_tf.DSANBackbone, ...)
         if name.endswith("Backbone"):
