@@ -217,16 +217,6 @@ class RunDirectory:
         return model, model.preprocessor, self.read_json(CONFIG)
 
 
-def model_file(directory):
-    """The model of a run directory (best.keras) or an export (model.keras); None when
-    `directory` holds neither."""
-    for name in (BEST, MODEL):
-        path = os.path.join(directory, name)
-        if os.path.exists(path):
-            return path
-    return None
-
-
 def write_json(path, value):
     """Writes atomically (a reader never sees half a file), making the directory."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)

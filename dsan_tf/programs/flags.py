@@ -13,7 +13,6 @@ import os
 import re
 import sys
 import textwrap
-import types
 
 from absl import flags
 

@@ -6,14 +6,12 @@ model settings); only `main` turns that into an exit. Flag values are checked wh
 are parsed (absl's `lower_bound`, `flags.require_existing`), before TensorFlow loads.
 """
 
-import contextlib
 import functools
 import json
 import os
 import re
 import shlex
 import sys
-import tempfile
 
 from absl import app, flags, logging
 
