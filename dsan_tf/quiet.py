@@ -35,7 +35,7 @@ def load_frameworks(tensorflow=None, verbose=None):
     """Imports Keras and, when it is the backend (or `tensorflow` is True), TensorFlow,
     without their start-up lines unless `verbose` (default: `DSAN_TF_VERBOSE` is set). A
     TF_CPP_MIN_LOG_LEVEL the user set is kept; otherwise TensorFlow's later C++ lines are
-    shown from level 3 (fatal) on. Nothing happens once Keras is loaded."""
+    shown from level 3 (fatal) on. Nothing happens once what it would import is loaded."""
     if verbose is None:
         verbose = bool(os.environ.get("DSAN_TF_VERBOSE"))
     if tensorflow is None:

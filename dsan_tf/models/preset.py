@@ -145,15 +145,12 @@ def load(path, compile=True):
     its files do not say) unless `compile` is False. `NoModel`, a ValueError of one
     sentence naming `path`, when it holds none."""
     path = newest_version(locate(path))
-    compile_config = None
     if os.path.exists(os.path.join(path, METADATA)):
-        model = _load_preset(path)
-        if os.path.exists(os.path.join(path, TASK_CONFIG)):
-            compile_config = _read_json(os.path.join(path, TASK_CONFIG)).get("compile_config")
+        model, compile_config = _load_preset(path)
     elif any(os.path.exists(os.path.join(path, name)) for name in MODEL_FILES):
         model, compile_config = _load_model_file(path)
     elif os.path.isdir(os.path.join(path, MEMBERS)):
-        model = NLIEnsemble(_members(path))
+        model, compile_config = NLIEnsemble(_members(path)), None
     else:
         raise NoModel(f"{path} holds no model: neither a preset ({METADATA}), a run "
                          f"directory ({MODEL_FILES[0]}), an export ({MODEL_FILES[1]}) nor "
@@ -182,12 +179,13 @@ def _members(path):
 
 
 def _load_preset(path):
+    """(model, the compile config its task.json recorded or None) of a preset."""
     from dsan_tf.models import register_keras_classes
 
     register_keras_classes()  # a fresh process has imported no family's classes yet
     metadata = _read_json(os.path.join(path, METADATA))
     if metadata.get("class") == NLIEnsemble.__name__:
-        return NLIEnsemble(_members(path))
+        return NLIEnsemble(_members(path)), None
     backbone = keras.saving.deserialize_keras_object(
         _read_json(os.path.join(path, BACKBONE_CONFIG)))
     backbone.ensure_built()
@@ -201,7 +199,7 @@ def _load_preset(path):
     model = NLIClassifier(backbone, preprocessor=preprocessor, **arguments)
     keras.saving.load_weights(model, os.path.join(path, TASK_WEIGHTS),
                               objects_to_skip=_backbone_objects(model))
-    return model
+    return model, task.get("compile_config")
 
 
 def _load_model_file(path):
