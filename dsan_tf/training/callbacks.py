@@ -95,15 +95,14 @@ def drop_batch_steps_after(directory, step):
         kept, changed = [], False
         for record in tf.data.TFRecordDataset(path):
             event = event_pb2.Event.FromString(record.numpy())
-            late = [value for value in event.summary.value
-                    if value.tag.startswith("batch_") and event.step > step]
-            if late:
-                changed, dropped = True, dropped + len(late)
-                if len(late) == len(event.summary.value):
+            values = event.summary.value
+            if event.step > step and any(value.tag.startswith("batch_") for value in values):
+                others = [value for value in values if not value.tag.startswith("batch_")]
+                changed, dropped = True, dropped + len(values) - len(others)
+                if not others:
                     continue
-                values = [value for value in event.summary.value if value not in late]
-                del event.summary.value[:]
-                event.summary.value.extend(values)
+                del values[:]
+                values.extend(others)
             kept.append(event.SerializeToString())
         if changed:
             # Written aside under a name TensorBoard does not read (no "tfevents" in it).
