@@ -1,34 +1,44 @@
 """dsan_tf: Distance-based Self-Attention Network (Im & Cho, 2017) in TensorFlow 2 / Keras 3.
 
-Names load on first use, so that `import dsan_tf.config` (and a program's `--help`) does
-not load TensorFlow. The layers, models and the preprocessor are registered for `.keras`
-files (`keras.saving.load_model`) as soon as Keras is imported (`dsan_tf.registration`).
+Names load on first use, so that `import dsan_tf.experiment.config` (and a program's
+`--help`) does not load TensorFlow. The layers, models and the preprocessor are registered
+for `.keras` files (`keras.saving.load_model`) as soon as Keras is imported
+(`dsan_tf.registration`).
 """
 
 import importlib
 
-from dsan_tf import quiet, registration
+from dsan_tf import registration
+from dsan_tf.common import quiet
 from dsan_tf.version import __version__
 
 # name -> module that defines it
 _EXPORTS = {
-    "DSANConfig": "dsan_tf.models.dsan.config", "DataConfig": "dsan_tf.config",
-    "ExperimentConfig": "dsan_tf.config", "TrainingConfig": "dsan_tf.config",
-    "MODELS": "dsan_tf.config", "ModelConfig": "dsan_tf.config",
-    "model_config": "dsan_tf.config",
-    "LABELS": "dsan_tf.labels", "LABEL_IDS": "dsan_tf.labels",
+    "DSANConfig": "dsan_tf.models.dsan.config", "DataConfig": "dsan_tf.experiment.config",
+    "ExperimentConfig": "dsan_tf.experiment.config", "TrainingConfig": "dsan_tf.experiment.config",
+    "MODELS": "dsan_tf.experiment.config", "ModelConfig": "dsan_tf.experiment.config",
+    "model_config": "dsan_tf.experiment.config",
+    "LABELS": "dsan_tf.common.labels", "LABEL_IDS": "dsan_tf.common.labels",
     "Backbone": "dsan_tf.models", "NLIClassifier": "dsan_tf.models",
     "NLIEnsemble": "dsan_tf.models", "PairBackbone": "dsan_tf.models", "SentenceEncoderBackbone": "dsan_tf.models",
     "build_backbone": "dsan_tf.models",
     "build_model": "dsan_tf.models",
     "NLIPreprocessor": "dsan_tf.data",
-    "NLITask": "dsan_tf.task", "compile_for_training": "dsan_tf.optimization",
-    "load": "dsan_tf.serving", "LoadedModel": "dsan_tf.serving",
+    "NLITask": "dsan_tf.experiment.task", "compile_for_training": "dsan_tf.experiment.optimization",
+    "load": "dsan_tf.saving.serving", "LoadedModel": "dsan_tf.saving.serving",
 }
-_SUBMODULES = ("analysis", "config", "data", "labels", "layers", "masks", "metrics", "models",
-               "optimization", "plots", "serving", "task")
+# The packages, by their role (docs/DEVELOPMENT.md, "Layers"), and the short public names of
+# the modules users reach most (`from dsan_tf import serving`), where each file lives.
+_PACKAGES = ("common", "layers", "data", "models", "experiment", "evaluation", "saving",
+             "training", "programs")
+_MODULES = {"analysis": "dsan_tf.evaluation.analysis", "config": "dsan_tf.experiment.config",
+            "labels": "dsan_tf.common.labels", "masks": "dsan_tf.layers.masks",
+            "metrics": "dsan_tf.evaluation.metrics",
+            "optimization": "dsan_tf.experiment.optimization",
+            "plots": "dsan_tf.evaluation.plots", "serving": "dsan_tf.saving.serving",
+            "task": "dsan_tf.experiment.task"}
 
-__all__ = sorted(_EXPORTS) + list(_SUBMODULES) + ["configs", "presets"]
+__all__ = sorted(_EXPORTS) + list(_PACKAGES) + list(_MODULES) + ["configs", "presets"]
 
 
 def presets():
@@ -51,8 +61,8 @@ def configs():
 
 # The names that load without Keras. Every other name (not a submodule: `from dsan_tf
 # import models` must stay light for the programs' --help) loads Keras, and TensorFlow when
-# it is the backend, first, without their start-up C++ log lines (`dsan_tf.quiet`).
-_PLAIN = {"dsan_tf.config", "dsan_tf.labels", "dsan_tf.models.dsan.config"}
+# it is the backend, first, without their start-up C++ log lines (`dsan_tf.common.quiet`).
+_PLAIN = {"dsan_tf.experiment.config", "dsan_tf.common.labels", "dsan_tf.models.dsan.config"}
 
 
 def __getattr__(name):
@@ -60,8 +70,10 @@ def __getattr__(name):
         if _EXPORTS[name] not in _PLAIN:
             quiet.load_frameworks()
         return getattr(importlib.import_module(_EXPORTS[name]), name)
-    if name in _SUBMODULES:
+    if name in _PACKAGES:
         return importlib.import_module(f"dsan_tf.{name}")
+    if name in _MODULES:
+        return importlib.import_module(_MODULES[name])
     if name.endswith(("Backbone", "Config")):  # a family's (dsan_tf.DSANBackbone, ...)
         if name.endswith("Backbone"):
             quiet.load_frameworks()

@@ -1,3 +1,3 @@
 """The package version (one place: pyproject.toml reads it as dsan_tf.__version__)."""
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"

@@ -5,8 +5,9 @@ to each group of weights, at initialisation, for each `--initialization` and siz
     python -m experiments.afdmn_init [--output=docs/runs/afdmn_init_scales.json]
 
 Adam's step on a weight is about lr·g/(|g| + ε) (ε = 1e-7 in Keras): a gradient far below ε
-barely moves its weight, whatever the learning rate. docs/FIDELITY.md (rows 63 and 67) quotes
-the numbers; `tests/test_afdmn.py` checks the same measurement.
+barely moves its weight, whatever the learning rate. docs/FIDELITY.md (#afdmn-initialisation
+and #afdmn-initialisation-at-study-size) quotes the numbers; `tests/test_afdmn.py` checks
+the same measurement.
 """
 
 import json
@@ -45,7 +46,8 @@ def measure(initialization, embedding_dim, units, blocks=3, batch_size=32, seed=
     """
     import tensorflow as tf
 
-    from dsan_tf import build_model, masks, model_config
+    from dsan_tf import build_model, model_config
+    from dsan_tf.layers import masks
 
     keras.utils.set_random_seed(seed)
     rng = np.random.default_rng(seed)

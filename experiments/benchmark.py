@@ -45,9 +45,9 @@ import numpy as np
 from absl import flags
 
 from dsan_tf.data import batching
-from dsan_tf.optimization import default_jit_compile
-from dsan_tf.task import NLITask
-from dsan_tf import rundir
+from dsan_tf.experiment import rundir
+from dsan_tf.experiment.optimization import default_jit_compile
+from dsan_tf.experiment.task import NLITask
 from dsan_tf.programs import program
 from experiments import backends, program_size
 from dsan_tf.programs import flags as project_flags
@@ -307,7 +307,7 @@ def bounded_epoch(model, task, path, seconds, steps=3):
 
 def jit_modes(backend):
     """The compile settings measured on `backend`, its default first
-    (`dsan_tf.optimization.default_jit_compile`)."""
+    (`dsan_tf.experiment.optimization.default_jit_compile`)."""
     default = default_jit_compile(backend)
     return (default,) if backend in DEFAULT_JIT_ONLY else (default, not default)
 

@@ -26,8 +26,8 @@ import time
 
 import numpy as np
 
-from dsan_tf.config import ExperimentConfig
 from dsan_tf.data.batching import IdPairs
+from dsan_tf.experiment.config import ExperimentConfig
 from dsan_tf.training.encoded import train_encoded
 from dsan_tf.training.setting import EncodedSetting
 from experiments.benchmark import LENGTH_PROFILE, SNLI_TRAIN_PAIRS, VOCAB_SIZE

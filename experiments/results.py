@@ -25,10 +25,10 @@ import time
 
 from absl import flags
 
+from dsan_tf.experiment import rundir
+from dsan_tf.experiment.rundir import read_history, read_json, write_json
 from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program
-from dsan_tf import rundir
-from dsan_tf.rundir import read_history, read_json, write_json
 from experiments import machine
 
 FLAGS = project_flags.FLAGS
@@ -51,7 +51,7 @@ CURVE_MODELS = ("dsan", "prior_none", "disan", "cbow", "san4nli")
 def config_flags(preset, base="snli25k_glove50"):
     """The flags that turn the study's setting (`base`) into `preset`: its fields that
     differ, as a command line writes them (`--name=value`, `--name`/`--noname`)."""
-    from dsan_tf.config import named_values
+    from dsan_tf.experiment.config import named_values
 
     values, start = named_values(preset), named_values(base)
     flags_ = []
@@ -71,7 +71,7 @@ SAN4NLI_THREE_SEEDS = ("fusion_norm", "fusion_output_norm", "s2t_norm", "max_poo
 # SAN4NLI's model less one departure: the one whose seed 0 rose 1.1 above the preset's 3-seed
 # mean (+1.4 against DSAN's; docs/STUDY.md), the paper's classifier width back.
 SAN4NLI_WITHOUT_THREE_SEEDS = ("classifier_units",)
-# SAN4NLI-pytorch's departures from the paper (docs/FIDELITY.md rows 69-80), one at a time.
+# SAN4NLI-pytorch's departures from the paper (docs/FIDELITY.md#san4nli), one at a time.
 SAN4NLI_DEPARTURES = (
     ("classifier_units", "classifier width d_e (50), not 300", "--classifier_units=50"),
     ("classifier_input_dropout", "dropout on the classifier's input features",
@@ -191,6 +191,27 @@ VARIANTS = (
             "--initialization=glorot today."),
 )
 
+
+def family_rows(rows, base="snli25k_glove50"):
+    """A row for each model family that no row of `rows` trains and whose folder holds a
+    named configuration of the study's setting (a `configs/NAME.cfg` with `# base: base`):
+    a new family joins the study from its folder (docs/DEVELOPMENT.md, "Adding a model
+    family"). The row trains that configuration as it stands (its flagfile, one seed, after
+    the rows above), described by its leading comment."""
+    from dsan_tf.models import registry
+
+    studied = {row.key for row in rows}
+    added = []
+    for config in registry.named_configs().values():
+        if config.base == base and config.family not in studied:
+            studied.add(config.family)
+            path = os.path.relpath(config.path, os.path.dirname(os.path.dirname(__file__)))
+            added.append(Variant(config.family, config.description,
+                                 (f"--flagfile={path}",), last=True))
+    return tuple(added)
+
+
+VARIANTS += family_rows(VARIANTS)
 
 def define_flags():
     project_flags.define_workdir_flag()

@@ -31,9 +31,9 @@ import time
 import keras
 import numpy as np
 
-from dsan_tf.config import ExperimentConfig
 from dsan_tf.data.costs import StepCosts
-from dsan_tf.task import NLITask
+from dsan_tf.experiment.config import ExperimentConfig
+from dsan_tf.experiment.task import NLITask
 from experiments.benchmark import LENGTH_PROFILE, SNLI_TRAIN_PAIRS, VOCAB_SIZE
 
 

@@ -7,8 +7,8 @@ import statistics
 
 import numpy as np
 
-from dsan_tf import metrics, plots
-from dsan_tf.config import TrainingConfig
+from dsan_tf.evaluation import metrics, plots
+from dsan_tf.experiment.config import TrainingConfig
 from dsan_tf.programs import flags as project_flags
 
 FULL_TRAIN_PAIRS = 25_299

@@ -5,9 +5,11 @@ import itertools
 import numpy as np
 import pytest
 
-from dsan_tf import DSANConfig, build_model, masks, model_config, plots
-from dsan_tf.analysis import attention_by_distance, sentence_analysis
-from dsan_tf.models import AnalysisUnavailable
+from dsan_tf import DSANConfig, build_model, model_config
+from dsan_tf.evaluation import plots
+from dsan_tf.evaluation.analysis import attention_by_distance, sentence_analysis
+from dsan_tf.evaluation.analysis import AnalysisUnavailable
+from dsan_tf.layers import masks
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +136,7 @@ def test_figure_8_names_each_models_prior_and_its_titles_do_not_overlap():
     import matplotlib
 
     matplotlib.use("Agg")
-    from dsan_tf import figures, plots
+    from dsan_tf.evaluation import figures, plots
 
     assert figures.prior_label({"model": "disan", "model_config": {}}) == (
         "disan: no distance prior")

@@ -33,6 +33,12 @@ def test_demo_trains_and_leaves_a_complete_run_directory(demo):
         assert (workdir / name).exists(), name
     config = json.loads((workdir / "config.json").read_text())
     assert config["model_config"]["embedding_dim"] == 32 and config["model"] == "dsan"
+    # Each value once (issue 49.4): the text settings are the configuration's `data`.
+    assert config["data"]["max_length"] == 256 and config["data"]["lowercase"] is False
+    assert "max_length" not in config and "lowercase" not in config
+    assert not any("max_length" in split for split in config["tokens"].values())
+    assert "lower-cased: False; at most 256 tokens a sentence." in \
+        (workdir / "MODEL_CARD.md").read_text()
     import tensorflow as tf  # what produced the run is recorded with it
     assert config["provenance"]["tensorflow"] == tf.__version__
     if (ROOT / ".git").exists():

@@ -9,10 +9,10 @@ import pathlib
 import numpy as np
 import pytest
 
-from dsan_tf.config import DataConfig, ExperimentConfig, TrainingConfig
 from dsan_tf.data import costs
 from dsan_tf.data.batching import IdPairs, NLIBatches, Shapes, batch_order
-from dsan_tf.task import NLITask
+from dsan_tf.experiment.config import DataConfig, ExperimentConfig, TrainingConfig
+from dsan_tf.experiment.task import NLITask
 from tests.test_batching import all_pairs, rows, varied_pairs
 
 RUNS = pathlib.Path(__file__).resolve().parents[1] / "docs" / "runs"

@@ -64,3 +64,34 @@ def test_the_mutation_list_is_documented_as_it_is():
     assert table in (ROOT / "docs" / "DEVELOPMENT.md").read_text(encoding="utf-8"), (
         "docs/DEVELOPMENT.md's mutant table is out of date: paste `python -m tools.mutation "
         "--markdown` there.")
+
+
+def test_fidelity_rows_are_linked_by_anchor_not_by_number():
+    """Issue 49, item 6: a link to a row or section of docs/FIDELITY.md names its anchor, so
+    that it survives a reordering of the table: every `FIDELITY.md#name` anywhere in the
+    project, and every `(#name)` inside the table, is an anchor the page defines, each row
+    has one, and nothing points at a row by its number."""
+    page = (ROOT / "docs" / "FIDELITY.md").read_text()
+    anchors = re.findall(r'<a id="([a-z0-9-]+)"></a>', page)
+    assert len(anchors) == len(set(anchors))
+    rows = re.findall(r"^\| (\d+) \| (.*?) \|", page, re.M)
+    assert rows and all(cell.startswith('<a id="') for _, cell in rows)
+    used = set(re.findall(r"\]\(#([a-z0-9-]+)\)", page))
+    by_number = re.findall(r"\brows? \d+", page.replace("row 0 ", "").replace("rows 0,", ""))
+    for folder in ("dsan_tf", "docs", "experiments", "tests", "tools"):
+        for path in (ROOT / folder).rglob("*"):
+            if path.suffix not in (".py", ".md", ".cfg") or "trained" in path.parts or \
+                    path.name == "test_docs.py":
+                continue
+            text = path.read_text()
+            for first, more in re.findall(
+                    r"FIDELITY\.md#([a-z0-9-]+)((?:,? (?:and )?#[a-z0-9-]+)*)", text):
+                used.add(first)
+                used.update(re.findall(r"#([a-z0-9-]+)", more))
+            by_number += [f"{path.name}: {hit}" for hit in re.findall(
+                r"FIDELITY(?:\.md)?[,)]?\s*\(?rows? \d+", text)]
+    text = (ROOT / "README.md").read_text()
+    used.update(re.findall(r"FIDELITY\.md#([a-z0-9-]+)", text))
+    assert not set(used) - set(anchors), f"links to no anchor: {set(used) - set(anchors)}"
+    assert len(used) > 20
+    assert not by_number, f"rows named by number: {by_number}"

@@ -10,8 +10,8 @@ import sys
 import pytest
 
 import dsan_tf
-from dsan_tf import progress
-from dsan_tf.rundir import read_history
+from dsan_tf.common import progress
+from dsan_tf.experiment.rundir import read_history
 from helpers import ENV, ROOT, cli, ok
 
 
@@ -286,7 +286,7 @@ def test_the_cli_refuses_an_empty_sentence_naming_the_flag_or_line(trained, tmp_
 def test_a_model_without_sentence_vectors_says_why():
     """Issue 37, item 8: the message names what the model is (an ensemble's export says
     so, `test_cli.py::test_ensemble_export_serves_the_mean_of_its_members`)."""
-    from dsan_tf.serving import LoadedModel
+    from dsan_tf.saving.serving import LoadedModel
 
     with pytest.raises(ValueError, match=r"^runs/gt is a pair model \(it reads premise and "
                                          r"hypothesis together\): it has no sentence "

@@ -13,7 +13,7 @@ import pytest
 from helpers import ENV, cli, ok, random_ids, reloaded_outputs
 
 from dsan_tf import build_model, model_config
-from dsan_tf.analysis import pair_analysis
+from dsan_tf.evaluation.analysis import pair_analysis
 from dsan_tf.models.gaussian_transformer.char_ngrams import char_ngram_vectors, ngrams
 
 TINY = model_config("gaussian_transformer", vocab_size=40, embedding_dim=12,
@@ -39,7 +39,7 @@ def test_paper_configuration_has_the_papers_parameter_count():
     configuration is the preset's."""
     import dataclasses
 
-    from dsan_tf.config import ExperimentConfig
+    from dsan_tf.experiment.config import ExperimentConfig
 
     paper = ExperimentConfig.named("gaussian_transformer_snli").model_config
     model = build_model("gaussian_transformer", dataclasses.replace(paper, vocab_size=5))

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dsan_tf import masks
+from dsan_tf.layers import masks
 
 # Figure 3 as visibility (True = the -inf cell is absent): forward attends to earlier words.
 FORWARD_T5 = np.array([

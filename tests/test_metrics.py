@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from dsan_tf import metrics
-from dsan_tf.labels import LABEL_IDS, NON_ENTAILMENT_ID
+from dsan_tf.common.labels import LABEL_IDS, NON_ENTAILMENT_ID
+from dsan_tf.evaluation import metrics
 
 E, N, C = (LABEL_IDS[name] for name in ("entailment", "neutral", "contradiction"))
 
@@ -116,7 +116,8 @@ def test_welch_p_is_students_t_with_welchs_degrees_of_freedom():
 
 def test_a_count_of_one_pair_is_singular():
     """Issue 50, item 20: "(1 pair)", not "(1 pairs)", in the reports users read."""
-    from dsan_tf.metrics import format_report, pairs, score
+    from dsan_tf.common.progress import pairs
+    from dsan_tf.evaluation.metrics import format_report, score
 
     assert (pairs(1), pairs(2), pairs(1234)) == ("1 pair", "2 pairs", "1,234 pairs")
     _, report = score(np.array([0]), np.array([0]), np.array([3]), np.array([2]))

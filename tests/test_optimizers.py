@@ -1,4 +1,4 @@
-"""`dsan_tf.optimizers`: Adam and AdamW with one fused update op per variable on TensorFlow
+"""`dsan_tf.models.optimizers`: Adam and AdamW with one fused update op per variable on TensorFlow
 give Keras' weights, in a fraction of the graph, and are what the project compiles with."""
 
 import keras
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import dsan_tf
-from dsan_tf import optimizers
-from dsan_tf.config import TrainingConfig
-from dsan_tf.optimization import compile_for_training, make_optimizer
+from dsan_tf.experiment.config import TrainingConfig
+from dsan_tf.experiment.optimization import compile_for_training, make_optimizer
+from dsan_tf.models import optimizers
 
 pytestmark = pytest.mark.tensorflow  # the fused kernel is TensorFlow's
 

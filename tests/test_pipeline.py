@@ -127,10 +127,10 @@ def test_training_traces_each_step_once_whatever_the_batch_shapes(pairs):
 
 
 def test_training_batchings(pairs):
-    """docs/FIDELITY.md row 44: by default batches are sorted within chunks, and like plain
-    batches all full but the last; premise buckets group pairs by premise length alone (in
-    SNLI a hypothesis's length predicts its label; a premise's does not), at most one
-    partial batch per bucket; every pair comes once; static shapes (TPUs) always pad to
+    """docs/FIDELITY.md#training-batches: by default batches are sorted within chunks, and
+    like plain batches all full but the last; premise buckets group pairs by premise length
+    alone (in SNLI a hypothesis's length predicts its label; a premise's does not), at most
+    one partial batch per bucket; every pair comes once; static shapes (TPUs) always pad to
     bucket boundaries."""
     from dsan_tf import DataConfig, ExperimentConfig, NLITask
 
@@ -155,9 +155,9 @@ def test_training_batchings(pairs):
 
 
 def test_sorted_chunk_batches_are_full_short_and_unsorted_by_hypothesis(pairs):
-    """`--batching=sorted_chunks` (docs/FIDELITY.md row 44): every pair once per epoch,
-    every batch full but the last, far less padding than plain batches, a seeded order
-    that changes between epochs, and the hypotheses within a premise length left in
+    """`--batching=sorted_chunks` (docs/FIDELITY.md#training-batches): every pair once per
+    epoch, every batch full but the last, far less padding than plain batches, a seeded
+    order that changes between epochs, and the hypotheses within a premise length left in
     shuffled order (a hypothesis's length predicts its SNLI label)."""
     _, _, encoded = pairs
     size = len(encoded.labels)

@@ -9,7 +9,7 @@ import pathlib
 import pytest
 
 import dsan_tf
-from dsan_tf.config import DataConfig, ExperimentConfig, RunOptions, TrainingConfig
+from dsan_tf.experiment.config import DataConfig, ExperimentConfig, RunOptions, TrainingConfig
 from dsan_tf.models import registry
 from dsan_tf.models.config import described_fields
 from dsan_tf.programs import flags as project_flags
@@ -176,7 +176,7 @@ def test_a_shipped_preset_loads_by_name_and_gives_its_recorded_numbers(name):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Warning" not in done.stderr  # no optimizer state skipped, nothing cut
     # Nor TensorFlow's start-up C++ lines (issue 50, item 20): Python use is as quiet as
-    # the programs (`dsan_tf.quiet`).
+    # the programs (`dsan_tf.common.quiet`).
     assert "oneDNN" not in done.stderr and "I0000" not in done.stderr, done.stderr[-2000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     expected = [probe["probabilities"] for probe in recorded["probes"]]

@@ -6,7 +6,8 @@ import keras
 import numpy as np
 import pytest
 
-from dsan_tf import DSANConfig, build_model, layers, masks
+from dsan_tf import DSANConfig, build_model, layers
+from dsan_tf.layers import masks
 from dsan_tf.models import dsan
 from dsan_tf.models.config import PRIORS
 

@@ -83,7 +83,7 @@ def test_every_row_trains_a_different_model():
     assert seen["dsan"][1].distance_prior == "linear" and seen["dsan"][1].distance_alpha == 1.5
     assert seen["dsan"][1].embedding_dim == 50 and seen["dsan"][1].qkv_norm == "per_head"
     # SAN4NLI's row is its preset: every departure on, and nothing else changed.
-    from dsan_tf.config import ExperimentConfig
+    from dsan_tf.experiment.config import ExperimentConfig
 
     preset = ExperimentConfig.named("san4nli", vocab_size=10)
     assert seen["san4nli"][1] == preset.model_config and seen["san4nli"][3] == "plain"
@@ -314,7 +314,7 @@ def test_a_rows_accuracy_is_the_mean_and_sample_sd_of_its_seeds(tmp_path):
 
 
 def test_training_curves_draw_train_and_dev_accuracy_and_the_rate_against_steps():
-    from dsan_tf import plots
+    from dsan_tf.evaluation import plots
 
     histories = {
         "dsan": [{"steps": 396 * (e + 1), "accuracy": 0.5 + 0.1 * e,
@@ -422,3 +422,26 @@ def test_the_report_reads_its_early_stopping_from_the_study_flagfile(tmp_path):
     assert study_report.schedule(str(config)) == (4, 12)
     config.write_text("--embedding_dim=50\n")
     assert study_report.schedule(str(config)) == (0, 20)
+
+
+def test_a_new_family_gets_a_row_from_its_folder(monkeypatch):
+    """Issue 49, item 5: a family that no row trains joins the study through a named
+    configuration of the study's setting in its folder; the project's own families, which
+    have rows, get none twice, and other configurations add nothing."""
+    from dsan_tf.models import registry
+
+    assert [row.key for row in results.family_rows(results.VARIANTS)] == []
+    known = registry.named_configs()
+    path = os.path.join(ROOT, "dsan_tf", "models", "maxbow", "configs",
+                        "maxbow_snli25k_glove50.cfg")
+    monkeypatch.setattr(registry, "named_configs", lambda: {
+        **known,
+        "maxbow_snli25k_glove50": registry.NamedConfig(
+            "maxbow_snli25k_glove50", "maxbow", path, "A BiLSTM with max pooling.",
+            "snli25k_glove50", {"model": "maxbow"}),
+        "maxbow_paper": registry.NamedConfig("maxbow_paper", "maxbow", path, "Its paper.",
+                                             None, {"model": "maxbow"})})
+    rows = results.family_rows(results.VARIANTS)
+    assert [(row.key, row.description, row.flags, row.seeds, row.last) for row in rows] == [
+        ("maxbow", "A BiLSTM with max pooling.",
+         ("--flagfile=dsan_tf/models/maxbow/configs/maxbow_snli25k_glove50.cfg",), 1, True)]

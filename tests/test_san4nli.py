@@ -1,7 +1,7 @@
-"""SAN4NLI-pytorch's departures from the paper as DSAN options (docs/FIDELITY.md rows
-69-80): each option computes what SAN4NLI's code computes, recomputed here in NumPy from
-the layer's own weights; each default is the paper's reading; the `san4nli` preset is
-SAN4NLI's model (its parameter count, 132,043 without embeddings)."""
+"""SAN4NLI-pytorch's departures from the paper as DSAN options (docs/FIDELITY.md#san4nli):
+each option computes what SAN4NLI's code computes, recomputed here in NumPy from the layer's
+own weights; each default is the paper's reading; the `san4nli` preset is SAN4NLI's model
+(its parameter count, 132,043 without embeddings)."""
 
 import dataclasses
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from dsan_tf import layers
-from dsan_tf.config import ExperimentConfig
+from dsan_tf.experiment.config import ExperimentConfig
 from dsan_tf.models import build_model, dsan
 from dsan_tf.models.dsan.config import DSANConfig
 

@@ -216,7 +216,7 @@ def test_the_saved_model_and_load_agree_with_predict(tmp_path):
     the Keras file and of the SavedModel alone: one set of numbers."""
     import tensorflow as tf
 
-    from dsan_tf import serving
+    from dsan_tf.saving import serving
 
     model = _classifier()
     expected = model.predict((PREMISES, HYPOTHESES))

@@ -15,8 +15,8 @@ import zipfile
 import pytest
 
 import dsan_tf
-from dsan_tf.config import DataConfig, ExperimentConfig, RunOptions, TrainingConfig
-from dsan_tf.errors import UsageError
+from dsan_tf.common.errors import UsageError
+from dsan_tf.experiment.config import DataConfig, ExperimentConfig, RunOptions, TrainingConfig
 from dsan_tf.training import steps
 from helpers import ROOT
 
@@ -307,7 +307,7 @@ def test_an_extension_stopped_early_finishes_as_asked_and_no_run_is_shortened(
     """Issue 50, item 13: an extension (2 -> 4 epochs) stopped before its first new epoch,
     then asked for its 2 epochs again, says it finishes (not "training from epoch 3") and
     writes the 2-epoch results; asking a run for fewer epochs than it trained is refused."""
-    from dsan_tf.errors import UsageError
+    from dsan_tf.common.errors import UsageError
     from dsan_tf.training import callbacks
 
     workdir = tmp_path / "run"
@@ -339,9 +339,9 @@ def test_an_export_on_another_backend_is_refused_before_training(tmp_path, monke
     one sentence before any work (the backend is faked: the check is what is tested)."""
     import keras
 
-    from dsan_tf import serving
-    from dsan_tf.config import RunOptions
-    from dsan_tf.errors import UsageError
+    from dsan_tf.common.errors import UsageError
+    from dsan_tf.experiment.config import RunOptions
+    from dsan_tf.saving import serving
 
     monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
     workdir = tmp_path / "run"
@@ -352,5 +352,5 @@ def test_an_export_on_another_backend_is_refused_before_training(tmp_path, monke
         "(now jax); a model trained on any backend exports from its run directory with ")
     assert refused.value.fields == ("export_dir",)
     assert not workdir.exists()  # nothing trained, nothing written
-    with pytest.raises(UsageError, match=r"^dsan_tf.serving.export writes a TensorFlow "):
+    with pytest.raises(UsageError, match=r"^dsan_tf.saving.serving.export writes a TensorFlow "):
         serving.export(None, str(tmp_path / "e"))

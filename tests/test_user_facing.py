@@ -7,10 +7,11 @@ import warnings
 import numpy as np
 import pytest
 
-from dsan_tf import DSANConfig, build_model, plots
+from dsan_tf import DSANConfig, build_model
+from dsan_tf.common import progress
 from dsan_tf.data import NLIPreprocessor, Vocabulary
-from dsan_tf.serving import LoadedModel, TruncationWarning
-from dsan_tf import progress
+from dsan_tf.evaluation import plots
+from dsan_tf.saving.serving import LoadedModel, TruncationWarning
 
 WORDS = ["the", "dog", "cat", "saw", "a"]
 
@@ -135,7 +136,7 @@ def test_figures_have_titles_colour_bars_and_plain_labels():
 
 
 def test_vocabulary_log_line_says_only_what_was_asked():
-    from dsan_tf.task import vocabulary_summary
+    from dsan_tf.experiment.task import vocabulary_summary
 
     line = vocabulary_summary(1000, {"from_data": 12, "from_vectors": 0}, True, 0)
     assert line == "vocabulary: 1,000 training words and 12 more dev/test words that have a vector"

@@ -52,7 +52,7 @@ def evaluate(name, sources):
 
 def _card(run, name, description, results):
     """The run's model card with the preset's name, use and measured accuracies first."""
-    from dsan_tf import model_card
+    from dsan_tf.saving import model_card
 
     sources = [f"- {source}: accuracy {r['accuracy']:.4f} on {r['pairs']:,} pairs "
                f"(loss {r['loss']:.4f}"
@@ -75,7 +75,7 @@ def _card(run, name, description, results):
 def ship(workdir, name, sources, description):
     """Writes the preset of the finished run `workdir` as `name`; its directory."""
     import dsan_tf
-    from dsan_tf import rundir
+    from dsan_tf.experiment import rundir
     from dsan_tf.models import preset
 
     run = rundir.RunDirectory(workdir)

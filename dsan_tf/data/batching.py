@@ -18,7 +18,7 @@ import dataclasses
 import keras
 import numpy as np
 
-from dsan_tf.masks import PAD_ID  # Keras only (dsan_tf.data.vocabulary needs TensorFlow)
+from dsan_tf.layers.masks import PAD_ID  # Keras only (dsan_tf.data.vocabulary needs TensorFlow)
 
 # Length buckets of the grouped orders (also dsan_tf.data.pipeline's, with TensorFlow);
 # SNLI's median sentence is about 13 tokens.

@@ -15,7 +15,7 @@ class DataError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class Example:
-    """A labelled sentence pair. `label` indexes `dsan_tf.labels.LABELS`, or is
+    """A labelled sentence pair. `label` indexes `dsan_tf.common.labels.LABELS`, or is
     `NON_ENTAILMENT_ID` for two-way evaluation data (HANS). `fields` keeps the source's
     other string fields (pairID, genre, heuristic, category, ...) as sorted (name, value)
     pairs, for per-group evaluation."""

@@ -12,7 +12,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from dsan_tf import metrics
+from dsan_tf.common import progress
 # One definition, in the module that needs no TensorFlow.
 from dsan_tf.data.batching import DEFAULT_BUCKETS, SORT_CHUNK_BATCHES  # noqa: F401
 from dsan_tf.data.vocabulary import PAD_ID
@@ -42,7 +42,7 @@ class EncodeReport:
         return {**dataclasses.asdict(self), "oov_rate": self.oov_rate}
 
     def summary(self):
-        text = (f"{metrics.pairs(self.examples)}, longest sentence {self.longest} tokens, "
+        text = (f"{progress.pairs(self.examples)}, longest sentence {self.longest} tokens, "
                 f"oov_rate {self.oov_rate:.2%} ({self.unknown_tokens:,} of {self.tokens:,} "
                 "tokens unknown)")
         if self.truncated_premises or self.truncated_hypotheses:
@@ -67,13 +67,13 @@ def make_dataset(pairs, batch_size=64, shuffle=False, seed=None, buckets=DEFAULT
                  bucket_hypothesis=True, sort_chunks=0):
     """A dataset of `({"premise": int32 [B, T1], "hypothesis": int32 [B, T2]}, int32 [B])`.
 
-    Pairs are grouped by the length bucket of the premise and, with `bucket_hypothesis`,
-    of the hypothesis too (a hypothesis is usually much shorter than its premise, so one key
+    Pairs are grouped by the length bucket of the premise and, with `bucket_hypothesis`, of
+    the hypothesis too (a hypothesis is usually much shorter than its premise, so one key
     for both would pad hypotheses heavily: 26% padding on SNLI dev against 7%). In SNLI a
     hypothesis's length predicts its label and a premise's does not (every premise comes
     with a hypothesis of each label), so grouping by the premise alone keeps batches
-    label-balanced; training uses plain batches by default all the same (docs/FIDELITY.md
-    row 44).
+    label-balanced; training uses plain batches by default all the same
+    (docs/FIDELITY.md#training-batches).
 
     Args:
         pairs: `EncodedPairs`.

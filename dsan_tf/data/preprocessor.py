@@ -11,12 +11,12 @@ import keras
 import numpy as np
 import tensorflow as tf  # strings are TensorFlow's (tf.strings, tf.data) on every backend
 
+from dsan_tf.common.labels import LABEL_IDS
 from dsan_tf.data import PREPROCESSOR_FILE as SETTINGS_FILE, VOCABULARY_FILE
 from dsan_tf.data.examples import DataError
 from dsan_tf.data.pipeline import DEFAULT_MAX_LENGTH, EncodedPairs, EncodeReport
 from dsan_tf.data.tokenizer import tokenize
 from dsan_tf.data.vocabulary import PAD_ID, UNK_ID, Vocabulary
-from dsan_tf.labels import LABEL_IDS
 
 # Pairs per batch when raw text is predicted or evaluated (`text_batches`): the one place.
 PREDICTION_BATCH_SIZE = 256

@@ -27,7 +27,7 @@ import zlib
 
 from dsan_tf.data import synthetic
 from dsan_tf.data.examples import DataError, Example  # noqa: F401  (Example: re-exported)
-from dsan_tf.labels import LABEL_IDS, LABELS, NON_ENTAILMENT, NON_ENTAILMENT_ID
+from dsan_tf.common.labels import LABEL_IDS, LABELS, NON_ENTAILMENT, NON_ENTAILMENT_ID
 
 TFDS_PREFIX = "tfds:"
 SYNTHETIC_PREFIX = "synthetic:"

@@ -10,8 +10,8 @@ cannot do better than about 2/3 accuracy. Used by the tests and the offline demo
 import itertools
 import random
 
+from dsan_tf.common.labels import LABEL_IDS
 from dsan_tf.data.examples import Example
-from dsan_tf.labels import LABEL_IDS
 
 NOUNS = ("dog", "cat", "man", "woman", "boy", "girl", "horse", "bird")
 VERBS = ("chased", "saw", "pushed", "helped", "followed")

@@ -4,7 +4,7 @@ The very same function runs in the `tf.data` training pipeline and inside an exp
 SavedModel on raw strings, so serving tokenizes exactly as training did.
 
 Rules (Penn-Treebank-like, as the Stanford tokenizer that produced SNLI's parses; measured
-against those parses in docs/FIDELITY.md, row 22): invalid UTF-8 is replaced by U+FFFD;
+against those parses in docs/FIDELITY.md#tokenization): invalid UTF-8 is replaced by U+FFFD;
 letters and digits are Unicode classes, so "café" and "Pokémon" stay whole (TF's regex `\\w`
 is ASCII-only); `n't` and the clitics 's 're 've 'll 'd 'm are split off ("don't" -> "do
 n't", "dog's" -> "dog 's"), and "cannot" -> "can not"; punctuation becomes its own token,

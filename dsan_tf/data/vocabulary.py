@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from dsan_tf.data.examples import DataError
 from dsan_tf.data.tokenizer import tokenize
-from dsan_tf.masks import PAD_ID
+from dsan_tf.layers.masks import PAD_ID
 
 UNK_ID = 1
 PAD_TOKEN, UNK_TOKEN = "", "[UNK]"

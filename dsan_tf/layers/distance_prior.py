@@ -9,7 +9,7 @@ Shape legend: T tokens. d = |i - j| is the distance between query i and key j.
 import keras
 from keras import ops
 
-from dsan_tf.choices import PRIORS
+from dsan_tf.common.choices import PRIORS
 
 
 @keras.saving.register_keras_serializable(package="dsan_tf")

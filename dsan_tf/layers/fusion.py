@@ -7,7 +7,7 @@ Shape legend: B batch, T tokens, D width.
 import keras
 from keras import ops
 
-from dsan_tf.choices import FUSIONS
+from dsan_tf.common.choices import FUSIONS
 from dsan_tf.layers.layer_norm import LayerNorm
 from dsan_tf.layers.utils import initialized_dense
 

@@ -7,8 +7,8 @@ Shape legend: B batch, T tokens, D width (2·d_e for the DSAN encoder output U).
 import keras
 from keras import ops
 
-from dsan_tf import masks
-from dsan_tf.choices import MAX_POOL_PADDINGS
+from dsan_tf.common.choices import MAX_POOL_PADDINGS
+from dsan_tf.layers import masks
 from dsan_tf.layers.layer_norm import LayerNorm
 from dsan_tf.layers.utils import initialized_dense
 

@@ -5,7 +5,7 @@ import zlib
 
 import keras
 
-from dsan_tf.choices import INITIALIZATIONS
+from dsan_tf.common.choices import INITIALIZATIONS
 
 
 def clone_initializer(initializer, salt):

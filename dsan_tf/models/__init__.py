@@ -8,10 +8,10 @@ Importing this package loads no Keras: the backbones and layers load on first us
 import importlib
 
 from dsan_tf.models import registry
-from dsan_tf.models.registry import Family, family, names
+from dsan_tf.models.registry import Family, family, load_model, names, register_keras_classes
 
 _EXPORTS = {
-    "AnalysisUnavailable": "dsan_tf.analysis", "Backbone": "dsan_tf.models.backbone",
+    "Backbone": "dsan_tf.models.backbone",
     "PairBackbone": "dsan_tf.models.backbone",
     "SentenceEncoderBackbone": "dsan_tf.models.backbone",
     "NLIClassifier": "dsan_tf.models.nli_classifier", "NLIEnsemble": "dsan_tf.models.ensemble",
@@ -47,8 +47,8 @@ def build_model(name=registry.DEFAULT, config=None, word_vectors=None, one_pass=
 
     Args:
         name: a registered family (`names()`).
-        config: the family's configuration (`dsan_tf.config.model_config(name, ...)`); its
-            paper's hyperparameters when None. An unset `trainable_embeddings` trains the
+        config: the family's configuration
+            (`dsan_tf.experiment.config.model_config(name, ...)`); its paper's hyperparameters when None. An unset `trainable_embeddings` trains the
             embeddings when no `word_vectors` are given and freezes given ones. Its
             `vocab_size` may be None when `word_vectors` are given.
         word_vectors: optional float array [V, W] (row 0, padding, becomes zeros), W the
@@ -60,7 +60,7 @@ def build_model(name=registry.DEFAULT, config=None, word_vectors=None, one_pass=
 
     Returns:
         `NLIClassifier` with int32 inputs {"premise": [B, T1], "hypothesis": [B, T2]} and
-        float32 logits [B, C] in the order of `dsan_tf.labels.LABELS`.
+        float32 logits [B, C] in the order of `dsan_tf.common.labels.LABELS`.
     """
     import dataclasses
 
@@ -92,36 +92,3 @@ def build_model(name=registry.DEFAULT, config=None, word_vectors=None, one_pass=
     if word_vectors is not None:
         backbone.set_word_vectors(word_vectors)
     return model
-
-
-# The modules that define the shared Keras classes (the families' are their `modules`).
-KERAS_MODULES = ("dsan_tf.optimizers", "dsan_tf.layers", "dsan_tf.models.nli_classifier",
-                 "dsan_tf.models.ensemble", "dsan_tf.data.preprocessor")
-
-
-def register_keras_classes():
-    """Imports every module that defines a Keras class of the project (registering them
-    for `.keras` files); the preprocessor's needs TensorFlow: without it, ids only."""
-    for module in (*KERAS_MODULES, *(module for name in names()
-                                     for module in family(name).modules)):
-        try:
-            importlib.import_module(module)
-        except ImportError as error:
-            if getattr(error, "name", None) != "tensorflow":
-                raise
-
-
-def load_model(path, compile=True):
-    """A `.keras` file of any family or an ensemble (`keras.saving.load_model` does the
-    same after `import dsan_tf`, which registers the classes)."""
-    import warnings
-
-    import keras
-
-    register_keras_classes()
-    with warnings.catch_warnings():
-        if not compile:
-            # A task model compiles itself when built, so Keras finds an optimizer without
-            # state and skips the file's, as compile=False asks: no news to the caller.
-            warnings.filterwarnings("ignore", "Skipping variable loading for optimizer")
-        return keras.saving.load_model(path, compile=compile)

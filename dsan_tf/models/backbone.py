@@ -1,7 +1,7 @@
 """What every model family's backbone shares: token ids in, features out, its own word
 embedding, and the questions callers may ask of it (size, parts). A family whose backbone
 shows its intermediate values defines them itself (`sentence_intermediates`,
-`pair_intermediates`: `dsan_tf.analysis`).
+`pair_intermediates`: `dsan_tf.evaluation.analysis`).
 
 Shape legend: B batch, T tokens, V vocabulary, D word width (d_e), E backbone output width.
 """
@@ -13,7 +13,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from dsan_tf import masks
+from dsan_tf.layers import masks
 
 
 def arguments_of(callable_, values):

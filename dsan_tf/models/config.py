@@ -9,7 +9,7 @@ import json
 import textwrap
 import types
 
-from dsan_tf.choices import FUSIONS, PRIORS  # noqa: F401 (the families import them here)
+from dsan_tf.common.choices import FUSIONS, PRIORS  # noqa: F401 (the families import them here)
 
 
 def hyperparameter(default, help, **limits):

@@ -24,9 +24,8 @@ import zipfile
 
 import keras
 
-from dsan_tf.labels import LABELS
-from dsan_tf.models.ensemble import NLIEnsemble
-from dsan_tf.models.nli_classifier import NLIClassifier
+from dsan_tf.common.labels import LABELS
+from dsan_tf.models import registry
 from dsan_tf.version import __version__
 
 METADATA, BACKBONE_CONFIG, BACKBONE_WEIGHTS = "metadata.json", "config.json", "model.weights.h5"
@@ -34,8 +33,27 @@ TASK_CONFIG, TASK_WEIGHTS = "task.json", "task.weights.h5"
 PREPROCESSOR_CONFIG, PREPROCESSOR_ASSETS = "preprocessor.json", os.path.join("assets",
                                                                              "preprocessor")
 MEMBERS = "members"
-# A run directory's model and an export's (`dsan_tf.rundir`: BEST, MODEL).
+# A run directory's model and an export's (`dsan_tf.experiment.rundir`: BEST, MODEL).
 MODEL_FILES = ("best.keras", "model.keras")
+
+
+ENSEMBLE = "NLIEnsemble"  # the class a preset of several members records
+
+
+def _task_class(name):
+    """The task model's class that a preset records (`NLIClassifier`, `NLIEnsemble`), as
+    Keras registered it: the files say what they hold, as `.keras` files do, so this module
+    needs neither class (both load through it: `TextModel.from_preset`)."""
+    registry.register_keras_classes()  # a fresh process has imported no family's yet
+    found = keras.saving.get_registered_object(f"dsan_tf>{name}")
+    if found is None:
+        raise ValueError(f"a preset records the class {name!r}, which dsan_tf does not "
+                         "define.")
+    return found
+
+
+def _is_ensemble(model):
+    return getattr(model, "members", None) is not None
 
 
 def _write_json(path, value):
@@ -60,7 +78,7 @@ def save(model, preset_dir, description=""):
                 "parameter_count": int(model.count_params()),
                 "date_saved": datetime.datetime.now(datetime.timezone.utc).strftime(
                     "%Y-%m-%d@%H:%M:%S")}
-    if isinstance(model, NLIEnsemble):
+    if _is_ensemble(model):
         metadata["members"] = len(model.members)
         for number, member in enumerate(model.members, 1):
             save(member, os.path.join(preset_dir, MEMBERS, str(number)))
@@ -116,8 +134,6 @@ def newest_version(path):
 def names():
     """{name: directory} of the trained presets this package ships (a family's
     `dsan_tf/models/<family>/trained/<name>/`: `registry.trained_presets`)."""
-    from dsan_tf.models import registry
-
     return {name: folder for name, (folder, _) in registry.trained_presets().items()}
 
 
@@ -130,8 +146,6 @@ def locate(path):
     shipped = names()
     if path in shipped:
         return shipped[path]
-    from dsan_tf.models import registry
-
     hint = (f" ({path} is a training configuration: python -m experiments.train "
             f"--config={path} trains it)" if path in registry.configs() else "")
     raise NoModel(f"{path} is neither a directory nor a trained preset ({', '.join(shipped)})"
@@ -150,7 +164,7 @@ def load(path, compile=True):
     elif any(os.path.exists(os.path.join(path, name)) for name in MODEL_FILES):
         model, compile_config = _load_model_file(path)
     elif os.path.isdir(os.path.join(path, MEMBERS)):
-        model, compile_config = NLIEnsemble(_members(path)), None
+        model, compile_config = _task_class(ENSEMBLE)(_members(path)), None
     else:
         raise NoModel(f"{path} holds no model: neither a preset ({METADATA}), a run "
                          f"directory ({MODEL_FILES[0]}), an export ({MODEL_FILES[1]}) nor "
@@ -166,7 +180,7 @@ def _compile(model, compile_config):
         model.compile()
         return
     # Whether the step is XLA-compiled belongs to the backend that loads it, not to the
-    # one that trained it (`dsan_tf.optimization.default_jit_compile`).
+    # one that trained it (`dsan_tf.experiment.optimization.default_jit_compile`).
     config = {key: value for key, value in compile_config.items()
               if key not in ("jit_compile", "run_eagerly")}
     model.compile_from_config(config)
@@ -180,12 +194,9 @@ def _members(path):
 
 def _load_preset(path):
     """(model, the compile config its task.json recorded or None) of a preset."""
-    from dsan_tf.models import register_keras_classes
-
-    register_keras_classes()  # a fresh process has imported no family's classes yet
     metadata = _read_json(os.path.join(path, METADATA))
-    if metadata.get("class") == NLIEnsemble.__name__:
-        return NLIEnsemble(_members(path)), None
+    if metadata.get("class") == ENSEMBLE:
+        return _task_class(ENSEMBLE)(_members(path)), None
     backbone = keras.saving.deserialize_keras_object(
         _read_json(os.path.join(path, BACKBONE_CONFIG)))
     backbone.ensure_built()
@@ -196,7 +207,7 @@ def _load_preset(path):
     task = _read_json(os.path.join(path, TASK_CONFIG))
     arguments = {key: value for key, value in task["config"].items()
                  if key not in ("backbone", "preprocessor")}
-    model = NLIClassifier(backbone, preprocessor=preprocessor, **arguments)
+    model = _task_class(task["class_name"])(backbone, preprocessor=preprocessor, **arguments)
     keras.saving.load_weights(model, os.path.join(path, TASK_WEIGHTS),
                               objects_to_skip=_backbone_objects(model))
     return model, task.get("compile_config")
@@ -210,9 +221,7 @@ def _load_model_file(path):
                 if os.path.exists(os.path.join(path, name)))
     # Compiled afterwards, from the file's compile config: loading the training
     # optimizer's state (a loss-scale wrapper under mixed_float16) is not needed.
-    from dsan_tf.models import load_model
-
-    model = load_model(file, compile=False)
+    model = registry.load_model(file, compile=False)
     if model.preprocessor is None:
         from dsan_tf.data.preprocessor import NLIPreprocessor
 

@@ -126,7 +126,7 @@ class NamedConfig:
         base: the named configuration under it (its `# base: NAME` line), or None.
         flags: {flag name: value text as written, or True / False for absl's bare
             boolean forms `--NAME` / `--noNAME`} (the configuration's field types read the
-            text: `dsan_tf.config.named_values`).
+            text: `dsan_tf.experiment.config.named_values`).
     """
 
     name: str
@@ -233,3 +233,36 @@ def lazy_attributes(package, exports):
             return getattr(importlib.import_module(f"{package}.{exports[name]}"), name)
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
     return __getattr__
+
+
+# The modules that define the shared Keras classes (the families' are their `modules`).
+KERAS_MODULES = ("dsan_tf.models.optimizers", "dsan_tf.layers", "dsan_tf.models.nli_classifier",
+                 "dsan_tf.models.ensemble", "dsan_tf.data.preprocessor")
+
+
+def register_keras_classes():
+    """Imports every module that defines a Keras class of the project (registering them
+    for `.keras` files); the preprocessor's needs TensorFlow: without it, ids only."""
+    for module in (*KERAS_MODULES, *(module for name in names()
+                                     for module in family(name).modules)):
+        try:
+            importlib.import_module(module)
+        except ImportError as error:
+            if getattr(error, "name", None) != "tensorflow":
+                raise
+
+
+def load_model(path, compile=True):
+    """A `.keras` file of any family or an ensemble (`keras.saving.load_model` does the
+    same after `import dsan_tf`, which registers the classes)."""
+    import warnings
+
+    import keras
+
+    register_keras_classes()
+    with warnings.catch_warnings():
+        if not compile:
+            # A task model compiles itself when built, so Keras finds an optimizer without
+            # state and skips the file's, as compile=False asks: no news to the caller.
+            warnings.filterwarnings("ignore", "Skipping variable loading for optimizer")
+        return keras.saving.load_model(path, compile=compile)

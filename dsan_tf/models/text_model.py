@@ -12,7 +12,7 @@ import importlib
 import keras
 import numpy as np
 
-from dsan_tf import optimizers
+from dsan_tf.models import optimizers
 
 # The paper's optimiser and batch (Section 5.2: Adam, learning rate 1e-3, 64 pairs).
 LEARNING_RATE, BATCH_SIZE = 1e-3, 64

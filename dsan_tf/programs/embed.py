@@ -22,7 +22,7 @@ import numpy as np
 from absl import flags
 
 import dsan_tf  # light: its names (dsan_tf.load, ...) load TensorFlow on first use
-from dsan_tf import progress
+from dsan_tf.common import progress
 from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program
 

@@ -10,12 +10,12 @@ and every member get `experiments.evaluate`'s report (accuracy, per-class scores
 matrix, accuracy by length, with lengths as the first member counts tokens); two-way sources
 (HANS) are scored two-way, as experiments.evaluate scores them. --export_dir
 writes one SavedModel whose raw-string `serving_default` runs the whole ensemble, its model
-card, and each member's model.keras and preprocessor in members/<i>/ (dsan_tf.export).
+card, and each member's model.keras and preprocessor in members/<i>/ (dsan_tf.saving.export).
 """
 
 from absl import flags
 
-from dsan_tf.errors import require_tensorflow_backend
+from dsan_tf.common.errors import require_tensorflow_backend
 from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program
 
@@ -43,15 +43,16 @@ def main(argv):
     if FLAGS.export_dir:
         require_tensorflow_backend("export_dir")
     # TensorFlow loads here, after --help.
-    from dsan_tf import evaluation, export, metrics
-    from dsan_tf.task import NLITask
+    from dsan_tf.evaluation import evaluator, metrics
+    from dsan_tf.experiment.task import NLITask
+    from dsan_tf.saving import export
 
-    members = evaluation.load_members(FLAGS.workdir)
+    members = evaluator.load_members(FLAGS.workdir)
     task = NLITask(project_flags.reading_config(), log=lambda _: None)
     results = {"workdirs": FLAGS.workdir, "models": [m.config["model"] for m in members],
                "sources": {}}
     for spec in FLAGS.data or []:
-        results["sources"][spec] = source = evaluation.evaluate_ensemble(
+        results["sources"][spec] = source = evaluator.evaluate_ensemble(
             task, members, spec, FLAGS.save_predictions)
         for workdir, report in source["members"].items():
             print(f"member {workdir}: accuracy {report['accuracy']:.4f}")

@@ -17,7 +17,7 @@ import sys
 
 from absl import flags
 
-from dsan_tf import rundir
+from dsan_tf.experiment import rundir
 from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program
 
@@ -38,14 +38,14 @@ def define_flags():
 def main(argv):
     program.check_start(argv, data="the data to evaluate on (repeat it for several sources)")
     # TensorFlow loads here, after --help.
-    from dsan_tf import evaluation, metrics
-    from dsan_tf.task import NLITask
+    from dsan_tf.evaluation import evaluator, metrics
+    from dsan_tf.experiment.task import NLITask
 
     model, preprocessor, config = rundir.RunDirectory(FLAGS.workdir).load()
     task = NLITask(project_flags.reading_config(model=config["model"]), log=lambda _: None)
     results = {"workdir": FLAGS.workdir, "model": config["model"], "sources": {}}
     for spec in FLAGS.data:
-        result = evaluation.evaluate(task, model, preprocessor, spec, FLAGS.save_predictions,
+        result = evaluator.evaluate(task, model, preprocessor, spec, FLAGS.save_predictions,
                                      FLAGS.group_by or ())
         results["sources"][spec] = result
         tokens = result["tokens"]
@@ -56,7 +56,7 @@ def main(argv):
                   f"{tokens['max_length']} tokens", file=sys.stderr)
         print(metrics.format_report(spec, result))
         if "groups" in result:
-            print(evaluation.format_groups(result))
+            print(evaluator.format_groups(result))
     program.write_output(results)
 
 

@@ -16,8 +16,8 @@ hold the model and its `NLIPreprocessor` for Keras users.
 
 from absl import flags
 
-from dsan_tf import rundir
-from dsan_tf.errors import require_tensorflow_backend
+from dsan_tf.common.errors import require_tensorflow_backend
+from dsan_tf.experiment import rundir
 from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program
 
@@ -36,7 +36,7 @@ def define_flags():
 def main(argv):
     program.check_start(argv, export_dir="where to write the SavedModel")
     require_tensorflow_backend("experiments.export")
-    from dsan_tf import export  # TensorFlow loads here, after --help
+    from dsan_tf.saving import export  # TensorFlow loads here, after --help
 
     target = export.export_run(rundir.RunDirectory(FLAGS.workdir), FLAGS.export_dir,
                                FLAGS.version)

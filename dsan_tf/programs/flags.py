@@ -1,7 +1,7 @@
 """The flags several programs share, defined by functions (after TF Model Garden's
 `official/common/flags.py`); each program calls the ones it needs and defines its own.
 
-Every flag of a configuration is derived from its field (`dsan_tf.config`, the families'
+Every flag of a configuration is derived from its field (`dsan_tf.experiment.config`, the families'
 configurations, `RunOptions`): the same name, default, type, limits, choices and help
 (`hyperparameter`), so a hyperparameter is written once, in its configuration. The flags a
 program was given become an `ExperimentConfig` here, once: a `--config`'s values, the given
@@ -16,7 +16,7 @@ import textwrap
 
 from absl import flags
 
-from dsan_tf.config import (
+from dsan_tf.experiment.config import (
     DATA_PREFIXES, MODELS, DataConfig, ExperimentConfig, RunOptions, TrainingConfig,
     named_values)
 from dsan_tf.models import registry

@@ -26,7 +26,7 @@ import numpy as np
 from absl import flags
 
 import dsan_tf  # light: its names (dsan_tf.load, ...) load TensorFlow on first use
-from dsan_tf import metrics, progress
+from dsan_tf.common import progress
 from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program
 
@@ -236,12 +236,12 @@ def main(argv):
         limit = model.max_length or "the model's maximum number of"
         where = "" if FLAGS.format == "csv" else "; each line's truncated says how many"
         print(f"warning: the model read only the first {limit} tokens of {cut['premise']:,} "
-              f"premise(s) and {cut['hypothesis']:,} hypothesis(es) of the {metrics.pairs(count)}"
+              f"premise(s) and {cut['hypothesis']:,} hypothesis(es) of the {progress.pairs(count)}"
               f"{where}.", file=sys.stderr)
     if FLAGS.input:
         seconds = time.perf_counter() - started
-        print(f"{metrics.pairs(count)} in {seconds:.1f} s ({count / seconds:,.0f} pairs/s from raw "
-              f"text){f'; written to {FLAGS.output}' if FLAGS.output else ''}", file=sys.stderr)
+        print(f"{progress.pairs(count)} in {seconds:.1f} s ({count / seconds:,.0f} pairs/s "
+              f"from raw text){f'; written to {FLAGS.output}' if FLAGS.output else ''}", file=sys.stderr)
 
 
 def cli():

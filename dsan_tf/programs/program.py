@@ -1,8 +1,8 @@
 """What every program does the same way: start, check its flags, load TensorFlow quietly,
 and stop with one sentence (no traceback) on a user's mistake.
 
-Library code raises (`dsan_tf.errors.UsageError`, `dsan_tf.data.DataError`, ValueError for bad
-model settings); only `main` turns that into an exit. Flag values are checked while flags
+Library code raises (`dsan_tf.common.errors.UsageError`, `dsan_tf.data.DataError`,
+ValueError for bad model settings); only `main` turns that into an exit. Flag values are checked while flags
 are parsed (absl's `lower_bound`, `flags.require_existing`), before TensorFlow loads.
 """
 
@@ -15,9 +15,9 @@ import sys
 
 from absl import app, flags, logging
 
-from dsan_tf import quiet
+from dsan_tf.common import quiet
+from dsan_tf.common.errors import UsageError
 from dsan_tf.data.examples import DataError
-from dsan_tf.errors import UsageError
 from dsan_tf.programs import flags as project_flags
 
 FLAGS = project_flags.FLAGS
@@ -76,7 +76,7 @@ def verbose():
 
 def load_tensorflow(tensorflow=True):
     """Imports Keras (and TensorFlow, unless `tensorflow=False`: Keras still loads it when
-    it is the backend) without their start-up log lines (`dsan_tf.quiet`) unless
+    it is the backend) without their start-up log lines (`dsan_tf.common.quiet`) unless
     `--verbosity` asks for them."""
     quiet.load_frameworks(tensorflow or None, verbose=verbose())
 

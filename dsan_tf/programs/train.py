@@ -19,7 +19,7 @@ always describe its model. `tensorboard --logdir WORKDIR/tensorboard` shows the 
 
 from absl import flags
 
-from dsan_tf.errors import require_tensorflow_backend
+from dsan_tf.common.errors import require_tensorflow_backend
 from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program
 

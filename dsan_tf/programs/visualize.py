@@ -13,7 +13,7 @@ A DiSAN run gets fig07 (one map per direction: its per-dimension weights average
 dimensions), fig09 and fig11 (it has no FFN: no fig10); a CBOW run has nothing to draw and says
 so. For a pair model (--model=gaussian_transformer) it writes self_attention.png and
 inter_attention.png for --sentence as premise and --hypothesis.
-All values come from the model's own intermediate outputs (dsan_tf.analysis).
+All values come from the model's own intermediate outputs (dsan_tf.evaluation.analysis).
 """
 
 import json
@@ -21,7 +21,7 @@ import os
 
 from absl import flags
 
-from dsan_tf import rundir
+from dsan_tf.experiment import rundir
 from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program
 
@@ -86,8 +86,9 @@ def load_evaluations(specs):
 @program.main
 def main(argv):
     program.check_start(argv, output_dir="where to write the figures")
-    from dsan_tf import figures as analysis_figures  # TensorFlow loads here, after --help
-    from dsan_tf import plots
+    # TensorFlow loads here, after --help.
+    from dsan_tf.evaluation import figures as analysis_figures
+    from dsan_tf.evaluation import plots
 
     os.makedirs(FLAGS.output_dir, exist_ok=True)
     run = rundir.RunDirectory(FLAGS.workdir)

@@ -11,9 +11,9 @@ import numpy as np
 import tensorflow as tf
 from tensorboard.plugins.hparams import api as hp
 
-from dsan_tf import analysis, plots
-from dsan_tf import progress
-from dsan_tf.errors import UsageError
+from dsan_tf.common import progress
+from dsan_tf.common.errors import UsageError
+from dsan_tf.evaluation import analysis, plots
 
 
 # What `EpochLog` adds to the logs besides `seconds` that is no metric: TensorBoard writes

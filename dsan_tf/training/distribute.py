@@ -25,7 +25,7 @@ import os
 import keras
 import tensorflow as tf
 
-from dsan_tf.errors import UsageError
+from dsan_tf.common.errors import UsageError
 
 STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
 

@@ -11,7 +11,7 @@ import time
 import keras
 import numpy as np
 
-from dsan_tf.task import NLITask
+from dsan_tf.experiment.task import NLITask
 from dsan_tf.training import compilation
 
 

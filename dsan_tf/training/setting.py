@@ -23,7 +23,8 @@ class EncodedSetting:
     """What a run trains on, encoded.
 
     Attributes:
-        config: `dsan_tf.config.ExperimentConfig` (its `data` names where the ids came from).
+        config: `dsan_tf.experiment.config.ExperimentConfig` (its `data` names where the
+            ids came from).
         splits: {"train": IdPairs, "dev": IdPairs, ...}.
         word_vectors: float32 [V, D], or None (random vectors).
         words: the vocabulary's words in id order from id 2 (`Vocabulary.words`: ids 0
@@ -59,7 +60,7 @@ class EncodedSetting:
     @classmethod
     def load(cls, path):
         """Reads a file `save` wrote; ValueError when it is not one."""
-        from dsan_tf.config import ExperimentConfig  # plain Python, no Keras
+        from dsan_tf.experiment.config import ExperimentConfig  # plain Python, no Keras
 
         with np.load(path) as arrays:
             if "meta" not in arrays:

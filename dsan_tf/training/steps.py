@@ -1,7 +1,7 @@
 """A training run, as functions of explicit arguments: `train_run` claims the run
 directory and calls `train`, which calls the steps in order (devices, data, model,
 callbacks, fit, results); the `NLITask` builds the parts. `dsan_tf.programs.train` parses
-its flags into the `ExperimentConfig` and `RunOptions` (`dsan_tf.config`) these take.
+its flags into the `ExperimentConfig` and `RunOptions` (`dsan_tf.experiment.config`) these take.
 """
 
 import dataclasses
@@ -13,15 +13,17 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from dsan_tf import data, model_card, progress
-from dsan_tf import rundir as run_files
-from dsan_tf.config import RunOptions
-from dsan_tf.labels import LABELS, NON_ENTAILMENT_ID
-from dsan_tf.errors import UsageError, require_tensorflow_backend
-from dsan_tf.export import export_run, exported_version
-from dsan_tf.models import load_model, registry
-from dsan_tf.task import NLITask
+from dsan_tf import data
+from dsan_tf.common import progress
+from dsan_tf.common.errors import UsageError, require_tensorflow_backend
+from dsan_tf.common.labels import LABELS, NON_ENTAILMENT_ID
 from dsan_tf.data import batching
+from dsan_tf.experiment import rundir as run_files
+from dsan_tf.experiment.config import RunOptions
+from dsan_tf.experiment.task import NLITask
+from dsan_tf.models import load_model, registry
+from dsan_tf.saving import model_card
+from dsan_tf.saving.export import export_run, exported_version
 from dsan_tf.training import callbacks, compilation, distribute
 
 
@@ -54,7 +56,7 @@ def train_run(workdir, config, options=RunOptions(), overwrite=False):
         workdir: the run directory (each worker's own under strategy "multi_worker").
         config: `ExperimentConfig`, what to train; its unset fields are resolved for the
             current backend (`ExperimentConfig.resolved`) and recorded so.
-        options: `dsan_tf.config.RunOptions`, how.
+        options: `dsan_tf.experiment.config.RunOptions`, how.
         overwrite: replace what an earlier run left in `workdir` (its files only).
 
     Returns:
@@ -134,7 +136,8 @@ def interrupted_message(workdir, command):
 
 def train(config, run, options):
     """Trains `config` (`ExperimentConfig`) in the claimed `RunDirectory` `run` as
-    `options` (`dsan_tf.config.RunOptions`) say; returns the results dict that results.json holds."""
+    `options` (`dsan_tf.experiment.config.RunOptions`) say; returns the results dict
+    that results.json holds."""
     strategy = set_up(config, options.strategy, options.tpu, options.logical_cpus)
     if options.compilation_cache:
         cache = compilation.enable_jax_cache(config.data.embeddings_cache_dir)
@@ -299,19 +302,25 @@ def build(task, strategy, prepared):
 
 def write_config(run, task, prepared, model, strategy, padding, strategy_name):
     """config.json: the configuration (`ExperimentConfig.to_dict`) and what the run found,
-    as numbers: the text settings, vocabulary, word vectors, parameters, each split's
-    pairs read and dropped (`read`) and tokens (`tokens`: unknown words, truncation)."""
+    as numbers: the labels, vocabulary, word vectors, parameters, each split's pairs read
+    and dropped (`read`) and tokens (`tokens`: unknown words, truncation).
+
+    Each value is written once: the text settings (`data.max_length`, `data.lowercase`)
+    are the configuration's, so neither the top level nor the token counts repeat them
+    (older records do; readers read `data`)."""
+    tokens = {name: {key: value for key, value in pairs.report.to_dict().items()
+                     if key != "max_length"}
+              for name, pairs in prepared.encoded.items()}
     run.write_json(run_files.CONFIG, {
         **task.config.to_dict(),
-        "max_length": prepared.preprocessor.max_length,
-        "lowercase": prepared.preprocessor.lowercase, "label_names": list(LABELS),
+        "label_names": list(LABELS),
         "vocab_size": prepared.preprocessor.vocabulary_size,
         "embeddings": prepared.embeddings, "parameters": model.parameter_breakdown(),
         "padding_fraction": padding,
         "strategy": strategy_name, "replicas": strategy.num_replicas_in_sync,
         "provenance": run_files.provenance(),
         "read": {name: report.to_dict() for name, report in prepared.reports.items()},
-        "tokens": {name: pairs.report.to_dict() for name, pairs in prepared.encoded.items()}})
+        "tokens": tokens})
 
 
 def make_callbacks(run, task, prepared, inputs, log_every_steps, probe_sentence=None):

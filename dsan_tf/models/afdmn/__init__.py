@@ -1,6 +1,6 @@
 """AF-DMN (Duan et al. 2018), a joint model: a BiLSTM encoder shared by both sentences, k
 computational blocks (cross attention, fusion, self-attention, fusion), mean and max
-pooling, a tanh MLP; docs/FIDELITY.md rows 57-68."""
+pooling, a tanh MLP; docs/FIDELITY.md#afdmn."""
 
 from dsan_tf.models.afdmn.config import AFDMNConfig
 from dsan_tf.models.afdmn import testing

@@ -7,7 +7,7 @@ and MLP width (the paper: 300), k computational blocks.
 import keras
 from keras import ops
 
-from dsan_tf import masks
+from dsan_tf.layers import masks
 from dsan_tf.models.afdmn.config import INITIALIZATIONS
 from dsan_tf.models.afdmn.layers import ComputationalBlock, ESIMInitializer, bilstm
 from dsan_tf.models.backbone import PairBackbone

@@ -1,6 +1,7 @@
 """AF-DMN's hyperparameters; defaults are Section 5.2's (300-d LSTMs and MLPs, k = 3 for
 SNLI, dropout 0.2, GloVe updated in training) and the initialisation of the ESIM code the
-paper links (Section 5.7; docs/FIDELITY.md rows 63 and 67)."""
+paper links (Section 5.7; docs/FIDELITY.md#afdmn-initialisation and
+#afdmn-initialisation-at-study-size)."""
 
 import dataclasses
 

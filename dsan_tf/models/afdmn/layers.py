@@ -11,7 +11,7 @@ import random
 import keras
 from keras import ops
 
-from dsan_tf import masks
+from dsan_tf.layers import masks
 from dsan_tf.layers.utils import clone_initializer
 
 

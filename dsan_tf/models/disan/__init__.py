@@ -1,6 +1,6 @@
 """DiSAN (Shen et al. 2017), a baseline in DSAN's setting: directional multi-dimensional
 token2token self-attention, a fusion gate on the raw input, source2token pooling;
-docs/FIDELITY.md row 36."""
+docs/FIDELITY.md#disan-token2token."""
 
 from dsan_tf.models import flops
 from dsan_tf.models.disan.config import DiSANConfig

@@ -5,9 +5,9 @@ Shape legend: B batch, T tokens, D word width, E sentence-vector width (2D).
 
 import keras
 
-from dsan_tf import masks
-from dsan_tf.models.disan.layers import DiSANEncoder
+from dsan_tf.layers import masks
 from dsan_tf.models.backbone import SentenceEncoderBackbone
+from dsan_tf.models.disan.layers import DiSANEncoder
 
 
 @keras.saving.register_keras_serializable(package="dsan_tf")
@@ -50,7 +50,7 @@ class DiSANBackbone(SentenceEncoderBackbone):
         return parts
 
     def sentence_intermediates(self, token_ids):
-        """What the encoder computes on the way (the figures of `dsan_tf.analysis`, as
+        """What the encoder computes on the way (the figures of `dsan_tf.evaluation.analysis`, as
         DSAN's Figures 7, 9 and 11 show them; DiSAN has no FFN, so no Figure 10).
 
         Args:

@@ -10,7 +10,7 @@ every (i, j) pair with a D-dimensional vector, so it materialises [B, T, T, D].
 import keras
 from keras import ops
 
-from dsan_tf import masks
+from dsan_tf.layers import masks
 from dsan_tf.layers.fusion import FusionGate
 from dsan_tf.layers.pooling import Source2TokenAttention
 from dsan_tf.layers.utils import clone_initializer

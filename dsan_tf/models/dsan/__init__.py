@@ -1,6 +1,7 @@
 """DSAN (Im & Cho 2017): the sentence encoder of a forward and a backward block (masked
 multi-head attention with a distance prior, fusion gate, FFN), source2token and max
-pooling; docs/FIDELITY.md rows 1-44 and, for SAN4NLI's departures, 69-80."""
+pooling; docs/FIDELITY.md#model, #data and #training and, for SAN4NLI's
+departures, #san4nli."""
 
 from dsan_tf.models import flops
 from dsan_tf.models.dsan.config import DSANConfig

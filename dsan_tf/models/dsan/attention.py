@@ -8,23 +8,23 @@ import math
 import keras
 from keras import ops
 
-from dsan_tf import masks
-from dsan_tf.models.dsan.config import ATTENTION_SCALES, QKV_NORMS
+from dsan_tf.layers import masks
 from dsan_tf.layers.distance_prior import DistancePrior
 from dsan_tf.layers.layer_norm import LayerNorm
 from dsan_tf.layers.utils import initialized_dense
+from dsan_tf.models.dsan.config import ATTENTION_SCALES, QKV_NORMS
 
 
 @keras.saving.register_keras_serializable(package="dsan_tf")
 class MaskedMultiHeadAttention(keras.layers.Layer):
     """Multi-head self-attention with the directional and distance masks.
 
-    head_h = softmax(Q_h K_hᵀ / √K + M_dir + α·M_dis) V_h (eq. 7), heads concatenated
-    and projected by W^O (eq. 8), Q = K = V = the word vectors (eq. 9). The projections
-    carry no bias and are layer-normalised (Section 5.2) per head or over all heads
-    (`qkv_norm`); W^O has a bias and is followed by LayerNorm and dropout
-    (docs/FIDELITY.md rows 5, 9, 10). α·M_dis is the `linear` member of a family of
-    distance priors (`DistancePrior`).
+    head_h = softmax(Q_h K_hᵀ / √K + M_dir + α·M_dis) V_h (eq. 7), heads concatenated and
+    projected by W^O (eq. 8), Q = K = V = the word vectors (eq. 9). The projections carry no
+    bias and are layer-normalised (Section 5.2) per head or over all heads (`qkv_norm`); W^O
+    has a bias and is followed by LayerNorm and dropout (docs/FIDELITY.md#layernorm-q-k-v,
+    #biases, #dropout-sites). α·M_dis is the `linear` member of a family of distance priors
+    (`DistancePrior`).
 
     The masks and the prior are one [T, T] grid per call, joined with the padding into
     one bias [B, 1, T, T] that broadcasts over the heads: the [B, H, T, T] logits and

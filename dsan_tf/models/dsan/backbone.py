@@ -6,9 +6,9 @@ Shape legend: B batch, T tokens, D word width (d_e), E sentence-vector width (4Â
 
 import keras
 
-from dsan_tf import masks
-from dsan_tf.models.dsan.encoder import DSANEncoder
+from dsan_tf.layers import masks
 from dsan_tf.models.backbone import SentenceEncoderBackbone
+from dsan_tf.models.dsan.encoder import DSANEncoder
 
 
 @keras.saving.register_keras_serializable(package="dsan_tf")
@@ -25,7 +25,7 @@ class DSANBackbone(SentenceEncoderBackbone):
             pooling, qkv_norm, dropout, layer_norm_epsilon: see `dsan_tf.DSANConfig`.
         attention_scale, fusion_norm, fusion_output_norm, ffn_dropout, s2t_norm,
             max_pool_padding, initialization: SAN4NLI-pytorch's departures, off by
-            default (`dsan_tf.DSANConfig`, docs/FIDELITY.md rows 69-80).
+            default (`dsan_tf.DSANConfig`, docs/FIDELITY.md#san4nli).
         trainable_embeddings: bool (False: the paper's frozen GloVe).
 
     Call arguments:

@@ -3,7 +3,7 @@ classifier, 4.2.4 for d_ff = 4·d_e, 5.2 for d_e, h, α, dropout and LayerNorm).
 
 import dataclasses
 
-from dsan_tf.choices import INITIALIZATIONS, MAX_POOL_PADDINGS
+from dsan_tf.common.choices import INITIALIZATIONS, MAX_POOL_PADDINGS
 from dsan_tf.models.config import (
     FUSIONS, PRIORS, SentenceEncoderConfig, check_choice, hyperparameter)
 
@@ -34,7 +34,7 @@ class DSANConfig(SentenceEncoderConfig):
             "shared" (per head, one LayerNorm for Q, K and V).
 
     The fields after `qkv_norm` are the departures of the SAN4NLI-pytorch
-    implementation (docs/FIDELITY.md rows 69-80); each default is the paper's reading,
+    implementation (docs/FIDELITY.md#san4nli); each default is the paper's reading,
     and the `san4nli` preset sets them all.
     """
 

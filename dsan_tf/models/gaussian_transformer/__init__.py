@@ -1,6 +1,6 @@
 """The Gaussian Transformer (Guo, Zhang & Liu 2019), a joint model: fixed character 5-gram
 vectors beside the word vectors, Gaussian self-attention encoding blocks, interaction
-blocks with inter-attention, Siamese aggregation; docs/FIDELITY.md rows 45-56."""
+blocks with inter-attention, Siamese aggregation; docs/FIDELITY.md#gaussian-transformer."""
 
 from dsan_tf.models.gaussian_transformer.config import GaussianTransformerConfig
 from dsan_tf.models.gaussian_transformer import testing

@@ -11,7 +11,7 @@ import math
 import keras
 from keras import ops
 
-from dsan_tf import masks
+from dsan_tf.layers import masks
 from dsan_tf.layers.distance_prior import DistancePrior
 from dsan_tf.layers.layer_norm import LayerNorm
 from dsan_tf.layers.utils import clone_initializer

@@ -7,7 +7,7 @@ Shape legend: B batch, T1 premise tokens, T2 hypothesis tokens, W frozen token f
 import keras
 from keras import ops
 
-from dsan_tf import masks
+from dsan_tf.layers import masks
 from dsan_tf.models.gaussian_transformer.layers import (
     GaussianEncodingBlock, GaussianTransformerEmbedding, InteractionBlock, SiameseAggregation)
 from dsan_tf.models.backbone import PairBackbone

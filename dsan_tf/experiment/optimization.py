@@ -5,8 +5,8 @@ PyTorch). Needs Keras only, not TensorFlow.
 
 import keras
 
-from dsan_tf import optimizers
 from dsan_tf.layers import DistancePrior
+from dsan_tf.models import optimizers
 
 # Whether compiling the training step pays, per backend, measured on CPU (docs/BACKENDS.md):
 # TensorFlow runs its graph faster than XLA's code here; Keras runs a JAX
@@ -51,7 +51,7 @@ def make_optimizer(training, batch_size, model, train_size=None):
     `schedule_epoch_pairs` pairs, which B then counts (a schedule carried by examples).
 
     Args:
-        training: `dsan_tf.config.TrainingConfig`.
+        training: `dsan_tf.experiment.config.TrainingConfig`.
         batch_size: b, pairs per step.
         model: the model whose weights it will train.
         train_size: training pairs (restarts and normalized weight decay need it).

@@ -1,17 +1,19 @@
 """Evaluating loaded models on a data source: one model's classification report
 (`evaluate`) and an ensemble's, with each member's (`evaluate_ensemble`). Both predict
-through `dsan_tf.task.predict`, the one prediction loop, and score with `dsan_tf.metrics`.
+through `dsan_tf.experiment.task.predict`, the one prediction loop, and score with
+`dsan_tf.evaluation.metrics`.
 """
 
 import collections
 
 import numpy as np
 
-from dsan_tf import metrics, progress
-from dsan_tf.errors import UsageError
-from dsan_tf.labels import LABELS
-from dsan_tf.rundir import RunDirectory
-from dsan_tf.task import predict
+from dsan_tf.common import progress
+from dsan_tf.common.errors import UsageError
+from dsan_tf.common.labels import LABELS
+from dsan_tf.evaluation import metrics
+from dsan_tf.experiment.rundir import RunDirectory
+from dsan_tf.experiment.task import predict
 
 # A loaded run: its `RunDirectory`, `NLIClassifier`, `NLIPreprocessor` and config dict.
 Member = collections.namedtuple("Member", "run model preprocessor config")
@@ -84,7 +86,7 @@ def format_groups(result, shown=SHOWN_GROUPS):
         if len(groups) > shown:
             largest = sorted(groups, key=lambda value: -groups[value]["examples"])[:shown]
             chosen = {value: groups[value] for value in sorted(largest)}
-        lines += [f"    {value:<40} {group['accuracy']:.4f}  ({metrics.pairs(group['examples'])})"
+        lines += [f"    {value:<40} {group['accuracy']:.4f}  ({progress.pairs(group['examples'])})"
                   for value, group in chosen.items()]
         if len(chosen) < len(groups):
             rest = [group["examples"] for value, group in groups.items() if value not in chosen]

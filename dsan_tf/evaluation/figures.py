@@ -1,16 +1,16 @@
 """The paper's analysis figures (Section 5.5) of trained runs: what `experiments.visualize`
-draws, from each model's own intermediate outputs (`dsan_tf.analysis`) drawn by
-`dsan_tf.plots`. Runs are `dsan_tf.rundir.RunDirectory`s; a run whose model cannot show
-a figure raises `UsageError` naming it.
+draws, from each model's own intermediate outputs (`dsan_tf.evaluation.analysis`) drawn by
+`dsan_tf.evaluation.plots`. Runs are `dsan_tf.experiment.rundir.RunDirectory`s; a run
+whose model cannot show a figure raises `UsageError` naming it.
 """
 
 import os
 
 
-from dsan_tf import analysis, plots
-from dsan_tf.analysis import AnalysisUnavailable
-from dsan_tf.errors import UsageError
-from dsan_tf.task import NLITask
+from dsan_tf.common.errors import UsageError
+from dsan_tf.evaluation import analysis, plots
+from dsan_tf.evaluation.analysis import AnalysisUnavailable
+from dsan_tf.experiment.task import NLITask
 
 
 def _unavailable(run, config, error):

@@ -19,8 +19,8 @@ import tensorflow as tf
 from dsan_tf.data.preprocessor import (PREDICTION_BATCH_SIZE, TruncationWarning, dense,
                                        label_ids, members_ids, pair_texts, texts,
                                        warn_truncated)
-from dsan_tf.errors import require_tensorflow_backend
-from dsan_tf.labels import LABELS
+from dsan_tf.common.errors import require_tensorflow_backend
+from dsan_tf.common.labels import LABELS
 from dsan_tf.models import preset
 from dsan_tf.models.ensemble import NLIEnsemble
 from dsan_tf.models.nli_classifier import PAIR_MODEL
@@ -54,7 +54,7 @@ def export(model, export_dir, keras_file=True):
     (sentences -> `embedding` float32 [B, E], `truncated` int32 [B]); and, with
     `keras_file`, the Keras model beside it (model.keras), so that `load` and
     `NLIClassifier.from_preset` read the export back as the model it was."""
-    require_tensorflow_backend("dsan_tf.serving.export")
+    require_tensorflow_backend("dsan_tf.saving.serving.export")
     archive = keras.export.ExportArchive()
     archive.track(model)
     for preprocessor in model.preprocessors():

@@ -66,7 +66,7 @@ class DataConfig:
         "batches); plain, shuffled batches (59%); premise_buckets, pairs of similar premise "
         "length (32%); length_buckets, of similar premise and hypothesis length (7%, but a "
         "hypothesis's length predicts its label). SNLI 25k dev, seed 0: 71.0/70.4/69.1/67.5% "
-        "(docs/FIDELITY.md row 44). Evaluation always uses length buckets.",
+        "(docs/FIDELITY.md#training-batches). Evaluation always uses length buckets.",
         choices=BATCHINGS)
     pad_to_bucket: bool = hyperparameter(
         False, "Pad batches to their length bucket's boundary (fewer shapes for XLA; the "
@@ -192,8 +192,9 @@ class TrainingConfig:
 
 @dataclasses.dataclass
 class ExperimentConfig:
-    """Everything `dsan_tf.task.NLITask` builds an experiment from: the one description of
-    a run (its run directory records it as config.json and compares a re-run with it).
+    """Everything `dsan_tf.experiment.task.NLITask` builds an experiment from: the one
+    description of a run (its run directory records it as config.json and compares a
+    re-run with it).
 
     Attributes:
         model: one of `MODELS`.
@@ -267,8 +268,8 @@ class ExperimentConfig:
         unknown = [n for n in unknown if n not in lenient or not _any_family_has(n)]
         if unknown:
             raise ValueError(f"no field {', '.join(unknown)} in the configuration of model "
-                             f"{model!r} (dsan_tf.config: model, its model_config, data, "
-                             "training).")
+                             f"{model!r} (dsan_tf.experiment.config: model, its "
+                             "model_config, data, training).")
         return cls(model=model, **{
             name: part(**{n: v for n, v in values.items() if n in names[name]})
             for name, part in parts.items()})
@@ -287,7 +288,7 @@ class ExperimentConfig:
         unknown = sorted(set(overrides) - set(ExperimentConfig.field_names()))
         if unknown:
             raise ValueError(f"no field {', '.join(unknown)} in any configuration "
-                             "(dsan_tf.config).")
+                             "(dsan_tf.experiment.config).")
         return cls.from_flat({**values, **overrides},
                              lenient=set(values) - set(overrides))
 
@@ -305,7 +306,7 @@ class ExperimentConfig:
         current Keras backend: `jit_compile` (what pays there), `bounded_shapes` (with a
         compiled step), `one_pass` (on an accelerator) and `trainable_embeddings` (trained when the vectors start random).
         A run directory records the resolved configuration."""
-        from dsan_tf.optimization import default_jit_compile  # loads Keras
+        from dsan_tf.experiment.optimization import default_jit_compile  # loads Keras
 
         jit = self.training.jit_compile
         jit = default_jit_compile() if jit is None else jit
@@ -348,7 +349,7 @@ def named_values(name):
             values[key] = value
         elif key not in fields:
             raise ValueError(f"configuration {name!r} sets --{key}, which is no field of "
-                             "any configuration (dsan_tf.config).")
+                             "any configuration (dsan_tf.experiment.config).")
         else:
             values[key] = typed_value(fields[key], value)
     return values

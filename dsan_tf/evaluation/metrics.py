@@ -6,7 +6,8 @@ import statistics
 
 import numpy as np
 
-from dsan_tf.labels import LABEL_IDS, LABELS, NON_ENTAILMENT, NON_ENTAILMENT_ID
+from dsan_tf.common import progress
+from dsan_tf.common.labels import LABEL_IDS, LABELS, NON_ENTAILMENT, NON_ENTAILMENT_ID
 
 LENGTH_BUCKET = 5
 
@@ -86,14 +87,9 @@ def score(labels, predictions, premise_lengths, hypothesis_lengths):
                            if np.any(labels == i)}}
 
 
-def pairs(count):
-    """"1 pair", "2 pairs", "1,000 pairs": a count of pairs as a sentence says it."""
-    return f"{count:,} pair" + ("" if count == 1 else "s")
-
-
 def format_report(name, report):
     """The report (`score`'s, three-way or two-way) as a text table."""
-    header = (f"{name}: accuracy {report['accuracy']:.4f} on {pairs(report['examples'])}"
+    header = (f"{name}: accuracy {report['accuracy']:.4f} on {progress.pairs(report['examples'])}"
               + (f", oov_rate {report['oov_rate']:.2%}" if "oov_rate" in report else ""))
     if "two_way" in report:
         return "\n".join([header, f"  two-way: {report['two_way']}"]
@@ -109,7 +105,7 @@ def format_report(name, report):
     lines.append("  accuracy by average pair length (tokens):")
     for bucket in report["accuracy_by_length"]:
         lines.append(f"    [{bucket['min_length']:>3}, {bucket['max_length']:>3})"
-                     f"  {bucket['accuracy']:.4f}  ({pairs(bucket['examples'])})")
+                     f"  {bucket['accuracy']:.4f}  ({progress.pairs(bucket['examples'])})")
     return "\n".join(lines)
 
 

@@ -1,5 +1,5 @@
 """The run directory that train writes and evaluate, export, predict and visualize read,
-and the file names of an export (`dsan_tf.export` writes it): every name, in one place.
+and the file names of an export (`dsan_tf.saving.export` writes it): every name, in one place.
 
     WORKDIR/flags.txt        the configuration as flags, usable as --flagfile to repeat it
     WORKDIR/config.json      the configuration (model, model_config, data, training: what
@@ -29,11 +29,11 @@ import shutil
 import subprocess
 import sys
 
-import dsan_tf
-from dsan_tf import data, models
-from dsan_tf.config import ExperimentConfig
-from dsan_tf.errors import UsageError
+from dsan_tf import data
+from dsan_tf.common.errors import UsageError
+from dsan_tf.experiment.config import ExperimentConfig
 from dsan_tf.models.config import described_fields
+from dsan_tf.version import __version__
 
 CONFIG, BEST, BEST_INFO = "config.json", "best.keras", "best.json"
 # The preprocessor's files (its own names: the data package writes and reads them).
@@ -276,7 +276,7 @@ def provenance():
     framework = sys.modules.get(backend)
     tf = sys.modules.get("tensorflow")
 
-    return {"dsan_tf": dsan_tf.__version__,
+    return {"dsan_tf": __version__,
             "git_commit": git_commit(os.path.dirname(os.path.abspath(__file__))),
             "tensorflow": tf.__version__ if tf else None, "keras": keras.__version__,
             "keras_backend": backend,

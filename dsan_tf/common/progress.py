@@ -24,6 +24,11 @@ def interval():
         return DEFAULT_INTERVAL
 
 
+def pairs(count):
+    """"1 pair", "2 pairs", "1,000 pairs": a count of pairs as a sentence says it."""
+    return f"{count:,} pair" + ("" if count == 1 else "s")
+
+
 def clock(seconds):
     """h:mm:ss."""
     seconds = int(round(seconds))

@@ -1,19 +1,19 @@
 """Exports for serving: the one export of a trained run (`export_run`, for `train
 --export_dir` and `export` alike) and of an ensemble of runs (`export_ensemble`). Each
 writes, in TF Serving's layout EXPORT_DIR/<version>/, a SavedModel of raw strings that
-needs TensorFlow only, plus what a Keras user reloads (file names: `dsan_tf.rundir`).
+needs TensorFlow only, plus what a Keras user reloads (file names: `dsan_tf.experiment.rundir`).
 """
 
 import filecmp
 import os
 import shutil
 
-from dsan_tf import model_card
-from dsan_tf import rundir as run_files
-from dsan_tf.errors import UsageError
+from dsan_tf.common.errors import UsageError
+from dsan_tf.experiment import rundir as run_files
 from dsan_tf.models import preset
 from dsan_tf.models.ensemble import NLIEnsemble
-from dsan_tf.serving import export, version_dir
+from dsan_tf.saving import model_card
+from dsan_tf.saving.serving import export, version_dir
 
 
 def _target(export_dir, version=None):
@@ -62,11 +62,11 @@ def export_run(run, export_dir, version=None):
 def export_ensemble(members, export_dir, results=None, version=None):
     """Exports an ensemble that averages its members' probabilities: one SavedModel whose
     `serving_default` runs every member, the ensemble's card (with `results`, the
-    `dsan_tf.evaluation.evaluate_ensemble` reports by source, when measured), and each
+    `dsan_tf.evaluation.evaluator.evaluate_ensemble` reports by source, when measured), and each
     member's model files in members/<i>/ (1 = the first).
 
     Args:
-        members: `dsan_tf.evaluation.Member`s (loaded runs), at least two.
+        members: `dsan_tf.evaluation.evaluator.Member`s (loaded runs), at least two.
         export_dir: TF Serving's model directory.
         results: {source spec: {"ensemble": report, ...}}, or None.
         version: the export's version (default: the next free one).

@@ -18,9 +18,9 @@ import numpy as np
 
 from dsan_tf import data
 from dsan_tf.data import batching
-from dsan_tf.config import ExperimentConfig
+from dsan_tf.experiment.config import ExperimentConfig
+from dsan_tf.experiment.optimization import compile_for_training, make_optimizer
 from dsan_tf.models import build_model, family
-from dsan_tf.optimization import compile_for_training, make_optimizer
 
 
 def vocabulary_summary(training_words, added, extend_vocabulary, vocab_from_vectors):
@@ -79,7 +79,7 @@ class NLITask:
     """Builds every part of an NLI experiment from its configuration.
 
     Args:
-        config: `dsan_tf.config.ExperimentConfig`.
+        config: `dsan_tf.experiment.config.ExperimentConfig`.
         log: called with one line of text per report (reading, vocabulary, vectors).
     """
 
@@ -124,7 +124,7 @@ class NLITask:
         """The `NLIPreprocessor`: `vocabulary` when given (a resumed run keeps its ids);
         otherwise the training words, then the words of `others` (dev/test examples) and
         the first `vocab_from_vectors` words of `vector_file` that have a vector
-        (docs/FIDELITY.md, row 25)."""
+        (docs/FIDELITY.md#vocabulary)."""
         settings = self.config.data
         if vocabulary is None:
             vocabulary = self._vocabulary(train, others, vector_file)
@@ -307,6 +307,6 @@ class NLITask:
         return compile_for_training(model, jit_compile, self.optimizer(model, train_size))
 
     def optimizer(self, model, train_size=None):
-        """The configured optimizer (`dsan_tf.optimization.make_optimizer`)."""
+        """The configured optimizer (`dsan_tf.experiment.optimization.make_optimizer`)."""
         return make_optimizer(self.config.training, self.config.data.batch_size, model,
                               train_size)

@@ -7,7 +7,7 @@ Shape legend: T tokens, H heads, D word width (d_e), F FFN hidden width.
 import numpy as np
 from keras import ops
 
-from dsan_tf import masks
+from dsan_tf.layers import masks
 
 
 class AnalysisUnavailable(ValueError):

@@ -1,16 +1,16 @@
 """A model card (Mitchell et al. 2019, shortened) for a finished run: what it was trained on,
 with which vectors and settings, how well it did and how to repeat that, what it is for and
 where it stops being trustworthy. Training writes MODEL_CARD.md into the run directory;
-every export (`dsan_tf.export`) writes it beside the SavedModel.
+every export (`dsan_tf.saving.export`) writes it beside the SavedModel.
 """
 
 import dataclasses
 import os
 
-from dsan_tf import metrics
-from dsan_tf import rundir as run_files
-from dsan_tf.config import ExperimentConfig
-from dsan_tf.errors import UsageError
+from dsan_tf.common import progress
+from dsan_tf.common.errors import UsageError
+from dsan_tf.experiment import rundir as run_files
+from dsan_tf.experiment.config import ExperimentConfig
 from dsan_tf.models import registry
 
 CARD = run_files.CARD
@@ -39,7 +39,7 @@ def _read(report, pairs=None):
     if not report:
         return "none"
     dropped = report.get("dropped", {})
-    text = f"{report['source']}, {metrics.pairs(report['kept'])} read"
+    text = f"{report['source']}, {progress.pairs(report['kept'])} read"
     if dropped:
         text += (f", {sum(dropped.values()):,} dropped (" +
                  ", ".join(f"{why}: {count:,}" for why, count in dropped.items()) + ")")
@@ -56,6 +56,11 @@ def _vectors(embeddings, trainable):
             f"{embeddings['vocab_types']:,} vocabulary words found")
 
 
+def _length(max_length):
+    return (f"at most {max_length} tokens a sentence" if max_length
+            else "sentences read whole (no max_length)")
+
+
 def _limits(config, facts, pairs):
     width = config.model_config.embedding_dim
     tokens = facts.get("tokens", {}).get("train", {})
@@ -67,7 +72,7 @@ def _limits(config, facts, pairs):
         f"- Words outside its vocabulary ({facts['vocab_size']:,} ids) are read as one "
         "unknown word."]
     if tokens.get("truncated_premises") or tokens.get("truncated_hypotheses"):
-        limits.append(f"- Sentences are cut at {tokens['max_length']} tokens: "
+        limits.append(f"- Sentences are cut at {config.data.max_length} tokens: "
                       f"{tokens['truncated_premises']:,} premises and "
                       f"{tokens['truncated_hypotheses']:,} hypotheses of the training pairs "
                       "were.")
@@ -106,8 +111,8 @@ def text(run):
         f"- Hyperparameters: {hyper}.",
         f"- Training data: {_read(read.get('train'), pairs)}.",
         f"- Selected on: {_read(read.get('dev'))}.",
-        f"- Word vectors: {vectors}; lower-cased: {facts['lowercase']}; at most "
-        f"{facts['max_length']} tokens a sentence.",
+        f"- Word vectors: {vectors}; lower-cased: {config.data.lowercase}; "
+        f"{_length(config.data.max_length)}.",
         f"- Trained with: `{command(config, run.workdir)}`", "",
         "## Metrics", "", *(metrics or ["- none recorded"]),
         "", f"Repeat the evaluation: `python -m experiments.evaluate --workdir={run.workdir} "

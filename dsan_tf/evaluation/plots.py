@@ -144,9 +144,9 @@ def accuracy_by_length(runs, minimum=MIN_BUCKET_PAIRS):
 
 def attention_by_distance(runs):
     """Attention weight by query-key distance, forward and backward (`runs` maps a name to
-    `dsan_tf.analysis.attention_by_distance`'s result); dashed: uniform attention over the
-    same visible keys (the first run's; the same for every run); dotted: each run's
-    distance prior alone, where it is not uniform."""
+    `dsan_tf.evaluation.analysis.attention_by_distance`'s result); dashed: uniform
+    attention over the same visible keys (the first run's; the same for every run);
+    dotted: each run's distance prior alone, where it is not uniform."""
     figure, axes = plt.subplots(1, 2, figsize=(9, 3.5), sharey=True)
     for axis, side in zip(axes, ("forward", "backward")):
         for name, result in runs.items():
@@ -253,7 +253,7 @@ def pair_attention_figures(premise_tokens, hypothesis_tokens, attention, title="
     """A pair model's head-averaged attention, per block: {"self_attention": each block's
     self-attention of premise and hypothesis, "inter_attention": each interaction block's
     premise-to-hypothesis and hypothesis-to-premise maps}. `attention` is
-    `dsan_tf.analysis.pair_analysis`'s list."""
+    `dsan_tf.evaluation.analysis.pair_analysis`'s list."""
     tokens = {"premise": premise_tokens, "hypothesis": hypothesis_tokens}
     figures = {}
     for name, kinds in (("self_attention", ("premise_self", "hypothesis_self")),
