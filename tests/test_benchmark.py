@@ -67,8 +67,10 @@ def test_benchmark_writes_every_figure(tmp_path, onednn):
         assert epoch["projected_seconds"] > 0
     else:  # one length: no line to draw, and the record says so
         assert epoch["skipped"] == "the sweep measured fewer than two lengths"
-    bad = cli("benchmark", "--sweep_lengths=8,x")
-    assert bad.returncode != 0 and "--sweep_lengths must be positive integers" in bad.stderr
+    if onednn == "0":  # a flag mistake, once: it stops before TensorFlow loads
+        bad = cli("benchmark", "--sweep_lengths=8,x")
+        assert bad.returncode != 0 and "--sweep_lengths must be positive integers" in \
+            bad.stderr
 
 
 TINY = ("--embedding_dim=16", "--num_heads=4", "--ffn_dim=32", "--batch_size=8",

@@ -1,4 +1,4 @@
-"""The developers' tools: the suite's cost table (tools/durations.py)."""
+"""The developers' tools: the suite's cost table (tools/durations.py) and the mutants' list."""
 
 import pytest
 
@@ -38,3 +38,15 @@ def test_the_table_replaces_only_what_is_between_the_markers(tmp_path):
     page.write_text("no markers\n")
     with pytest.raises(SystemExit, match="no <!-- durations --> ... <!-- /durations -->"):
         durations.write("x", page=page)
+
+
+def test_every_mutant_still_finds_its_line():
+    """A mutant whose text the code no longer holds is reported stale, not caught, and
+    only when the mutation run reaches it: each one's text occurs exactly once in its
+    file now (a change that moves or rewrites the line updates the mutant with it)."""
+    from helpers import ROOT
+    from tools.mutants import MUTANTS
+
+    stale = [f"{number}: {file}" for number, (file, old, *_) in enumerate(MUTANTS, 1)
+             if (ROOT / file).read_text().count(old) != 1]
+    assert not stale, f"mutants whose text is gone or repeated: {stale}"

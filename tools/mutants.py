@@ -155,8 +155,8 @@ MUTANTS = [
      '"snli_dev_sd": statistics.pstdev(accuracies) if len(accuracies) > 1 else None,',
      "the study's table prints the population sd over 3 seeds (too small by a factor 0.82)",
      ["tests/test_results.py"]),
-    ("dsan_tf/training/callbacks.py", "        self._global_train_batch = int(keras.ops.convert_to_numpy(",
-     "        self._global_train_batch = 0 * int(keras.ops.convert_to_numpy(",
+    ("dsan_tf/training/callbacks.py", "        self._global_train_batch = restored",
+     "        self._global_train_batch = 0",
      "a resumed run's TensorBoard step curves start again at step 0, over the first run's",
      ["tests/test_first_hour.py::test_ctrl_c_exits_130_naming_the_command_that_resumes_and_steps_go_on"]),
     # SAN4NLI's departures (issue 40): each option does what it says.

@@ -3,6 +3,10 @@
 when imported; `PACKAGES` lists them, as found in dsan_tf/models (adding a family is adding
 its folder). Plain Python: a family's builders import Keras only
 when called, so programs can list and check families without loading it.
+
+It also knows every module that defines a Keras class of the project
+(`register_keras_classes`, which `load_model` and the preset loader call first), so that
+the loaders need none of those modules themselves.
 """
 
 import dataclasses
