@@ -78,20 +78,20 @@ def test_fidelity_rows_are_linked_by_anchor_not_by_number():
     assert rows and all(cell.startswith('<a id="') for _, cell in rows)
     used = set(re.findall(r"\]\(#([a-z0-9-]+)\)", page))
     by_number = re.findall(r"\brows? \d+", page.replace("row 0 ", "").replace("rows 0,", ""))
-    for folder in ("dsan_tf", "docs", "experiments", "tests", "tools"):
-        for path in (ROOT / folder).rglob("*"):
-            if path.suffix not in (".py", ".md", ".cfg") or "trained" in path.parts or \
-                    path.name == "test_docs.py":
-                continue
-            text = path.read_text()
-            for first, more in re.findall(
-                    r"FIDELITY\.md#([a-z0-9-]+)((?:,? (?:and )?#[a-z0-9-]+)*)", text):
-                used.add(first)
-                used.update(re.findall(r"#([a-z0-9-]+)", more))
-            by_number += [f"{path.name}: {hit}" for hit in re.findall(
-                r"FIDELITY(?:\.md)?[,)]?\s*\(?rows? \d+", text)]
-    text = (ROOT / "README.md").read_text()
-    used.update(re.findall(r"FIDELITY\.md#([a-z0-9-]+)", text))
+    paths = [ROOT / "README.md", *(path for folder in ("dsan_tf", "docs", "experiments",
+                                                      "tests", "tools")
+                                   for path in (ROOT / folder).rglob("*"))]
+    for path in paths:
+        if path.suffix not in (".py", ".md", ".cfg") or "trained" in path.parts or \
+                path.name == "test_docs.py":
+            continue
+        text = path.read_text()
+        for first, more in re.findall(
+                r"FIDELITY\.md#([a-z0-9-]+)((?:,? (?:and )?#[a-z0-9-]+)*)", text):
+            used.add(first)
+            used.update(re.findall(r"#([a-z0-9-]+)", more))
+        by_number += [f"{path.name}: {hit}" for hit in re.findall(
+            r"FIDELITY(?:\.md)?[,)]?\s*\(?rows? \d+", text)]
     assert not set(used) - set(anchors), f"links to no anchor: {set(used) - set(anchors)}"
     assert len(used) > 20
     assert not by_number, f"rows named by number: {by_number}"

@@ -53,13 +53,20 @@ def check_list():
                 raise SystemExit(f"mutant {number}: {file} is not a test file of the suite.")
 
 
+def stale(path, old):
+    """Whether the mutant's text `old` no longer occurs exactly once in `path` (a change
+    moved or rewrote its line): the mutant would test nothing."""
+    with open(os.path.join(ROOT, path), encoding="utf-8") as stream:
+        return stream.read().count(old) != 1
+
+
 def run(number, path, old, new, tests, keep=False):
     """'caught', 'missed' or 'stale' for one mutant (number 0, `old` None: the clone as it
     is, the baseline), and the seconds it took."""
     started = time.perf_counter()
-    text = open(os.path.join(ROOT, path), encoding="utf-8").read() if path else ""
-    if path and text.count(old) != 1:
+    if path and stale(path, old):
         return "stale", 0.0
+    text = open(os.path.join(ROOT, path), encoding="utf-8").read() if path else ""
     base = tempfile.mkdtemp(prefix=f"mutant{number}_")
     work = os.path.join(base, "clone")
     shared = os.path.join(os.path.dirname(ROOT), "shared")

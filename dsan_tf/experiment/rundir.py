@@ -47,10 +47,9 @@ RUN_FILES = (FLAGFILE, CONFIG, VOCAB, PREPROCESSOR, BEST, BEST_INFO, HISTORY, RE
 # The configuration's parts in config.json (`ExperimentConfig.to_dict`); the rest of it is
 # what the run found.
 CONFIG_PARTS = ("model", "model_config", "data", "training")
-# Fields that may change between sittings of one run: where things are, not what the run
-# is, and the number of epochs (more trains a finished run on; docs/TRAINING.md).
 # Fields a run may go on with changed: where files are, more epochs, and how the steps are
-# compiled and padded (a run started on a GPU goes on on a CPU), not what they compute.
+# compiled and padded (a run started on a GPU goes on on a CPU), not what they compute
+# (more epochs train a finished run on: docs/TRAINING.md).
 MAY_CHANGE = ("tfds_data_dir", "embeddings_cache_dir", "epochs", "shape_costs", "one_pass")
 
 

@@ -47,10 +47,10 @@ def build_model(name=registry.DEFAULT, config=None, word_vectors=None, one_pass=
 
     Args:
         name: a registered family (`names()`).
-        config: the family's configuration
-            (`dsan_tf.experiment.config.model_config(name, ...)`); its paper's hyperparameters when None. An unset `trainable_embeddings` trains the
-            embeddings when no `word_vectors` are given and freezes given ones. Its
-            `vocab_size` may be None when `word_vectors` are given.
+        config: the family's configuration (`model_config(name, ...)` of
+            `dsan_tf.experiment.config`); its paper's hyperparameters when None. An unset
+            `trainable_embeddings` trains the embeddings when no `word_vectors` are given
+            and freezes given ones; its `vocab_size` may be None when they are given.
         word_vectors: optional float array [V, W] (row 0, padding, becomes zeros), W the
             family's `feature_width` (the Gaussian Transformer: word vectors and character
             5-gram vectors side by side, as `NLITask.build_model` makes them); without it

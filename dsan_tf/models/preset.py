@@ -52,10 +52,6 @@ def _task_class(name):
     return found
 
 
-def _is_ensemble(model):
-    return getattr(model, "members", None) is not None
-
-
 def _write_json(path, value):
     with open(path, "w", encoding="utf-8") as stream:
         json.dump(value, stream, indent=2)
@@ -78,7 +74,7 @@ def save(model, preset_dir, description=""):
                 "parameter_count": int(model.count_params()),
                 "date_saved": datetime.datetime.now(datetime.timezone.utc).strftime(
                     "%Y-%m-%d@%H:%M:%S")}
-    if _is_ensemble(model):
+    if getattr(model, "members", None) is not None:  # an NLIEnsemble
         metadata["members"] = len(model.members)
         for number, member in enumerate(model.members, 1):
             save(member, os.path.join(preset_dir, MEMBERS, str(number)))
@@ -164,7 +160,7 @@ def load(path, compile=True):
     elif any(os.path.exists(os.path.join(path, name)) for name in MODEL_FILES):
         model, compile_config = _load_model_file(path)
     elif os.path.isdir(os.path.join(path, MEMBERS)):
-        model, compile_config = _task_class(ENSEMBLE)(_members(path)), None
+        model, compile_config = _ensemble(path), None
     else:
         raise NoModel(f"{path} holds no model: neither a preset ({METADATA}), a run "
                          f"directory ({MODEL_FILES[0]}), an export ({MODEL_FILES[1]}) nor "
@@ -186,17 +182,19 @@ def _compile(model, compile_config):
     model.compile_from_config(config)
 
 
-def _members(path):
+def _ensemble(path):
+    """The `NLIEnsemble` of the members in `path`'s members/<i>/, in their order."""
     folder = os.path.join(path, MEMBERS)
     numbers = sorted(int(name) for name in os.listdir(folder) if name.isdigit())
-    return [load(os.path.join(folder, str(number)), compile=False) for number in numbers]
+    return _task_class(ENSEMBLE)([load(os.path.join(folder, str(number)), compile=False)
+                                  for number in numbers])
 
 
 def _load_preset(path):
     """(model, the compile config its task.json recorded or None) of a preset."""
     metadata = _read_json(os.path.join(path, METADATA))
     if metadata.get("class") == ENSEMBLE:
-        return _task_class(ENSEMBLE)(_members(path)), None
+        return _ensemble(path), None
     backbone = keras.saving.deserialize_keras_object(
         _read_json(os.path.join(path, BACKBONE_CONFIG)))
     backbone.ensure_built()

@@ -241,7 +241,8 @@ def main(argv):
     if FLAGS.input:
         seconds = time.perf_counter() - started
         print(f"{progress.pairs(count)} in {seconds:.1f} s ({count / seconds:,.0f} pairs/s "
-              f"from raw text){f'; written to {FLAGS.output}' if FLAGS.output else ''}", file=sys.stderr)
+              f"from raw text){f'; written to {FLAGS.output}' if FLAGS.output else ''}",
+              file=sys.stderr)
 
 
 def cli():

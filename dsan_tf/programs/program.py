@@ -2,8 +2,9 @@
 and stop with one sentence (no traceback) on a user's mistake.
 
 Library code raises (`dsan_tf.common.errors.UsageError`, `dsan_tf.data.DataError`,
-ValueError for bad model settings); only `main` turns that into an exit. Flag values are checked while flags
-are parsed (absl's `lower_bound`, `flags.require_existing`), before TensorFlow loads.
+ValueError for bad model settings); only `main` turns that into an exit. Flag values are
+checked while flags are parsed (absl's `lower_bound`, `flags.require_existing`), before
+TensorFlow loads.
 """
 
 import functools

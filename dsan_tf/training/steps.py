@@ -1,7 +1,7 @@
-"""A training run, as functions of explicit arguments: `train_run` claims the run
-directory and calls `train`, which calls the steps in order (devices, data, model,
-callbacks, fit, results); the `NLITask` builds the parts. `dsan_tf.programs.train` parses
-its flags into the `ExperimentConfig` and `RunOptions` (`dsan_tf.experiment.config`) these take.
+"""A training run, as functions of explicit arguments: `train_run` claims the run directory
+and calls `train`, which calls the steps in order (devices, data, model, callbacks, fit,
+results); the `NLITask` builds the parts. `dsan_tf.programs.train` parses its flags into the
+`ExperimentConfig` and `RunOptions` (`dsan_tf.experiment.config`) these take.
 """
 
 import dataclasses
