@@ -332,6 +332,34 @@ class JointBagOfWords(PairBackbone):
         return (input_shape["premise"][0], 3 * self.embedding_dim)
 
 
+@keras.saving.register_keras_serializable(package="dsan_tf_tests")
+class BuildsItself(JointBagOfWords):
+    """A backbone with its own `build`, which can be made to fail."""
+
+    fail = False
+
+    def build(self, inputs_shape=None):
+        if BuildsItself.fail:
+            raise RuntimeError("this build failed")
+        self.token_embedding.build()
+        self.built = True
+
+
+def test_a_backbone_that_cannot_build_while_loading_raises(rng, tmp_path, monkeypatch):
+    """Keras' `Model.build_from_config` would warn and load a model whose unbuilt layers
+    keep fresh weights (a CI run's AF-DMN answered differently once reloaded); the error of
+    the backbone's own `build` reaches the caller instead."""
+    model = NLIClassifier(BuildsItself(30, 8), hidden_units=16)
+    inputs = {side: ids % 30 for side, ids in batch(rng, batch_size=2).items()}
+    expected = np.asarray(model(inputs))
+    model.save(tmp_path / "model.keras")
+    np.testing.assert_allclose(np.asarray(keras.models.load_model(tmp_path / "model.keras")(
+        inputs)), expected, atol=1e-6)
+    monkeypatch.setattr(BuildsItself, "fail", True)
+    with pytest.raises(RuntimeError, match="this build failed"):
+        keras.models.load_model(tmp_path / "model.keras")
+
+
 def test_classifier_accepts_a_pair_backbone(rng, tmp_path):
     """The task does not assume a sentence encoder: a joint backbone's features go straight
     to the head, and the model trains, saves and reloads."""

@@ -89,6 +89,17 @@ class Backbone(keras.Model):
                       for name, layer in self._parts()})
         return parts
 
+    def build_from_config(self, config):
+        # Keras' `Model.build_from_config` turns any error of a `build` of ours into a
+        # warning and goes on: the layers it did not build then keep fresh weights while
+        # the file's are skipped, and the loaded model answers differently from the saved
+        # one. Here the error is raised (Keras' `Layer.build_from_config`). A backbone
+        # without a `build` of its own is built by Keras running `call`, as before.
+        if any("build" in vars(cls) for cls in type(self).__mro__ if issubclass(cls, Backbone)):
+            keras.layers.Layer.build_from_config(self, config)
+        else:
+            super().build_from_config(config)
+
     def _parts(self):
         """(name, layer) pairs the parameter breakdown lists; subclasses refine it."""
         return []
