@@ -14,6 +14,7 @@ import importlib.abc
 import importlib.util
 import sys
 
+
 def _initializing(done=None):
     """Whether a module of this project, of Keras or of TensorFlow (other than `done`,
     which has run) is part-way through its import (registering then would meet half-made
@@ -61,6 +62,13 @@ class _AfterKeras(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self._register_when_ready(done=module.__name__)
 
     def _register_when_ready(self, done=None):
+        # While Keras itself imports (TensorFlow with it: some 4,000 imports, each of which
+        # calls this), nothing can be ready: the scan of every module that `_initializing`
+        # makes would cost each program's start-up seconds.
+        keras = sys.modules.get("keras")
+        if done != "keras" and getattr(getattr(keras, "__spec__", None), "_initializing",
+                                       False):
+            return
         if self in sys.meta_path and not _initializing(done):
             sys.meta_path.remove(self)
             register()

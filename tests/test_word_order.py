@@ -47,10 +47,22 @@ def test_order_blind_model_cannot_tell_swapped_sentences_apart():
 
 
 def test_masks_carry_word_order():
-    _, with_masks = train_accuracy(CONFIG)
-    _, without_masks = train_accuracy(
-        dataclasses.replace(CONFIG, use_direction_mask=False, distance_prior="none"))
-    print(f"train accuracy: masks on {with_masks:.3f}, masks off {without_masks:.3f}")
+    """With the masks the model learns the task; without them no weights can: the
+    entailment and the contradiction of each premise hold the same words, so an order-blind
+    encoder (exactly a bag of words, above) gives them the same logits and is right on at
+    most half of those pairs, 2/3 of the task at best. Its logits are checked on every pair
+    for any weights, so it is not trained."""
+    _, with_masks = train_accuracy(CONFIG, steps=150)
+    print(f"train accuracy with the masks: {with_masks:.3f}")
     assert with_masks >= 0.97
-    # Entailment and contradiction pairs hold the same words: chance on those is 1/2.
-    assert without_masks <= 0.75
+    blind = build_model("dsan", dataclasses.replace(CONFIG, use_direction_mask=False,
+                                                    distance_prior="none"))
+    examples = word_order_pairs()
+    inputs, labels = encode(examples)
+    logits = np.asarray(blind.predict(inputs, batch_size=256, verbose=0))
+    by_premise = {}
+    for example, row in zip(examples, logits):
+        by_premise.setdefault(example.premise, {})[example.label] = row
+    assert len(by_premise) == len(labels) // 3
+    for rows in by_premise.values():
+        np.testing.assert_allclose(rows[0], rows[2], atol=1e-5)  # entailment, contradiction
