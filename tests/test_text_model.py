@@ -244,7 +244,6 @@ def test_the_saved_model_and_load_agree_with_predict(tmp_path):
     np.testing.assert_allclose(out["probabilities"].numpy(), expected, atol=1e-5)
 
 
-
 REGISTERED = """
 import sys
 {first}
