@@ -28,15 +28,19 @@ def test_flop_count_follows_the_formula():
     assert forward_flops(config, t, t, "cbow") == 2 * 4 * d * 300 + 2 * 300 * 3
 
 
-@pytest.mark.parametrize("onednn", ["0", "1"])
-def test_benchmark_writes_every_figure(tmp_path, onednn):
+@pytest.mark.parametrize("onednn, xla", [
+    ("0", False), ("1", False),
+    # XLA's compile of the step is two thirds of the run (60 s against 20 s alone).
+    pytest.param("0", True, marks=pytest.mark.slow)], ids=["0", "1", "0-xla"])
+def test_benchmark_writes_every_figure(tmp_path, onednn, xla):
     """On any CPU, oneDNN on or off: where TF's CPU allocator keeps no statistics (oneDNN
-    off, e.g. AMD CPUs without AVX-512), memory comes from the process, and says so. XLA
-    on and off are compared once (oneDNN off, at one length: XLA compiles per length);
-    with oneDNN on, --nojit_compile measures the one setting it names at each length of
-    the sweep."""
+    off, e.g. AMD CPUs without AVX-512), memory comes from the process, and says so.
+    --nojit_compile measures the one setting it names at each length of the sweep; without
+    it (the slow case) XLA on and off are compared (at one length: XLA compiles per
+    length)."""
     output = tmp_path / "benchmark.json"
-    modes = {"0": ("--sweep_lengths=8",), "1": ("--nojit_compile", "--sweep_lengths=4,8")}[onednn]
+    modes = {"0": ("--sweep_lengths=8",), "1": ("--sweep_lengths=4,8",)}[onednn]
+    modes += () if xla else ("--nojit_compile",)
     ok(cli("benchmark", "--embedding_dim=16", "--num_heads=4", "--ffn_dim=32",
            "--batch_size=8", "--benchmark_lengths=8", "--train_steps=2",
            "--benchmark_seconds=0.1", "--nobounded_epoch", "--noprogram_size",
@@ -59,7 +63,7 @@ def test_benchmark_writes_every_figure(tmp_path, onednn):
         if source.startswith("process"):
             assert figures["peak_memory_bytes"] == figures["peak_rss_bytes"]
     assert set(result["lengths"]["8"]["by_jit_compile"]) == (
-        {"false"} if onednn == "1" else {"false", "true"})
+        {"false", "true"} if xla else {"false"})
     assert "program" not in result  # --noprogram_size; measured below and in the slow test
     epoch = result["snli_epoch"]
     assert epoch["source"].endswith("snli25k_lengths.json")
@@ -67,7 +71,7 @@ def test_benchmark_writes_every_figure(tmp_path, onednn):
         assert epoch["projected_seconds"] > 0
     else:  # one length: no line to draw, and the record says so
         assert epoch["skipped"] == "the sweep measured fewer than two lengths"
-    if onednn == "0":  # a flag mistake, once: it stops before TensorFlow loads
+    if onednn == "0" and not xla:  # a flag mistake, once: it stops before TensorFlow loads
         bad = cli("benchmark", "--sweep_lengths=8,x")
         assert bad.returncode != 0 and "--sweep_lengths must be positive integers" in \
             bad.stderr

@@ -63,10 +63,11 @@ def test_epochs_of_n_pairs_and_early_stopping_only_at_cycle_ends(tmp_path):
     """The demo (672 training pairs) with epochs of 320 pairs (10 steps of 32) and cosine
     cycles of 2 epochs: history.csv counts 10 steps an epoch, the learning rate is at the
     cycle's middle after odd epochs and back at the top after even ones, and patience 1
-    stops the run only after an even epoch."""
+    stops the run only after an even epoch. Trained as CBOW: the schedule is the program's,
+    and CBOW's step traces in a fifth of DSAN's time (25 s to 11 s)."""
     workdir = tmp_path / "run"
-    output = ok(cli("train", "--flagfile=experiments/configs/demo.cfg", "--epochs=12",
-                    "--schedule_epoch_pairs=320", "--restart_epochs=2",
+    output = ok(cli("train", "--flagfile=experiments/configs/demo.cfg", "--model=cbow",
+                    "--epochs=12", "--schedule_epoch_pairs=320", "--restart_epochs=2",
                     "--min_learning_rate=1e-4", "--patience=1", f"--workdir={workdir}"))
     rows = history(workdir)
     assert [int(r["steps"]) for r in rows] == [10 * (i + 1) for i in range(len(rows))]
