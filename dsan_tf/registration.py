@@ -15,13 +15,17 @@ import importlib.util
 import sys
 
 
+def _importing(module):
+    """Whether `module` (or None) is part-way through its import."""
+    return getattr(getattr(module, "__spec__", None), "_initializing", False)
+
+
 def _initializing(done=None):
     """Whether a module of this project, of Keras or of TensorFlow (other than `done`,
     which has run) is part-way through its import (registering then would meet half-made
     modules)."""
     return any(name.split(".")[0] in ("dsan_tf", "keras", "tensorflow") and
-               name != done and
-               getattr(getattr(module, "__spec__", None), "_initializing", False)
+               name != done and _importing(module)
                for name, module in list(sys.modules.items()))
 
 
@@ -65,9 +69,7 @@ class _AfterKeras(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         # While Keras itself imports (TensorFlow with it: some 4,000 imports, each of which
         # calls this), nothing can be ready: the scan of every module that `_initializing`
         # makes would cost each program's start-up seconds.
-        keras = sys.modules.get("keras")
-        if done != "keras" and getattr(getattr(keras, "__spec__", None), "_initializing",
-                                       False):
+        if done != "keras" and _importing(sys.modules.get("keras")):
             return
         if self in sys.meta_path and not _initializing(done):
             sys.meta_path.remove(self)
