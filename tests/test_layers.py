@@ -95,6 +95,57 @@ def test_padded_keys_do_not_change_real_positions(rng):
                                np.asarray(layer(x)), atol=1e-5)
 
 
+@pytest.mark.parametrize("options", [
+    {}, dict(qkv_norm="full", use_direction_mask=False, distance_prior="learned"),
+    dict(qkv_norm="shared", fusion_norm="shared", fusion_output_norm=True, ffn_dropout=True,
+         fusion="raw")], ids=["paper", "full_norm_learned_prior", "san4nli_raw"])
+def test_the_encoder_computes_both_blocks_as_each_computes_alone(rng, options):
+    """The encoder runs its forward and backward blocks as one pass of ops, their weights
+    stacked at run time (`DSANBlock.stacked_call`). It must compute what each block
+    computes alone: the same outputs in training and, on TensorFlow, the same gradient for
+    every weight. Dropout, one draw for both, drops in each direction."""
+    encoders = []
+    for rate in (0.0, 0.0, 0.3):  # the same seed: the same weights
+        keras.utils.set_random_seed(7)
+        encoder = dsan.DSANEncoder(num_heads=HEADS, ffn_dim=2 * WIDTH, dropout=rate, **options)
+        encoder.build((None, None, WIDTH))
+        encoders.append(encoder)
+    stacked, alone, dropping = encoders
+    x = features(rng, batch=3, length=6)
+    mask = np.ones((3, 6), bool)
+    mask[1, 2:] = mask[2, 1:] = False  # padding, and a one-word sentence
+
+    def separately(x):
+        encoded = keras.ops.concatenate(
+            [block(x, padding_mask=mask, training=True)
+             for block in (alone.forward_block, alone.backward_block)], axis=-1)
+        return keras.ops.concatenate([alone.source2token(encoded, padding_mask=mask),
+                                      alone.max_pooling(encoded, padding_mask=mask)], axis=-1)
+
+    weights = rng.normal(size=(3, 4 * WIDTH)).astype("float32")  # a loss reading every unit
+    results = []
+    for encoder, run in ((stacked, lambda x: stacked(x, padding_mask=mask, training=True)),
+                         (alone, separately)):
+        if keras.backend.backend() == "tensorflow":
+            import tensorflow as tf
+
+            with tf.GradientTape() as tape:
+                outputs = run(x)
+                loss = tf.reduce_sum(outputs * weights)
+            gradients = tape.gradient(loss, encoder.trainable_variables)
+            results.append([outputs] + [g for g in gradients if g is not None])
+            assert len(results[-1]) == 1 + len(encoder.trainable_variables)
+        else:
+            results.append([run(x)])
+    for together, apart in zip(*results):
+        np.testing.assert_allclose(np.asarray(together), np.asarray(apart), rtol=1e-5,
+                                   atol=1e-5)
+    _, trained = dropping(x, padding_mask=mask, training=True, return_intermediates=True)
+    _, inferred = dropping(x, padding_mask=mask, training=False, return_intermediates=True)
+    for side in ("forward", "backward"):
+        assert not np.allclose(trained[side]["output"], inferred[side]["output"]), side
+
+
 @pytest.mark.parametrize("policy", ["float32", "mixed_float16"])
 def test_one_token_sentences_are_finite(rng, policy):
     keras.config.set_dtype_policy(policy)

@@ -241,8 +241,10 @@ def test_every_familys_keras_file_reloads_in_a_fresh_process(small_config, rng, 
 
 @pytest.mark.tensorflow
 def test_no_training_tensor_is_bigger_than_the_attention_logits(small_config):
-    """Every tensor of a training step (forward and backward) has at most B·H·T² elements:
-    masks are [T, T] grids broadcast over batch and heads, never expanded per head."""
+    """Every tensor of a training step (forward and backward) has at most 2·B·H·T²
+    elements, the attention logits of the two directions (computed as one [2, B, H, T, T]
+    tensor): masks are [T, T] grids broadcast over batch and heads, never expanded per
+    head."""
     import tensorflow as tf
 
     batch_size, length = 2, 48  # T large against D (24) and d_ff (48), as at T = 512
@@ -262,7 +264,7 @@ def test_no_training_tensor_is_bigger_than_the_attention_logits(small_config):
         return loss
 
     graph = step.get_concrete_function().graph
-    limit = batch_size * config.num_heads * length ** 2
+    limit = 2 * batch_size * config.num_heads * length ** 2  # both directions' logits
     sizes, unknown = [], 0
     for op in graph.get_operations():
         for tensor in op.outputs:

@@ -6,6 +6,7 @@ Shape legend: B batch, T tokens, D width, F hidden width (d_ff).
 
 import keras
 
+from dsan_tf.layers import stacking
 from dsan_tf.layers.layer_norm import LayerNorm
 from dsan_tf.layers.utils import initialized_dense
 
@@ -56,12 +57,21 @@ class PositionwiseFeedForward(keras.layers.Layer):
         self.built = True
 
     def call(self, inputs, training=None, return_hidden=False):
-        hidden = self.hidden_dense(inputs)
-        outputs = self.output_norm(
-            inputs + self.output_dropout(self.output_dense(hidden), training=training))
+        outputs, hidden = self.stacked_call([self], inputs[None], training)
         if return_hidden:
-            return outputs, hidden
-        return outputs
+            return outputs[0], hidden[0]
+        return outputs[0]
+
+    @staticmethod
+    def stacked_call(layers, inputs, training=None):
+        """`call` of N layers of one configuration, each on its slice of inputs [N, B, T,
+        D], at once (`dsan_tf.layers.stacking`): (outputs [N, B, T, D], the ReLU
+        activations [N, B, T, F]); the layer's own `call` is this with N = 1."""
+        hidden = stacking.dense([layer.hidden_dense for layer in layers], inputs)
+        update = stacking.dense([layer.output_dense for layer in layers], hidden)
+        update = stacking.dropout([layer.output_dropout for layer in layers], update, training)
+        outputs = stacking.layer_norm([layer.output_norm for layer in layers], inputs + update)
+        return outputs, hidden
 
     def compute_output_shape(self, inputs_shape):
         return inputs_shape

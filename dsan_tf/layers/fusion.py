@@ -8,6 +8,7 @@ import keras
 from keras import ops
 
 from dsan_tf.common.choices import FUSIONS
+from dsan_tf.layers import stacking
 from dsan_tf.layers.layer_norm import LayerNorm
 from dsan_tf.layers.utils import initialized_dense
 
@@ -91,18 +92,43 @@ class FusionGate(keras.layers.Layer):
         self.built = True
 
     def call(self, source, context, training=None, return_gate=False):
-        source_f = self.source_norm(self.source_dense(source))
-        context_f = self.context_norm(self.context_dense(context))
-        pre_gate = source_f + context_f + ops.cast(self.gate_bias, source_f.dtype)
-        gate = ops.sigmoid(self.gate_dropout(pre_gate, training=training))
-        if self.fusion == "raw":
-            source_f, context_f = source, context
-        outputs = gate * source_f + (1.0 - gate) * context_f
-        if self.fused_norm is not None:
-            outputs = self.fused_norm(outputs)
+        outputs, gate = self.stacked_call([self], source, context[None], training)
         if return_gate:
-            return outputs, gate
-        return outputs
+            return outputs[0], gate[0]
+        return outputs[0]
+
+    @staticmethod
+    def stacked_call(layers, source, context, training=None):
+        """`call` of N gates of one configuration at once (`dsan_tf.layers.stacking`).
+
+        Args:
+            layers: N built `FusionGate`s.
+            source: float [B, T, D], S, the same for all N.
+            context: float [N, B, T, D], each gate's H.
+            training: bool.
+
+        Returns:
+            (float [N, B, T, D], F [N, B, T, D]); the layer's own `call` is this with N = 1.
+        """
+        first = layers[0]
+
+        def projected(dense, norm, inputs, shared):
+            return stacking.layer_norm([getattr(layer, norm) for layer in layers],
+                                       stacking.dense([getattr(layer, dense) for layer in layers],
+                                                      inputs, shared=shared))
+
+        source_f = projected("source_dense", "source_norm", source, True)
+        context_f = projected("context_dense", "context_norm", context, False)
+        gate_bias = ops.stack([ops.cast(layer.gate_bias, source_f.dtype) for layer in layers])
+        pre_gate = source_f + context_f + gate_bias[:, None, None, :]
+        gate = ops.sigmoid(stacking.dropout([layer.gate_dropout for layer in layers], pre_gate,
+                                            training))
+        if first.fusion == "raw":
+            source_f, context_f = ops.cast(source, gate.dtype)[None], context
+        outputs = gate * source_f + (1.0 - gate) * context_f
+        if first.fused_norm is not None:
+            outputs = stacking.layer_norm([layer.fused_norm for layer in layers], outputs)
+        return outputs, gate
 
     def compute_output_shape(self, source_shape):
         return source_shape

@@ -12,8 +12,18 @@ import keras
 from keras import ops
 
 
+def _sum_to(gradient, shape):
+    """`gradient` summed over the axes that `shape` broadcast to: γ [D] over every leading
+    axis, or the stacked γ [N, 1, ..., D] of several LayerNorms over all but N and D."""
+    extra = len(gradient.shape) - len(shape)
+    axes = tuple(range(extra)) + tuple(extra + axis for axis, size in enumerate(shape)
+                                       if size == 1)
+    return ops.reshape(ops.sum(gradient, axis=axes), shape) if axes else gradient
+
+
 def _layer_norm(x, gamma, beta, epsilon):
-    """γ ⊙ (x - μ) / √(σ² + ε) + β over the last axis, float32, with an explicit gradient."""
+    """γ ⊙ (x - μ) / √(σ² + ε) + β over the last axis, float32, with an explicit gradient.
+    γ and β are [D], or [N, 1, ..., D] for N LayerNorms applied at once to x [N, ..., D]."""
 
     @ops.custom_gradient
     def normalize(x, gamma, beta):
@@ -25,9 +35,8 @@ def _layer_norm(x, gamma, beta, epsilon):
             # Keras passes the upstream gradient positionally or by keyword, by backend.
             if upstream is None:
                 (upstream,) = args
-            leading = tuple(range(len(upstream.shape) - 1))
-            d_gamma = ops.sum(upstream * normalized, axis=leading)
-            d_beta = ops.sum(upstream, axis=leading)
+            d_gamma = _sum_to(upstream * normalized, gamma.shape)
+            d_beta = _sum_to(upstream, beta.shape)
             scaled = upstream * gamma
             d_x = inverse_std * (
                 scaled - ops.mean(scaled, axis=-1, keepdims=True)

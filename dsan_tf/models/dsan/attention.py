@@ -8,7 +8,7 @@ import math
 import keras
 from keras import ops
 
-from dsan_tf.layers import masks
+from dsan_tf.layers import masks, stacking
 from dsan_tf.layers.distance_prior import DistancePrior
 from dsan_tf.layers.layer_norm import LayerNorm
 from dsan_tf.layers.utils import initialized_dense
@@ -28,7 +28,8 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
 
     The masks and the prior are one [T, T] grid per call, joined with the padding into
     one bias [B, 1, T, T] that broadcasts over the heads: the [B, H, T, T] logits and
-    their softmax are the largest tensors the layer makes.
+    their softmax are the largest tensors the layer makes. `stacked_call` computes N such
+    layers at once (the encoder's two directions: [N, B, H, T, T] logits).
 
     Masked keys (direction, diagonal, padding) get weight exactly 0. A query with no
     visible key (the first token forward, the last backward, a one-token sentence, a
@@ -130,14 +131,6 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
         self.prior.build((None, None))
         self.built = True
 
-    def _heads(self, dense, norm, x):
-        """The normalised projection of x [B, T, D], split into heads: [B, T, H, K]."""
-        batch, length = ops.shape(x)[0], ops.shape(x)[1]
-        shape = (batch, length, self.num_heads, self.key_dim)
-        if self.qkv_norm == "full":
-            return ops.reshape(norm(dense(x)), shape)
-        return norm(ops.reshape(dense(x), shape))
-
     def visibility(self, length, padding_mask=None):
         """Which key each query may attend to: bool [1 or B, 1, T, T]."""
         if self.use_direction_mask:
@@ -153,31 +146,64 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
         return visible
 
     def call(self, inputs, padding_mask=None, training=None, return_attention_scores=False):
-        length = ops.shape(inputs)[1]
-        # Scaling the [B, T, H, K] queries rather than the [B, H, T, T] logits keeps the
-        # backward pass from holding on to the unscaled logits.
-        scale = self.key_dim * (1 if self.attention_scale == "d_k" else self.num_heads)
-        query = self._heads(self.query_dense, self.query_norm, inputs) * (
-            1.0 / math.sqrt(scale))
-        key = self._heads(self.key_dense, self.key_norm, inputs)
-        value = self._heads(self.value_dense, self.value_norm, inputs)
+        outputs = self.stacked_call([self], inputs, padding_mask, training,
+                                    return_attention_scores)
+        if return_attention_scores:
+            return outputs[0][0], outputs[1][0]
+        return outputs[0]
 
-        visible = self.visibility(length, padding_mask)
-        # M_dir, padding and the prior as one float32 bias [B, 1, T, T]. A masked key's
+    @staticmethod
+    def stacked_call(layers, inputs, padding_mask=None, training=None,
+                     return_attention_scores=False):
+        """`call` of N layers of one configuration (directions may differ) on the same
+        inputs at once (`dsan_tf.layers.stacking`): [N, B, T, D] (and weights [N, B, H, T,
+        T]); the layer's own `call` is this with N = 1."""
+        first, count = layers[0], len(layers)
+        batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
+        heads_shape = (count, batch, length, first.num_heads, first.key_dim)
+
+        def heads(dense, norm):
+            """The normalised projections of the inputs, split into heads: [N, B, T, H, K]."""
+            projected = stacking.dense([getattr(layer, dense) for layer in layers], inputs,
+                                       shared=True)
+            norms = [getattr(layer, norm) for layer in layers]
+            if first.qkv_norm == "full":
+                return ops.reshape(stacking.layer_norm(norms, projected), heads_shape)
+            return stacking.layer_norm(norms, ops.reshape(projected, heads_shape))
+
+        # Scaling the [N, B, T, H, K] queries rather than the [N, B, H, T, T] logits keeps
+        # the backward pass from holding on to the unscaled logits.
+        scale = first.key_dim * (1 if first.attention_scale == "d_k" else first.num_heads)
+        query = heads("query_dense", "query_norm") * (1.0 / math.sqrt(scale))
+        key = heads("key_dense", "key_norm")
+        value = heads("value_dense", "value_norm")
+
+        visible = ops.stack([layer.visibility(length, padding_mask) for layer in layers])
+        # M_dir, padding and the prior as one float32 bias [N, B, 1, T, T]. A masked key's
         # weight underflows to exactly 0 whenever its row has a visible key.
-        bias = ops.where(visible, self.prior(masks.distances(length)), masks.LARGE_NEGATIVE)
+        distances = masks.distances(length)
+        prior = ops.stack([layer.prior(distances) for layer in layers])[:, None, None]
+        bias = ops.where(visible, prior, masks.LARGE_NEGATIVE)
         # Logits and softmax in float32 so that masking stays finite in half precision.
-        logits = ops.einsum("bqhk,bthk->bhqt", query, key)
+        merged = (count * batch, length, first.num_heads, first.key_dim)
+        logits = ops.einsum("bqhk,bthk->bhqt", ops.reshape(query, merged),
+                            ops.reshape(key, merged))
+        logits = ops.reshape(logits, (count, batch, first.num_heads, length, length))
         logits = ops.cast(logits, "float32") + bias
         weights = masks.softmax(logits, axis=-1)
 
-        heads = ops.einsum("bhqt,bthk->bqhk", ops.cast(weights, value.dtype), value)
-        heads = ops.reshape(heads, ops.shape(inputs))
-        outputs = self.output_norm(self.output_dense(heads))
+        context = ops.einsum("bhqt,bthk->bqhk", ops.reshape(
+            ops.cast(weights, value.dtype), (count * batch, first.num_heads, length, length)),
+            ops.reshape(value, merged))
+        context = ops.reshape(context, (count, batch, length, inputs.shape[-1]))
+        outputs = stacking.layer_norm(
+            [layer.output_norm for layer in layers],
+            stacking.dense([layer.output_dense for layer in layers], context))
         # A query that saw no key has no context: its attention output is defined as 0.
-        has_key = ops.any(visible, axis=-1)[:, 0, :, None]
+        has_key = ops.any(visible, axis=-1)[:, :, 0, :, None]
         outputs = outputs * ops.cast(has_key, outputs.dtype)
-        outputs = self.output_dropout(outputs, training=training)
+        outputs = stacking.dropout([layer.output_dropout for layer in layers], outputs,
+                                   training)
         if return_attention_scores:
             # A row without a visible key has meaningless weights: report them as 0.
             return outputs, weights * ops.cast(visible, "float32")

@@ -99,14 +99,34 @@ class DSANBlock(keras.layers.Layer):
         self.built = True
 
     def call(self, inputs, padding_mask=None, training=None, return_intermediates=False):
-        context, weights = self.attention(
-            inputs, padding_mask=padding_mask, training=training,
-            return_attention_scores=True)
-        fused, gate = self.fusion_gate(inputs, context, training=training, return_gate=True)
-        outputs, hidden = self.feed_forward(fused, training=training, return_hidden=True)
+        outputs, info = self.stacked_call([self], inputs, padding_mask, training)
         if return_intermediates:
-            return outputs, {"attention_weights": weights, "gate": gate, "ffn_hidden": hidden}
-        return outputs
+            return outputs[0], {name: value[0] for name, value in info.items()}
+        return outputs[0]
+
+    @staticmethod
+    def stacked_call(blocks, inputs, padding_mask=None, training=None):
+        """`call` of N blocks of one configuration on the same inputs at once, their
+        weights stacked at run time (`dsan_tf.layers.stacking`): the encoder's forward and
+        backward blocks as one pass of ops. The block's own `call` is this with N = 1.
+
+        Args:
+            blocks: N built `DSANBlock`s (directions may differ).
+            inputs: float [B, T, D].
+            padding_mask: optional bool [B, T].
+            training: bool.
+
+        Returns:
+            (float [N, B, T, D], intermediates of `call`, each with a leading N axis).
+        """
+        context, weights = MaskedMultiHeadAttention.stacked_call(
+            [block.attention for block in blocks], inputs, padding_mask, training,
+            return_attention_scores=True)
+        fused, gate = FusionGate.stacked_call(
+            [block.fusion_gate for block in blocks], inputs, context, training)
+        outputs, hidden = PositionwiseFeedForward.stacked_call(
+            [block.feed_forward for block in blocks], fused, training)
+        return outputs, {"attention_weights": weights, "gate": gate, "ffn_hidden": hidden}
 
     def compute_output_shape(self, inputs_shape):
         return inputs_shape

@@ -22,7 +22,9 @@ class DSANEncoder(keras.layers.Layer):
     `pooling="multi_dim_max"`: [source2token(U); max(U)]  (B, 4D), the paper;
     `pooling="multi_dim"`:     source2token(U)            (B, 2D);
     `pooling="max"`:           max(U)                     (B, 2D).
-    The forward and backward blocks have separate weights.
+    The forward and backward blocks have separate weights; they are computed as one pass
+    of ops, their weights stacked at run time (`DSANBlock.stacked_call`): the values each
+    block computes alone, with one dropout draw for both.
 
     Args:
         num_heads, ffn_dim, use_direction_mask, distance_prior, distance_alpha,
@@ -113,13 +115,15 @@ class DSANEncoder(keras.layers.Layer):
         return (4 if self.pooling == "multi_dim_max" else 2) * input_dim
 
     def call(self, inputs, padding_mask=None, training=None, return_intermediates=False):
-        forward, fw_info = self.forward_block(
-            inputs, padding_mask=padding_mask, training=training, return_intermediates=True)
-        backward, bw_info = self.backward_block(
-            inputs, padding_mask=padding_mask, training=training, return_intermediates=True)
-        encoded = ops.concatenate([forward, backward], axis=-1)
-        info = {"forward": dict(fw_info, output=forward),
-                "backward": dict(bw_info, output=backward), "encoded": encoded}
+        # Both directions in one pass of ops (their weights stacked at run time): a
+        # compiled step holds the block once (issue 48).
+        outputs, stacked = DSANBlock.stacked_call(
+            [self.forward_block, self.backward_block], inputs, padding_mask, training)
+        encoded = ops.concatenate([outputs[0], outputs[1]], axis=-1)
+        info = {side: dict({name: value[index] for name, value in stacked.items()},
+                           output=outputs[index])
+                for index, side in enumerate(("forward", "backward"))}
+        info["encoded"] = encoded
         pooled = []
         if self.source2token is not None:
             vector, info["s2t_weights"] = self.source2token(
