@@ -15,6 +15,20 @@ from dsan_tf.layers.utils import initialized_dense
 from dsan_tf.models.dsan.config import ATTENTION_SCALES, QKV_NORMS
 
 
+def _heads(layers, inputs, name):
+    """The normalised projections `name` ("query", "key" or "value") of N layers of
+    inputs [B, T, D], split into heads: [N, B, T, H, K]."""
+    first = layers[0]
+    shape = (len(layers), ops.shape(inputs)[0], ops.shape(inputs)[1], first.num_heads,
+             first.key_dim)
+    projected = stacking.dense([getattr(layer, f"{name}_dense") for layer in layers], inputs,
+                               shared=True)
+    norms = [getattr(layer, f"{name}_norm") for layer in layers]
+    if first.qkv_norm == "full":
+        return ops.reshape(stacking.layer_norm(norms, projected), shape)
+    return stacking.layer_norm(norms, ops.reshape(projected, shape))
+
+
 @keras.saving.register_keras_serializable(package="dsan_tf")
 class MaskedMultiHeadAttention(keras.layers.Layer):
     """Multi-head self-attention with the directional and distance masks.
@@ -160,23 +174,12 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
         T]); the layer's own `call` is this with N = 1."""
         first, count = layers[0], len(layers)
         batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
-        heads_shape = (count, batch, length, first.num_heads, first.key_dim)
-
-        def heads(dense, norm):
-            """The normalised projections of the inputs, split into heads: [N, B, T, H, K]."""
-            projected = stacking.dense([getattr(layer, dense) for layer in layers], inputs,
-                                       shared=True)
-            norms = [getattr(layer, norm) for layer in layers]
-            if first.qkv_norm == "full":
-                return ops.reshape(stacking.layer_norm(norms, projected), heads_shape)
-            return stacking.layer_norm(norms, ops.reshape(projected, heads_shape))
-
         # Scaling the [N, B, T, H, K] queries rather than the [N, B, H, T, T] logits keeps
         # the backward pass from holding on to the unscaled logits.
         scale = first.key_dim * (1 if first.attention_scale == "d_k" else first.num_heads)
-        query = heads("query_dense", "query_norm") * (1.0 / math.sqrt(scale))
-        key = heads("key_dense", "key_norm")
-        value = heads("value_dense", "value_norm")
+        query = _heads(layers, inputs, "query") * (1.0 / math.sqrt(scale))
+        key = _heads(layers, inputs, "key")
+        value = _heads(layers, inputs, "value")
 
         visible = ops.stack([layer.visibility(length, padding_mask) for layer in layers])
         # M_dir, padding and the prior as one float32 bias [N, B, 1, T, T]. A masked key's
