@@ -119,7 +119,7 @@ class FusionGate(keras.layers.Layer):
 
         source_f = projected("source_dense", "source_norm", source, True)
         context_f = projected("context_dense", "context_norm", context, False)
-        gate_bias = ops.stack([ops.cast(layer.gate_bias, source_f.dtype) for layer in layers])
+        gate_bias = stacking.weights(layers, "gate_bias", source_f.dtype)
         pre_gate = source_f + context_f + gate_bias[:, None, None, :]
         gate = ops.sigmoid(stacking.dropout([layer.gate_dropout for layer in layers], pre_gate,
                                             training))

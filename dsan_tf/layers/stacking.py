@@ -14,7 +14,7 @@ from keras import ops
 from dsan_tf.layers.layer_norm import _layer_norm
 
 
-def _stacked(layers, name, dtype):
+def weights(layers, name, dtype):
     """The variables `name` of `layers`, read in `dtype`: [N, ...]."""
     return ops.stack([ops.cast(getattr(layer, name).value, dtype) for layer in layers])
 
@@ -46,10 +46,10 @@ def dense(layers, inputs, shared=False):
     else:
         shape = ops.shape(inputs)
         outputs = ops.matmul(ops.reshape(inputs, (len(layers), -1, inputs.shape[-1])),
-                             _stacked(layers, "kernel", dtype))
+                             weights(layers, "kernel", dtype))
         outputs = ops.reshape(outputs, (len(layers), shape[1], shape[2], first.units))
     if first.use_bias:
-        outputs = outputs + _stacked(layers, "bias", dtype)[:, None, None, :]
+        outputs = outputs + weights(layers, "bias", dtype)[:, None, None, :]
     return first.activation(outputs) if first.activation is not None else outputs
 
 
@@ -58,8 +58,8 @@ def layer_norm(layers, inputs):
     returned in the layers' compute dtype."""
     first = layers[0]
     shape = (len(layers),) + (1,) * (len(inputs.shape) - 2) + (inputs.shape[-1],)
-    gamma = ops.reshape(_stacked(layers, "gamma", "float32"), shape)
-    beta = ops.reshape(_stacked(layers, "beta", "float32"), shape)
+    gamma = ops.reshape(weights(layers, "gamma", "float32"), shape)
+    beta = ops.reshape(weights(layers, "beta", "float32"), shape)
     outputs = _layer_norm(ops.cast(inputs, "float32"), gamma, beta, first.epsilon)
     return ops.cast(outputs, first.compute_dtype)
 
