@@ -89,6 +89,7 @@ cli()
 
 
 @pytest.mark.jax
+@pytest.mark.slow  # the whole program in a JAX process: 30 s of CPU (issue 47)
 def test_benchmark_runs_on_jax_without_tensorflow(tmp_path):
     output = tmp_path / "jax.json"
     result = subprocess.run(

@@ -21,6 +21,7 @@ def history(workdir):
         return list(csv.DictReader(stream))
 
 
+@pytest.mark.slow  # the README's demo whole, on JAX: 50 s of CPU (issue 47)
 def test_jax_trains_evaluates_predicts_and_tensorflow_exports(tmp_path):
     """The README's demo on JAX (tf.data feeding the jitted JAX model) reaches the demo's
     dev accuracy; evaluate and predict run on JAX; exporting is TensorFlow's: refused on
