@@ -231,3 +231,34 @@ def test_the_bounded_epoch_times_each_shape_once_and_projects_snli(monkeypatch):
     assert batches == -(-25_299 // 64)  # sorted chunks: one partial batch, filled
     assert result["projected_seconds"] == pytest.approx(batches * 0.002 * 549_367 / 25_299)
     assert result["train_pairs_per_sec"] == pytest.approx(549_367 / result["projected_seconds"])
+
+
+ENCODER_PROGRAMS = """
+import json, sys
+sys.modules["tensorflow"] = None  # JAX alone, as on the GPU machines
+import keras, numpy as np
+import dsan_tf
+from experiments.encoder_programs import measure_length
+config = dsan_tf.model_config("dsan", vocab_size=30, embedding_dim=8, num_heads=2, ffn_dim=16)
+backbone = dsan_tf.build_model("dsan", config).backbone
+ids = np.random.default_rng(0).integers(2, 30, (4, 6)).astype("int32")
+print(json.dumps(measure_length(backbone, ids, repeats=2)))
+"""
+
+
+@pytest.mark.jax
+@pytest.mark.slow  # a JAX process compiling three programs
+def test_the_encoder_programs_of_one_length_are_compiled_and_timed():
+    """`experiments.encoder_programs` (issue 48): the backbone's forward (with its vjp),
+    backward and inference programs for one sentence length, each lowered, compiled and
+    counted, and a forward and backward pass timed."""
+    result = subprocess.run([sys.executable, "-c", ENCODER_PROGRAMS], cwd=ROOT,
+                            env=dict(ENV, KERAS_BACKEND="jax"), capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    row = json.loads(result.stdout.strip().splitlines()[-1])
+    assert row["T"] == 6 and row["forward_backward_ms"] > 0
+    for program in ("forward", "backward", "inference"):
+        assert row[f"{program}_compile_s"] > 0 and row[f"{program}_hlo"] > 100, program
+    # Inference is the forward pass without dropout and without what the backward reads.
+    assert row["inference_hlo"] < row["forward_hlo"]
