@@ -238,11 +238,18 @@ import json, sys
 sys.modules["tensorflow"] = None  # JAX alone, as on the GPU machines
 import keras, numpy as np
 import dsan_tf
-from experiments.encoder_programs import measure_length
-config = dsan_tf.model_config("dsan", vocab_size=30, embedding_dim=8, num_heads=2, ffn_dim=16)
-backbone = dsan_tf.build_model("dsan", config).backbone
-ids = np.random.default_rng(0).integers(2, 30, (4, 6)).astype("int32")
-print(json.dumps(measure_length(backbone, ids, repeats=2)))
+from dsan_tf.experiment.optimization import compile_for_training
+from experiments.encoder_programs import compare_steps, measure_length
+keras.utils.set_random_seed(0)
+config = dsan_tf.model_config("dsan", vocab_size=30, embedding_dim=8, num_heads=2, ffn_dim=16,
+                              dropout=0.3)  # dropout's seeds must be threaded alike
+model = compile_for_training(dsan_tf.build_model("dsan", config))
+rng = np.random.default_rng(0)
+ids = rng.integers(2, 30, (4, 6)).astype("int32")
+print(json.dumps(measure_length(model.backbone, ids, repeats=2)))
+x = {"premise": ids, "hypothesis": rng.integers(2, 30, (4, 3)).astype("int32")}
+x["premise"][1, 2:] = 0
+print(json.dumps(compare_steps(model, x, np.array([0, 1, 2, 0]), repeats=2)))
 """
 
 
@@ -251,14 +258,20 @@ print(json.dumps(measure_length(backbone, ids, repeats=2)))
 def test_the_encoder_programs_of_one_length_are_compiled_and_timed():
     """`experiments.encoder_programs` (issue 48): the backbone's forward (with its vjp),
     backward and inference programs for one sentence length, each lowered, compiled and
-    counted, and a forward and backward pass timed."""
+    counted, and a forward and backward pass timed; a training step of such programs
+    updates the weights as Keras' whole step does."""
     result = subprocess.run([sys.executable, "-c", ENCODER_PROGRAMS], cwd=ROOT,
                             env=dict(ENV, KERAS_BACKEND="jax"), capture_output=True,
                             text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
-    row = json.loads(result.stdout.strip().splitlines()[-1])
+    row, steps = map(json.loads, result.stdout.strip().splitlines()[-2:])
     assert row["T"] == 6 and row["forward_backward_ms"] > 0
     for program in ("forward", "backward", "inference"):
         assert row[f"{program}_compile_s"] > 0 and row[f"{program}_hlo"] > 100, program
     # Inference is the forward pass without dropout and without what the backward reads.
     assert row["inference_hlo"] < row["forward_hlo"]
+    # A step of per-length programs is Keras' whole step, dropout's draws included: the
+    # weights agree to a tenth of Adam's step (1e-3; rounding moves them by about 2e-6,
+    # dropout's masks drawn in another order by a whole step).
+    assert steps["weights_max_difference"] < 1e-4
+    assert steps["split_ms"] > 0 and steps["whole_ms"] > 0 and steps["split_first_s"] > 0
