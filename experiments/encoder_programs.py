@@ -35,17 +35,11 @@ def _timed(function):
     return result, round(time.perf_counter() - started, 3)
 
 
-def measure_length(backbone, ids, repeats=10):
-    """{"T", "<program>_lower_s", "<program>_compile_s", "<program>_hlo", "forward_backward_ms"}
-    for the programs "forward" (outputs and the vjp), "backward" and "inference"."""
+def backbone_programs(backbone):
+    """The backbone's three functions of (trainable, non-trainable, ids [B, T]), to be
+    compiled per length: "forward" -> (outputs, vjp, non-trainable after: dropout's seeds),
+    "backward" (vjp, cotangent) -> the trainable variables' gradients, and "inference"."""
     import jax
-    import jax.numpy as jnp
-
-    from experiments.program_size import count_instructions
-
-    backbone(ids[:1])  # built: its variables all there
-    trainable = [v.value for v in backbone.trainable_variables]
-    others = [v.value for v in backbone.non_trainable_variables]
 
     def forward(trainable, others, ids):
         return jax.vjp(lambda t: backbone.stateless_call(t, others, ids, training=True),
@@ -54,19 +48,36 @@ def measure_length(backbone, ids, repeats=10):
     def inference(trainable, others, ids):
         return backbone.stateless_call(trainable, others, ids, training=False)[0]
 
-    row, compiled = {"T": int(ids.shape[1])}, {}
-    for name, function, args in (("forward", forward, (trainable, others, ids)),
-                                 ("backward", lambda vjp, ct: vjp(ct), None),
-                                 ("inference", inference, (trainable, others, ids))):
-        if name == "backward":
-            outputs, vjp, _ = compiled["forward"](trainable, others, ids)
-            cotangent = jnp.ones_like(outputs)
-            args = (vjp, cotangent)
-        lowered, row[f"{name}_lower_s"] = _timed(lambda: jax.jit(function).lower(*args))
-        compiled[name], row[f"{name}_compile_s"] = _timed(lowered.compile)
-        row[f"{name}_hlo"] = count_instructions(compiled[name].as_text())
+    return {"forward": forward, "backward": lambda vjp, cotangent: vjp(cotangent)[0],
+            "inference": inference}
+
+
+def measure_length(backbone, ids, repeats=10):
+    """{"T", "<program>_lower_s", "<program>_compile_s", "<program>_hlo", "forward_backward_ms"}
+    for the programs of `backbone_programs` at the length of `ids` (HLO after optimisation)."""
+    import jax
+    import jax.numpy as jnp
+
+    from experiments.program_size import lower_and_compile
+
+    backbone(ids[:1])  # built: its variables all there
+    weights = ([v.value for v in backbone.trainable_variables],
+               [v.value for v in backbone.non_trainable_variables])
+    functions, row, compiled = backbone_programs(backbone), {"T": int(ids.shape[1])}, {}
+
+    def compile_one(name, *args):
+        compiled[name], sizes = lower_and_compile(functions[name], *args)
+        row.update({f"{name}_lower_s": sizes["lower_seconds"],
+                    f"{name}_compile_s": sizes["compile_seconds"],
+                    f"{name}_hlo": sizes["hlo_after_optimisation"]})
+
+    compile_one("forward", *weights, ids)
+    outputs, vjp, _ = compiled["forward"](*weights, ids)
+    cotangent = jnp.ones_like(outputs)
+    compile_one("backward", vjp, cotangent)
+    compile_one("inference", *weights, ids)
     step = lambda: jax.block_until_ready(  # noqa: E731
-        compiled["backward"](compiled["forward"](trainable, others, ids)[1], cotangent))
+        compiled["backward"](compiled["forward"](*weights, ids)[1], cotangent))
     step()
     _, seconds = _timed(lambda: [step() for _ in range(repeats)])
     row["forward_backward_ms"] = round(seconds / repeats * 1000, 1)
@@ -86,9 +97,8 @@ def split_step(model):
     sides = ([position[id(v)] for v in backbone.trainable_variables],
              [position[id(v)] for v in head.trainable_variables])
 
-    forward = jax.jit(lambda t, others, ids: jax.vjp(
-        lambda t: backbone.stateless_call(t, others, ids, training=True), t, has_aux=True))
-    backward = jax.jit(lambda vjp, cotangent: vjp(cotangent)[0])
+    functions = backbone_programs(backbone)
+    forward, backward = jax.jit(functions["forward"]), jax.jit(functions["backward"])
 
     @jax.jit
     def head_gradient(t, others, u, v, y, weight):
@@ -170,10 +180,11 @@ def main(argv):
         rows.append({"shape": FLAGS.compare_shape, **compare_steps(
             model, x, rng.integers(0, 3, FLAGS.batch_size))})
     for row in rows:
-        print(json.dumps(row), flush=True)
+        line = json.dumps(row)
+        print(line, flush=True)
         if FLAGS.output:
             with open(FLAGS.output, "a", encoding="utf-8") as stream:
-                stream.write(json.dumps(row) + "\n")
+                stream.write(line + "\n")
 
 
 if __name__ == "__main__":

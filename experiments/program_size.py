@@ -81,21 +81,27 @@ def _jax(model, inputs, labels):
         grads = jax.grad(loss)(trainable, others, x, y)
         return model.optimizer.stateless_apply(optimizer_state, grads, trainable)
 
-    result = {}
-    for name, function, args in (
-            ("gradient", jax.grad(loss), (trainable, others, inputs, labels)),
-            ("step", step, (trainable, others, optimizer, inputs, labels))):
-        started = time.perf_counter()
-        lowered = jax.jit(function).lower(*args)
-        lowered_seconds = time.perf_counter() - started
-        before = count_instructions(lowered.as_text(dialect="hlo"))
-        started = time.perf_counter()
-        compiled = lowered.compile()
-        result[name] = {"hlo_before_optimisation": before,
-                        "hlo_after_optimisation": count_instructions(compiled.as_text()),
-                        "lower_seconds": round(lowered_seconds, 3),
-                        "compile_seconds": round(time.perf_counter() - started, 3)}
-    return result
+    return {name: lower_and_compile(function, *args)[1] for name, function, args in (
+        ("gradient", jax.grad(loss), (trainable, others, inputs, labels)),
+        ("step", step, (trainable, others, optimizer, inputs, labels)))}
+
+
+def lower_and_compile(function, *args):
+    """`jax.jit(function)` lowered and compiled for `args`: (the compiled program,
+    {"hlo_before_optimisation", "hlo_after_optimisation", "lower_seconds",
+    "compile_seconds"})."""
+    import jax
+
+    started = time.perf_counter()
+    lowered = jax.jit(function).lower(*args)
+    lowered_seconds = time.perf_counter() - started
+    before = count_instructions(lowered.as_text(dialect="hlo"))
+    started = time.perf_counter()
+    compiled = lowered.compile()
+    return compiled, {"hlo_before_optimisation": before,
+                      "hlo_after_optimisation": count_instructions(compiled.as_text()),
+                      "lower_seconds": round(lowered_seconds, 3),
+                      "compile_seconds": round(time.perf_counter() - started, 3)}
 
 
 def measure(model, batch_size, length, vocabulary_size, seed=0):
