@@ -91,10 +91,73 @@ def _feeds(model, x, y, batch_size, steps):
     return {key: round(1e3 * seconds / steps, 3) for key, seconds in result.items()}
 
 
-def measure(task, premise, hypothesis, steps, steps_per_execution, compare_feeds=False):
+def _loops(model, x, y, batch_size, steps, chunk):
+    """ms a training step by what drives the steps (JAX), the same model and batches:
+    `fit` from a PyDataset with steps_per_execution 1 and `chunk` (`chunk` steps a call of
+    the train function: fewer callbacks, and `dsan_tf.models.multi_step`'s scan), then
+    `_device_loops`."""
+    steps = steps // chunk * chunk
+    weights = np.ones(len(y), "float32")
+    cut = lambda a, i: a[i * batch_size:(i + 1) * batch_size]  # noqa: E731
+    host = [({side: cut(ids, i) for side, ids in x.items()}, cut(y, i), cut(weights, i))
+            for i in range(steps)]
+    result = {"fit_ms_per_step": _timed_fit(model, _Feed(host, 1))}
+    model.compile(optimizer=model.optimizer, loss=model.loss, jit_compile=True,
+                  steps_per_execution=chunk)
+    result[f"fit_steps_per_execution{chunk}_ms_per_step"] = _timed_fit(model, _Feed(host, 1))
+    result.update(_device_loops(model, host, chunk))
+    return {key: round(1e3 * seconds / steps, 3) if key.endswith("ms_per_step")
+            else round(seconds, 2) for key, seconds in result.items()}
+
+
+def _device_loops(model, host, chunk):
+    """Seconds of the compiled step called in a bare Python loop on batches already on
+    the device (no `fit`, no feeding: dispatch and device), and of `chunk` steps in one
+    program (`lax.scan`): the device's own time; and each one's first call (the scan's
+    compile)."""
+    import jax
+    import jax.numpy as jnp
+
+    def state():  # copies: the programs below donate their state
+        return jax.tree.map(jnp.copy, (
+            [v.value for v in model.trainable_variables],
+            [v.value for v in model.non_trainable_variables],
+            [v.value for v in model.optimizer.variables],
+            [v.value for v in model.metrics_variables]))
+
+    def scanned(carried, stacked):
+        def body(carried, batch):
+            logs, carried = model.train_step(carried, batch)
+            return carried, logs
+        carried, logs = jax.lax.scan(body, carried, stacked)
+        return logs, carried
+
+    stacked = [jax.device_put(jax.tree.map(lambda *a: np.stack(a), *host[i:i + chunk]))
+               for i in range(0, len(host), chunk)]
+    result = {}
+    for name, function, inputs in (
+            ("jit_loop", jax.jit(model.train_step, donate_argnums=0), jax.device_put(host)),
+            (f"scan{chunk}", jax.jit(scanned, donate_argnums=0), stacked)):
+        carried = state()
+        started = time.perf_counter()
+        _, carried = function(carried, inputs[0])  # compiles
+        jax.block_until_ready(carried)
+        result[f"{name}_first_call_s"] = time.perf_counter() - started
+        for _ in range(2):  # the second pass is timed
+            started = time.perf_counter()
+            for batch in inputs:
+                _, carried = function(carried, batch)
+            jax.block_until_ready(carried)
+        result[f"{name}_ms_per_step"] = time.perf_counter() - started
+    return result
+
+
+def measure(task, premise, hypothesis, steps, steps_per_execution, compare_feeds=False,
+            compare_loops=0):
     """{compile_train_s, compile_eval_s, ms_per_step} of one shape and one
     steps_per_execution, on a fresh model; `compare_feeds`: and by feeding path
-    (`_feeds`)."""
+    (`_feeds`); `compare_loops` (a chunk of steps, JAX): and by what drives the steps
+    (`_loops`)."""
     batch_size = task.config.data.batch_size
     keras.utils.set_random_seed(0)
     model = task.build_model(VOCAB_SIZE)
@@ -123,6 +186,8 @@ def measure(task, premise, hypothesis, steps, steps_per_execution, compare_feeds
     synchronize()
     eval_seconds = time.perf_counter() - started
     feeds = _feeds(model, x, y, batch_size, steps) if compare_feeds else {}
+    if compare_loops:
+        feeds.update(_loops(model, x, y, batch_size, steps, compare_loops))
     return {**feeds, "premise": premise, "hypothesis": hypothesis, "batch_size": batch_size,
             "steps_per_execution": steps_per_execution, "steps": steps,
             "first_train_step_s": round(compile_train, 2),
@@ -198,6 +263,10 @@ def main(argv=None):
     parser.add_argument("--output", help="Append the measurements here (JSON lines).")
     parser.add_argument("--compare_feeds", action="store_true", help="also time the first "
                         "shape's step fed from arrays and from PyDatasets (one program)")
+    parser.add_argument("--compare_loops", type=int, default=0, metavar="N",
+                        help="JAX: also time the first shape's step driven by fit, fit with "
+                        "steps_per_execution N, a bare loop of the compiled step on the "
+                        "device's batches, and N steps in one program (lax.scan)")
     parser.add_argument("--plan", help="Plan grids from this file of measurements instead.")
     parser.add_argument("--length_profile", default=str(LENGTH_PROFILE))
     args = parser.parse_args(argv)
@@ -223,7 +292,8 @@ def main(argv=None):
         premise, hypothesis = map(int, shape.split("x"))
         for spe in [1, *extra] if number == 0 else [1]:  # steps_per_execution: first shape
             result = measure(task, premise, hypothesis, args.steps, spe,
-                             args.compare_feeds and number == 0 and spe == 1)
+                             args.compare_feeds and number == 0 and spe == 1,
+                             args.compare_loops if number == 0 and spe == 1 else 0)
             with open(args.output, "a", encoding="utf-8") as stream:
                 stream.write(json.dumps(result) + "\n")
             print(json.dumps(result), flush=True)

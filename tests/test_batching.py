@@ -222,3 +222,38 @@ def test_keras_fits_the_batches_with_their_weights():
     assert len(history.history["loss"]) == 2
     assert all(np.isfinite(history.history["loss"]))
     assert keras.ops.convert_to_numpy(model.optimizer.iterations) == 8
+
+
+def test_runs_of_k_batches_keep_one_shape_each_and_every_pair_once():
+    """`run_length` K (K steps as one program on JAX): each run of K batches is one shape,
+    a shape's last run starts with skip steps (weights all 0, a batch of that shape), each
+    pair is still trained on once an epoch, and every epoch has the same length."""
+    pairs, k = varied_pairs(900), 4
+    shapes = Shapes.fit(pairs, 32, "sorted_chunks", 0, 2, 2)
+    plain = NLIBatches(pairs, 32, shapes=shapes, seed=3)
+    runs = NLIBatches(pairs, 32, shapes=shapes, seed=3, run_length=k)
+    real = len(plain)
+    assert len(runs) == k * ((real + shapes.count * (k - 1)) // k) and shapes.count == 4
+    for epoch in range(3):
+        batches = [runs[i] for i in range(len(runs))]
+        assert len(batches) == len(runs)
+        seen, skipped = [], 0
+        for start in range(0, len(batches), k):
+            run = batches[start:start + k]
+            assert len({NLIBatches.shape_of(b) for b in run}) == 1
+            skips = [not b[2].any() for b in run]
+            assert not skips[-1] or all(skips)  # a run ends on a real step (or is all skips)
+            assert skips == sorted(skips, reverse=True)  # skip steps come first
+            skipped += sum(skips)
+            seen += [row for b in run for row in rows(b)]
+        assert collections.Counter(seen) == all_pairs(pairs)
+        assert skipped == runs.skipped_steps == len(runs) - real
+        # The same batches as without runs, in runs: each shape's batches keep their order.
+        by_shape = collections.defaultdict(list)
+        for b in [plain[i] for i in range(real)]:
+            by_shape[NLIBatches.shape_of(b)].append(rows(b))
+        for shape in by_shape:
+            assert [rows(b) for b in batches if NLIBatches.shape_of(b) == shape
+                    and b[2].any()] == by_shape[shape]
+        runs.on_epoch_end(), plain.on_epoch_end()
+    assert NLIBatches(pairs, 32, shapes=Shapes(), run_length=k).run_length == 1  # unbounded

@@ -96,6 +96,31 @@ def test_progress_in_a_log_file_is_bounded_and_complete(monkeypatch):
     assert first.endswith("loss 0.5000")
 
 
+def test_training_progress_counts_steps_when_a_call_runs_several(monkeypatch, capsys):
+    """Keras calls the batch callbacks once per `steps_per_execution` steps, with the
+    execution's last step: the progress counts every step, not every call."""
+    from dsan_tf.training.callbacks import EvaluationProgress, TrainingProgress
+
+    monkeypatch.setenv("DSAN_PROGRESS_SECONDS", "3600")
+    shown = TrainingProgress(1, 70, 10)
+    shown.on_epoch_begin(0)
+    for last in (31, 63, 69):  # 32 steps a call, 6 at the epoch's end
+        shown.on_train_batch_end(last, {"loss": 0.5})
+    shown.on_test_begin()
+    for last in (7, 9):
+        shown.on_test_batch_end(last)
+    shown.on_test_end()
+    alone = EvaluationProgress("best model on dev", 10)
+    alone.on_test_begin()
+    for last in (7, 9):
+        alone.on_test_batch_end(last)
+    alone.on_test_end()
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(" (100%)")[0] for line in lines] == [
+        "epoch 1/1, training: 70/70 steps", "epoch 1/1, dev: 10/10 batches",
+        "best model on dev: 10/10 batches"]
+
+
 def test_length_buckets_under_the_minimum_are_merged_with_their_neighbours():
     buckets = [{"min_length": 5 * i, "max_length": 5 * i + 5, "examples": n, "accuracy": a}
                for i, (n, a) in enumerate([(3, 1.0), (400, 0.8), (900, 0.7), (20, 0.5),

@@ -207,6 +207,15 @@ class Shapes:
         return tuple(pad_to(grid, length) if grid else length for grid, length in
                      ((self.premise_grid, premise), (self.hypothesis_grid, hypothesis)))
 
+    @property
+    def count(self):
+        """How many (T1, T2) shapes a batch can take; None when unbounded."""
+        if self.cells:
+            return len(self.cells)
+        if self.premise_grid is None:
+            return None
+        return len(self.premise_grid) * len(self.hypothesis_grid)
+
     def extended_to(self, pairs):
         """These shapes, the largest grown to hold `pairs`' longest sentences (dev or test
         batched in the training shapes: one compiled step per shape for every split)."""
@@ -289,6 +298,13 @@ class Shapes:
         return cls(batch_size=batch_size, cells=cells, chosen={**chosen, "by": "cells"})
 
 
+@dataclasses.dataclass(frozen=True)
+class _Skip:
+    """A skip step in `NLIBatches`' runs: the batch of `indices`, weighted 0."""
+
+    indices: np.ndarray
+
+
 class NLIBatches(keras.utils.PyDataset):
     """Batches of `IdPairs` for `fit`, `evaluate` and `predict` on any Keras backend:
     `({"premise": int32 [B, T1], "hypothesis": int32 [B, T2]}, labels int32 [B],
@@ -306,15 +322,22 @@ class NLIBatches(keras.utils.PyDataset):
         shuffle: draw a new order every pass (else the order of `batch_order` unshuffled).
         seed: int.
         steps: batches per epoch; None: one whole pass.
+        run_length: K > 1 (bounded shapes): the epoch's batches in runs of K of one shape,
+            for K steps run as one program (`dsan_tf.models.multi_step`). Each shape's
+            batches keep their order; a run goes where its last batch was; a shape's last
+            run starts with skip steps (its first batch again, weights all 0: no update);
+            runs of skip steps fill every epoch to one length, K x floor((N + S(K - 1)) / K)
+            for N batches and S shapes, so that Keras sees the same count each epoch.
     """
 
     def __init__(self, pairs, batch_size=64, order="sorted_chunks", shapes=None, shuffle=True,
-                 seed=0, steps=None):
+                 seed=0, steps=None, run_length=1):
         super().__init__()
         self.pairs, self.batch_size, self.order = pairs, batch_size, order
         self.shapes = shapes if shapes is not None else Shapes.fit(pairs, batch_size, order,
                                                                    seed)
         self.shuffle, self.seed, self.steps = shuffle, seed, steps
+        self.run_length = run_length if self.shapes.bounded else 1
         self._pass = 0  # the next pass to draw
         self._epoch = None
 
@@ -330,14 +353,40 @@ class NLIBatches(keras.utils.PyDataset):
             while self.steps and len(batches) < self.steps:
                 batches += self.plan(self._pass)
                 self._pass += 1
-            self._epoch = batches[:self.steps] if self.steps else batches
+            batches = batches[:self.steps] if self.steps else batches
+            self._epoch = self._runs(batches) if self.run_length > 1 else batches
         return self._epoch
+
+    def _runs(self, batches):
+        """`batches` in runs of `run_length` of one shape, filled with skip steps to the
+        epoch's fixed length (see the class)."""
+        length, pending, runs = self.run_length, {}, []
+        for indices in batches:
+            shape = self.shapes.widths(*(max(int(getattr(self.pairs, f"{side}_lengths")[
+                indices].max()), 1) for side in ("premise", "hypothesis")))
+            pending.setdefault(shape, []).append(indices)
+            if len(pending[shape]) == length:
+                runs.append(pending.pop(shape))
+        for rest in pending.values():  # skip steps first: a run ends on a real step
+            runs.append([_Skip(rest[0])] * (length - len(rest)) + rest)
+        result = [indices for run in runs for indices in run]
+        fill = self._run_epoch_length(len(batches)) - len(result)
+        return result + [_Skip(batches[0])] * fill
+
+    def _run_epoch_length(self, batches):
+        length = self.run_length
+        return length * ((batches + self.shapes.count * (length - 1)) // length)
+
+    @property
+    def skipped_steps(self):
+        """The skip steps of this epoch's runs (0 without runs)."""
+        return sum(isinstance(indices, _Skip) for indices in self._epoch_batches())
 
     @property
     def num_batches(self):
-        if self.steps:
-            return self.steps
-        return len(self.plan(0)) if self._epoch is None else len(self._epoch)
+        count = self.steps or (len(self.plan(0)) if self._epoch is None
+                               else sum(not isinstance(i, _Skip) for i in self._epoch))
+        return self._run_epoch_length(count) if self.run_length > 1 else count
 
     def __len__(self):
         return self.num_batches
@@ -358,7 +407,11 @@ class NLIBatches(keras.utils.PyDataset):
         self._epoch = None
 
     def batch(self, indices):
-        """The padded batch of the pairs `indices` (see the class)."""
+        """The padded batch of the pairs `indices` (see the class); a skip step's batch
+        has weights all 0."""
+        if isinstance(indices, _Skip):
+            inputs, labels, weights = self.batch(indices.indices)
+            return inputs, labels, np.zeros_like(weights)
         shapes = self.shapes
         real = len(indices)
         if shapes.bounded and shapes.batch_size and real < shapes.batch_size:

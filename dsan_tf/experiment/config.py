@@ -16,6 +16,8 @@ BATCHINGS = ("plain", "sorted_chunks", "premise_buckets", "length_buckets")
 PRECISIONS = ("none", "mixed_float16", "mixed_bfloat16")
 OPTIMIZERS = ("adam", "adamw")
 STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
+# Unset steps_per_execution under JAX on an accelerator (docs/PERFORMANCE.md, "The GPU check").
+ACCELERATOR_STEPS_PER_EXECUTION = 32
 # Source specs that name no local file (dsan_tf.data.sources).
 DATA_PREFIXES = ("tfds:", "synthetic:")
 
@@ -144,6 +146,13 @@ class TrainingConfig:
         "its program's size, not its tokens), more padded tokens. The same function of the "
         "weights; dropout draws differ. Unset: on a GPU or TPU, off on a CPU "
         "(docs/PERFORMANCE.md).")
+    steps_per_execution: int | None = hyperparameter(
+        None, "Training steps per call of the compiled step function (Keras' "
+        "`steps_per_execution`): callbacks see every Nth batch. On JAX it is a loop of the "
+        "one compiled step, so it adds no compile and takes any batch shapes; it takes the "
+        "host's per-step work (callbacks, logs) off steps bound by overhead. Unset: "
+        f"{ACCELERATOR_STEPS_PER_EXECUTION} under JAX on a GPU or TPU, else 1 "
+        "(docs/PERFORMANCE.md).", lower_bound=1)
     mixed_precision: str = hyperparameter(
         "none", "Compute in half precision, keep float32 weights. For GPUs with fast half "
         "precision (float16: Volta and later; bfloat16: Ampere and later, TPUs); Pascal "
@@ -304,9 +313,12 @@ class ExperimentConfig:
     def resolved(self):
         """This configuration with its "unset" (None) fields as they will run on the
         current Keras backend: `jit_compile` (what pays there), `bounded_shapes` (with a
-        compiled step), `one_pass` (on an accelerator) and `trainable_embeddings` (trained when the vectors start random).
+        compiled step), `one_pass` (on an accelerator), `steps_per_execution` (JAX on an
+        accelerator) and `trainable_embeddings` (trained when the vectors start random).
         A run directory records the resolved configuration."""
-        from dsan_tf.experiment.optimization import default_jit_compile  # loads Keras
+        import keras
+
+        from dsan_tf.experiment.optimization import default_jit_compile
 
         jit = self.training.jit_compile
         jit = default_jit_compile() if jit is None else jit
@@ -315,13 +327,20 @@ class ExperimentConfig:
             from dsan_tf.data.costs import device_platform
 
             one_pass = device_platform() != "cpu"
+        steps = self.training.steps_per_execution
+        if steps is None:
+            from dsan_tf.data.costs import device_platform
+
+            steps = ACCELERATOR_STEPS_PER_EXECUTION if (
+                keras.backend.backend() == "jax" and device_platform() != "cpu") else 1
         bounded = jit if self.data.bounded_shapes is None else self.data.bounded_shapes
         trainable = self.model_config.trainable_embeddings
         if trainable is None:
             trainable = self.data.embeddings in (None, "random")
         return dataclasses.replace(
             self, training=dataclasses.replace(self.training, jit_compile=jit,
-                                               one_pass=one_pass),
+                                               one_pass=one_pass,
+                                               steps_per_execution=steps),
             data=dataclasses.replace(self.data, bounded_shapes=bounded),
             model_config=dataclasses.replace(self.model_config,
                                              trainable_embeddings=trainable))

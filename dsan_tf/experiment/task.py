@@ -254,7 +254,19 @@ class NLITask:
             steps = self.config.training.epoch_steps(settings.batch_size, len(pairs))
         shapes = shapes or self.training_shapes(pairs, steps)
         return batching.NLIBatches(pairs, settings.batch_size, order, shapes,
-                                   shuffle=settings.shuffle, seed=settings.seed, steps=steps)
+                                   shuffle=settings.shuffle, seed=settings.seed, steps=steps,
+                                   run_length=self.run_length())
+
+    def run_length(self):
+        """K, the training batches of one shape in a row, where K steps run as one
+        compiled program (`dsan_tf.models.multi_step`: JAX, a compiled step,
+        `steps_per_execution` K); else 1."""
+        import keras
+
+        training = self.config.resolved().training
+        if keras.backend.backend() == "jax" and training.jit_compile:
+            return training.steps_per_execution
+        return 1
 
     def training_shapes(self, pairs, steps=None):
         """The bounded shapes of training on `pairs` (`IdPairs`) in epochs of `steps`
@@ -301,10 +313,12 @@ class NLITask:
         """Compiles with the paper's loss and metric and the configured optimizer
         (`compile_for_training`, `optimizer`); `jit_compile` overrides the
         configuration's. `train_size` (training pairs) sets the epoch length that
-        learning-rate cycles and normalized weight decay need."""
+        learning-rate cycles and normalized weight decay need. Keras'
+        `steps_per_execution` is the configuration's, resolved for the device."""
         training = self.config.training
         jit_compile = training.jit_compile if jit_compile is None else jit_compile
-        return compile_for_training(model, jit_compile, self.optimizer(model, train_size))
+        return compile_for_training(model, jit_compile, self.optimizer(model, train_size),
+                                    self.config.resolved().training.steps_per_execution)
 
     def optimizer(self, model, train_size=None):
         """The configured optimizer (`dsan_tf.experiment.optimization.make_optimizer`)."""

@@ -87,6 +87,20 @@ class TextModel:
             # first `fit` traces once (demo size: 7 s instead of 11).
             self.optimizer.build(self.trainable_variables)
 
+    def make_train_function(self, force=False):
+        """Keras' own; on JAX with `steps_per_execution` K > 1 and a compiled step, K
+        batches of one shape run as one program (`multi_step`)."""
+        if self.train_function is not None and not force:
+            return self.train_function
+        result = super().make_train_function(force)
+        if (keras.backend.backend() == "jax" and self.steps_per_execution > 1
+                and self.jit_compile and not self.run_eagerly):
+            from dsan_tf.models.multi_step import jax_train_function
+
+            self.train_function = jax_train_function(self, self.steps_per_execution)
+            return self.train_function
+        return result
+
     def compile_from_config(self, config):
         # Keras' own skips a `compile` it did not write; this one takes all its arguments.
         self.compile(**keras.saving.deserialize_keras_object(config))

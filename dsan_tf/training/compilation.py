@@ -49,7 +49,7 @@ class _Batches(keras.utils.PyDataset):
 def compile_ahead(model, train_batches, dev_batches):
     """Runs one training step and one evaluation step on each batch shape of
     `train_batches` and `dev_batches` (`NLIBatches`: the first batch of each shape of pass
-    0; a `tf.data` dataset: its first batch, so give fresh datasets, whose shuffling state
+    0, a run of `run_length` of it for training; a `tf.data` dataset: its first batch, so give fresh datasets, whose shuffling state
     an iteration would advance), then puts every
     variable back (weights, optimizer slots and step count, metrics, dropout seeds): what
     is left is the compiled (traced) steps.
@@ -67,8 +67,9 @@ def compile_ahead(model, train_batches, dev_batches):
         for step, batches in (("train", train_batches), ("eval", dev_batches)):
             for shape, batch in batches.first_of_each_shape().items():
                 began = time.perf_counter()
-                if step == "train":
-                    model.fit(_Batches([batch]), epochs=1, verbose=0, shuffle=False)
+                if step == "train":  # a run of K: the program of K steps (multi_step)
+                    model.fit(_Batches([batch] * batches.run_length), epochs=1, verbose=0,
+                              shuffle=False)
                 else:
                     model.evaluate(_Batches([batch]), verbose=0)
                 per_shape.append({"step": step, "shape": list(shape),

@@ -82,11 +82,13 @@ def train_encoded(setting, epochs=None, patience=None, compile_ahead=True,
     dev = task.numpy_batches(dev_pairs, shapes=train.shapes)
     record = {"backend": keras.backend.backend(), "device": device_name(),
               "one_pass": config.resolved().training.one_pass,
+              "steps_per_execution": config.resolved().training.steps_per_execution,
               "train_pairs": len(train_pairs), "dev_pairs": len(dev_pairs),
               "batches": {"train": train.summary(), "dev": dev.summary(),
                           "shapes": train.shapes.describe(),
                           "chosen": train.shapes.chosen}}
-    log(f"{record['device']}; training batches: {record['batches']['train']}; dev batches: "
+    log(f"{record['device']}; {record['steps_per_execution']} step(s) per execution; "
+        f"training batches: {record['batches']['train']}; dev batches: "
         f"{record['batches']['dev']}")
     model = task.compile(task.build_model(setting.vocabulary_size, setting.word_vectors),
                          train_size=len(train_pairs))

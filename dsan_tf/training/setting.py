@@ -8,6 +8,7 @@ the same ids (`python -m experiments.train_encoded`). The 25k study setting take
 
 import dataclasses
 import json
+import pathlib
 
 import numpy as np
 
@@ -42,7 +43,8 @@ class EncodedSetting:
         return len(self.words) + FIRST_WORD_ID
 
     def save(self, path):
-        """Writes the `.npz` file (ids as uint16 where the vocabulary fits)."""
+        """Writes the `.npz` file (ids as uint16 where the vocabulary fits), creating its
+        folder."""
         id_type = "uint16" if self.vocabulary_size <= 65536 else "int32"
         arrays = {"meta": np.frombuffer(json.dumps({
             "format": FORMAT, "config": self.config.to_dict(), "words": list(self.words),
@@ -54,6 +56,7 @@ class EncodedSetting:
                                              ("premise", "hypothesis") else values)
         if self.word_vectors is not None:
             arrays["word_vectors"] = np.asarray(self.word_vectors, "float32")
+        pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
         with open(path, "wb") as stream:
             np.savez_compressed(stream, **arrays)
 
