@@ -259,14 +259,13 @@ class NLITask:
 
     def run_length(self):
         """K, the training batches of one shape in a row, where K steps run as one
-        compiled program (`dsan_tf.models.multi_step`: JAX, a compiled step,
-        `steps_per_execution` K); else 1."""
-        import keras
+        compiled program (`dsan_tf.models.multi_step.applies`: JAX, a compiled step,
+        `steps_per_execution` K, no Keras distribution); else 1."""
+        from dsan_tf.models import multi_step
 
         training = self.config.resolved().training
-        if keras.backend.backend() == "jax" and training.jit_compile:
-            return training.steps_per_execution
-        return 1
+        steps = training.steps_per_execution
+        return steps if multi_step.applies(steps, training.jit_compile) else 1
 
     def training_shapes(self, pairs, steps=None):
         """The bounded shapes of training on `pairs` (`IdPairs`) in epochs of `steps`

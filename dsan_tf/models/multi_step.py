@@ -27,6 +27,14 @@ def _weights(batch):
     return batch[2] if isinstance(batch, (tuple, list)) and len(batch) == 3 else None
 
 
+def applies(steps_per_execution, jit_compile):
+    """Whether `fit` runs K = `steps_per_execution` steps as one program: on JAX, with a
+    compiled step, K > 1 and no Keras distribution (its sharded steps stay Keras' own).
+    `NLIBatches` is laid out in runs, with skip steps, exactly when this holds."""
+    return (keras.backend.backend() == "jax" and steps_per_execution > 1
+            and bool(jit_compile) and keras.distribution.distribution() is None)
+
+
 def jax_train_function(model, steps):
     """`fit`'s train function for `model` on JAX: (state, iterator) -> (logs, state),
     `steps` batches taken from the iterator and run as one scan when they share a shape.

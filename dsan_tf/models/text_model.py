@@ -93,11 +93,11 @@ class TextModel:
         if self.train_function is not None and not force:
             return self.train_function
         result = super().make_train_function(force)
-        if (keras.backend.backend() == "jax" and self.steps_per_execution > 1
-                and self.jit_compile and not self.run_eagerly):
-            from dsan_tf.models.multi_step import jax_train_function
+        from dsan_tf.models import multi_step  # Keras only
 
-            self.train_function = jax_train_function(self, self.steps_per_execution)
+        if multi_step.applies(self.steps_per_execution, self.jit_compile) and \
+                not self.run_eagerly:
+            self.train_function = multi_step.jax_train_function(self, self.steps_per_execution)
             return self.train_function
         return result
 
