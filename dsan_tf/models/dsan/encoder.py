@@ -119,11 +119,18 @@ class DSANEncoder(keras.layers.Layer):
         # compiled step holds the block once (issue 48).
         outputs, stacked = DSANBlock.stacked_call(
             [self.forward_block, self.backward_block], inputs, padding_mask, training)
-        encoded = ops.concatenate([outputs[0], outputs[1]], axis=-1)
-        info = {side: dict({name: value[index] for name, value in stacked.items()},
-                           output=outputs[index])
-                for index, side in enumerate(("forward", "backward"))}
-        info["encoded"] = encoded
+        # Unstacked, not indexed: the gradient of `outputs[i]` in TensorFlow's graph fills
+        # a zero tensor of both directions per slice (StridedSliceGrad): 0-5% of the CPU's
+        # gradient at d_e 300 (docs/PERFORMANCE.md, "The CPU step against commit 7d02b0a").
+        # The intermediates are sliced only when asked for.
+        directions = ops.unstack(outputs, 2)
+        encoded = ops.concatenate(directions, axis=-1)
+        info = {}
+        if return_intermediates:
+            info = {side: dict({name: value[index] for name, value in stacked.items()},
+                               output=directions[index])
+                    for index, side in enumerate(("forward", "backward"))}
+            info["encoded"] = encoded
         pooled = []
         if self.source2token is not None:
             vector, info["s2t_weights"] = self.source2token(
