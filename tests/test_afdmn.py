@@ -132,3 +132,34 @@ def test_attention_never_reaches_padding(rng):
             sums[np.broadcast_to(real[query][:, None, :], sums.shape)], 1.0, atol=1e-5)
 
 
+
+
+def test_a_bilstm_made_while_keras_loads_is_never_an_earlier_layer():
+    """Keras' loading shares objects by `id()`, and a freed object's id is reused: inside
+    `load_model`, the BiLSTM's forward LSTM (made by serializing the one it is given) now
+    and then came back as an earlier backward LSTM, and the file failed to load. Here every
+    id counts as seen before, mapped to a backward LSTM: the BiLSTM is still made afresh."""
+    from keras.src.saving import serialization_lib
+
+    from dsan_tf.models.afdmn.layers import bilstm
+
+    earlier = keras.layers.LSTM(4, go_backwards=True, name="earlier")
+
+    class SeenBefore(dict):
+        def __contains__(self, key):
+            return True
+
+        def __getitem__(self, key):
+            return {}
+
+        def get(self, key, default=None):
+            return earlier
+
+    with serialization_lib.ObjectSharingScope():
+        from keras.src.backend.common import global_state
+
+        global_state.set_global_attribute("shared_objects/id_to_config_map", SeenBefore())
+        global_state.set_global_attribute("shared_objects/id_to_obj_map", SeenBefore())
+        layer = bilstm(4, "fusion_bilstm", "float32", "glorot_uniform")
+    assert layer.forward_layer is not earlier and layer.backward_layer is not earlier
+    assert (layer.forward_layer.go_backwards, layer.backward_layer.go_backwards) == (False, True)
