@@ -75,16 +75,21 @@ class _Feed(keras.utils.PyDataset):
         return self.batches[index]
 
 
+def _weighted_batches(x, y, batch_size, steps):
+    """`steps` (inputs, labels, weights of 1) batches, as `NLIBatches` yields them."""
+    weights = np.ones(len(y), "float32")
+    cut = lambda a, i: a[i * batch_size:(i + 1) * batch_size]  # noqa: E731
+    return [({side: cut(ids, i) for side, ids in x.items()}, cut(y, i), cut(weights, i))
+            for i in range(steps)]
+
+
 def _feeds(model, x, y, batch_size, steps):
     """ms a training step by feeding path, the same program (sample weights, as
     `NLIBatches` gives them): NumPy arrays, a PyDataset (one worker, Keras' default) and
     a PyDataset of 4 prefetching threads."""
-    weights = np.ones(len(y), "float32")
     result = {"weighted_arrays_ms_per_step": _timed_fit(
-        model, x, y, sample_weight=weights, batch_size=batch_size)}
-    batches = [({side: ids[i * batch_size:(i + 1) * batch_size] for side, ids in x.items()},
-                y[i * batch_size:(i + 1) * batch_size],
-                weights[i * batch_size:(i + 1) * batch_size]) for i in range(steps)]
+        model, x, y, sample_weight=np.ones(len(y), "float32"), batch_size=batch_size)}
+    batches = _weighted_batches(x, y, batch_size, steps)
     for workers in (1, 4):
         result[f"pydataset_workers{workers}_ms_per_step"] = _timed_fit(
             model, _Feed(batches, workers))
@@ -97,10 +102,7 @@ def _loops(model, x, y, batch_size, steps, chunk):
     the train function: fewer callbacks, and `dsan_tf.models.multi_step`'s scan), then
     `_device_loops`."""
     steps = steps // chunk * chunk
-    weights = np.ones(len(y), "float32")
-    cut = lambda a, i: a[i * batch_size:(i + 1) * batch_size]  # noqa: E731
-    host = [({side: cut(ids, i) for side, ids in x.items()}, cut(y, i), cut(weights, i))
-            for i in range(steps)]
+    host = _weighted_batches(x, y, batch_size, steps)
     result = {"fit_ms_per_step": _timed_fit(model, _Feed(host, 1))}
     model.compile(optimizer=model.optimizer, loss=model.loss, jit_compile=True,
                   steps_per_execution=chunk)

@@ -67,6 +67,11 @@ class Progress:
     def __exit__(self, *error):
         self.close(finished=error[0] is None)
 
+    def update_to(self, done, **values):
+        """`done` units in all so far (a count that may jump: Keras' batch index with
+        `steps_per_execution`); `values` as `update`'s."""
+        self.update(done - self.done, **values)
+
     def update(self, count=1, **values):
         """`count` more units done; `values` (e.g. loss=0.71) are shown beside."""
         self.done += count

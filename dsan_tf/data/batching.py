@@ -362,8 +362,7 @@ class NLIBatches(keras.utils.PyDataset):
         epoch's fixed length (see the class)."""
         length, pending, runs = self.run_length, {}, []
         for indices in batches:
-            shape = self.shapes.widths(*(max(int(getattr(self.pairs, f"{side}_lengths")[
-                indices].max()), 1) for side in ("premise", "hypothesis")))
+            shape = self._widths(indices)
             pending.setdefault(shape, []).append(indices)
             if len(pending[shape]) == length:
                 runs.append(pending.pop(shape))
@@ -417,13 +416,17 @@ class NLIBatches(keras.utils.PyDataset):
         if shapes.bounded and shapes.batch_size and real < shapes.batch_size:
             # Fill with the batch's first pair, weighted 0: real values, no effect.
             indices = np.concatenate([indices, np.repeat(indices[:1], shapes.batch_size - real)])
-        widths = shapes.widths(*(max(int(getattr(self.pairs, f"{side}_lengths")[indices].max()),
-                                     1) for side in ("premise", "hypothesis")))
+        widths = self._widths(indices)
         inputs = {"premise": self.pairs.padded("premise", indices, widths[0]),
                   "hypothesis": self.pairs.padded("hypothesis", indices, widths[1])}
         weights = np.zeros(len(indices), "float32")
         weights[:real] = 1.0
         return inputs, self.pairs.labels[indices], weights
+
+    def _widths(self, indices):
+        """(T1, T2) of the batch of the pairs `indices`."""
+        return self.shapes.widths(*(max(int(getattr(self.pairs, f"{side}_lengths")[
+            indices].max()), 1) for side in ("premise", "hypothesis")))
 
     def __getitem__(self, index):
         return self.batch(self._epoch_batches()[index])

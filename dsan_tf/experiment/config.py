@@ -318,19 +318,16 @@ class ExperimentConfig:
         A run directory records the resolved configuration."""
         import keras
 
+        from dsan_tf.data.costs import device_platform
         from dsan_tf.experiment.optimization import default_jit_compile
 
         jit = self.training.jit_compile
         jit = default_jit_compile() if jit is None else jit
         one_pass = self.training.one_pass
         if one_pass is None:
-            from dsan_tf.data.costs import device_platform
-
             one_pass = device_platform() != "cpu"
         steps = self.training.steps_per_execution
         if steps is None:
-            from dsan_tf.data.costs import device_platform
-
             steps = ACCELERATOR_STEPS_PER_EXECUTION if (
                 keras.backend.backend() == "jax" and device_platform() != "cpu") else 1
         bounded = jit if self.data.bounded_shapes is None else self.data.bounded_shapes

@@ -90,16 +90,14 @@ class TextModel:
     def make_train_function(self, force=False):
         """Keras' own; on JAX with `steps_per_execution` K > 1 and a compiled step, K
         batches of one shape run as one program (`multi_step`)."""
-        if self.train_function is not None and not force:
-            return self.train_function
-        result = super().make_train_function(force)
         from dsan_tf.models import multi_step  # Keras only
 
-        if multi_step.applies(self.steps_per_execution, self.jit_compile) and \
-                not self.run_eagerly:
+        if not (multi_step.applies(self.steps_per_execution, self.jit_compile)
+                and not self.run_eagerly):
+            return super().make_train_function(force)
+        if self.train_function is None or force:
             self.train_function = multi_step.jax_train_function(self, self.steps_per_execution)
-            return self.train_function
-        return result
+        return self.train_function
 
     def compile_from_config(self, config):
         # Keras' own skips a `compile` it did not write; this one takes all its arguments.

@@ -303,33 +303,28 @@ class TrainingProgress(keras.callbacks.Callback):
     def __init__(self, epochs, train_steps, dev_steps):
         super().__init__()
         self.epochs, self.train_steps, self.dev_steps = epochs, train_steps, dev_steps
-        self.epoch, self.current, self.done = 0, None, 0
+        self.epoch, self.current = 0, None
 
     def on_epoch_begin(self, epoch, logs=None):
         self.epoch = epoch + 1
         print(f"Epoch {self.epoch}/{self.epochs}", flush=True)
         self.current = progress.Progress(f"epoch {self.epoch}/{self.epochs}, training",
                                          self.train_steps, "steps")
-        self.done = 0
 
     def on_train_batch_end(self, batch, logs=None):
         if self.current is not None:
             # `batch` is the execution's last step (steps_per_execution: several a call).
-            self.current.update(batch + 1 - self.done,
-                                loss=float((logs or {}).get("loss", math.nan)))
-            self.done = batch + 1
+            self.current.update_to(batch + 1, loss=float((logs or {}).get("loss", math.nan)))
 
     def on_test_begin(self, logs=None):
         if self.current is not None:  # the training steps are done
             self.current.close()
         self.current = progress.Progress(f"epoch {self.epoch}/{self.epochs}, dev",
                                          self.dev_steps, "batches")
-        self.done = 0
 
     def on_test_batch_end(self, batch, logs=None):
         if self.current is not None:
-            self.current.update(batch + 1 - self.done)
-            self.done = batch + 1
+            self.current.update_to(batch + 1)
 
     def on_test_end(self, logs=None):
         if self.current is not None:
@@ -353,15 +348,14 @@ class EvaluationProgress(keras.callbacks.Callback):
 
     def __init__(self, what, steps):
         super().__init__()
-        self.what, self.steps, self.current, self.done = what, steps, None, 0
+        self.what, self.steps, self.current = what, steps, None
 
     def on_test_begin(self, logs=None):
-        self.current, self.done = progress.Progress(self.what, self.steps, "batches"), 0
+        self.current = progress.Progress(self.what, self.steps, "batches")
 
     def on_test_batch_end(self, batch, logs=None):
         # `batch` is the execution's last batch (steps_per_execution: several a call).
-        self.current.update(batch + 1 - self.done)
-        self.done = batch + 1
+        self.current.update_to(batch + 1)
 
     def on_test_end(self, logs=None):
         self.current.close()

@@ -49,8 +49,8 @@ class _Batches(keras.utils.PyDataset):
 def compile_ahead(model, train_batches, dev_batches):
     """Runs one training step and one evaluation step on each batch shape of
     `train_batches` and `dev_batches` (`NLIBatches`: the first batch of each shape of pass
-    0, a run of `run_length` of it for training; a `tf.data` dataset: its first batch, so give fresh datasets, whose shuffling state
-    an iteration would advance), then puts every
+    0, a run of `run_length` of it for training; a `tf.data` dataset: its first batch, so
+    give fresh datasets, whose shuffling state an iteration would advance), then puts every
     variable back (weights, optimizer slots and step count, metrics, dropout seeds): what
     is left is the compiled (traced) steps.
 
