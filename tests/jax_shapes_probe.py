@@ -4,9 +4,11 @@ pairs of SNLI's length distribution (docs/runs/snli25k_lengths.json) with the tr
 program's batches and compile-ahead, and prints, as JSON, the shapes an epoch used and
 how often XLA compiled the training and evaluation steps before and during `fit`."""
 
+import collections
 import json
 import logging
 import pathlib
+import re
 import sys
 
 import jax
@@ -26,23 +28,33 @@ def snli_like_pairs(count, seed):
 
 
 class Compiles(logging.Handler):
+    """Counts XLA's compiles by the jitted function's name."""
+
     def __init__(self):
         super().__init__()
-        self.counts = {"train_step": 0, "test_step": 0}
+        self.counts = collections.Counter()
 
     def emit(self, record):
-        message = record.getMessage()
-        for name in self.counts:
-            if f"Finished XLA compilation of jit({name})" in message:
-                self.counts[name] += 1
+        found = re.search(r"Finished XLA compilation of jit\((\w+)\)", record.getMessage())
+        if found:
+            self.counts[found.group(1)] += 1
 
 
-def probe(pairs_count, premise_lengths=PREMISE_LENGTHS, hypothesis_lengths=HYPOTHESIS_LENGTHS):
-    """What the module docstring says, as a dict."""
+# The programs counted: Keras' whole steps, or the per-length programs
+# (`dsan_tf.models.sentence_programs`).
+PROGRAMS = ("train_step", "test_step", "encode", "backward", "head_gradient", "update",
+            "inference", "evaluation")
+
+
+def probe(pairs_count, premise_lengths=PREMISE_LENGTHS, hypothesis_lengths=HYPOTHESIS_LENGTHS,
+          sentence_programs=None):
+    """What the module docstring says, as a dict; `sentence_programs` is
+    `TrainingConfig`'s (None: on a CPU)."""
     config = ExperimentConfig(
         model_config=model_config("dsan", embedding_dim=16, num_heads=2, ffn_dim=32,
                                   classifier_units=16, vocab_size=200),
-        data=DataConfig(batch_size=32, seed=0), training=TrainingConfig(jit_compile=True))
+        data=DataConfig(batch_size=32, seed=0),
+        training=TrainingConfig(jit_compile=True, sentence_programs=sentence_programs))
     task = NLITask(config)
     train, dev = snli_like_pairs(pairs_count, 0), snli_like_pairs(pairs_count // 4, 1)
     grids = {name: Shapes.fit(pairs, 32, order, 0, premise_lengths, hypothesis_lengths)
@@ -57,14 +69,17 @@ def probe(pairs_count, premise_lengths=PREMISE_LENGTHS, hypothesis_lengths=HYPOT
     compiled = compilation.compile_ahead(
         model, task.build_inputs(train, training=True, shapes=grids["train"]), dev_batches)
     trains, devs = compiled["train_shapes"], compiled["dev_shapes"]
-    ahead = dict(handler.counts)
+    ahead = {name: handler.counts[name] for name in PROGRAMS if handler.counts[name]}
     history = model.fit(batches, validation_data=dev_batches, epochs=2, verbose=0)
     logging.getLogger("jax").removeHandler(handler)
     jax.config.update("jax_log_compiles", False)
+    lengths = {split: sorted({width for shape in shapes.describe()[1] for width in shape[1:]})
+               for split, shapes in (("train", batches), ("dev", dev_batches))}
     return {
         "train_shapes": len(batches.describe()[1]), "dev_shapes": len(dev_batches.describe()[1]),
-        "ahead": ahead, "compiled_ahead": [trains, devs],
-        "during_fit": {name: handler.counts[name] - ahead[name] for name in ahead},
+        "lengths": lengths, "ahead": ahead, "compiled_ahead": [trains, devs],
+        "during_fit": {name: handler.counts[name] - ahead.get(name, 0) for name in PROGRAMS
+                       if handler.counts[name] - ahead.get(name, 0)},
         "steps": len(batches) * 2,
         "loss": history.history["loss"]}
 

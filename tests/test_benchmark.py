@@ -243,13 +243,16 @@ from experiments.encoder_programs import compare_steps, measure_length
 keras.utils.set_random_seed(0)
 config = dsan_tf.model_config("dsan", vocab_size=30, embedding_dim=8, num_heads=2, ffn_dim=16,
                               dropout=0.3)  # dropout's seeds must be threaded alike
-model = compile_for_training(dsan_tf.build_model("dsan", config))
+def make_model(programs):
+    keras.utils.set_random_seed(0)
+    return compile_for_training(dsan_tf.build_model("dsan", config),
+                                sentence_programs=programs)
 rng = np.random.default_rng(0)
 ids = rng.integers(2, 30, (4, 6)).astype("int32")
-print(json.dumps(measure_length(model.backbone, ids, repeats=2)))
+print(json.dumps(measure_length(make_model(True), ids, repeats=2)))
 x = {"premise": ids, "hypothesis": rng.integers(2, 30, (4, 3)).astype("int32")}
 x["premise"][1, 2:] = 0
-print(json.dumps(compare_steps(model, x, np.array([0, 1, 2, 0]), repeats=2)))
+print(json.dumps(compare_steps(make_model, x, np.array([0, 1, 2, 0]), repeats=2)))
 """
 
 
@@ -272,6 +275,7 @@ def test_the_encoder_programs_of_one_length_are_compiled_and_timed():
     assert row["inference_hlo"] < row["forward_hlo"]
     # A step of per-length programs is Keras' whole step, dropout's draws included: the
     # weights agree to a tenth of Adam's step (1e-3; rounding moves them by about 2e-6,
-    # dropout's masks drawn in another order by a whole step).
+    # dropout's masks drawn in another order by a whole step). tests/test_compile_shapes.py
+    # compares two epochs of them.
     assert steps["weights_max_difference"] < 1e-4
     assert steps["split_ms"] > 0 and steps["whole_ms"] > 0 and steps["split_first_s"] > 0

@@ -14,11 +14,28 @@ pytestmark = pytest.mark.skipif(keras.backend.backend() != "jax",
 def test_varied_lengths_compile_once_per_shape_before_fit_and_never_during_it():
     from jax_shapes_probe import probe
 
-    result = probe(1200, 2, 2)  # a 2 x 2 length grid: at most 4 shapes
+    result = probe(1200, 2, 2, sentence_programs=False)  # a 2 x 2 grid: at most 4 shapes
     assert 2 <= result["train_shapes"] <= 4 and 2 <= result["dev_shapes"] <= 4
     assert result["ahead"] == {"train_step": result["train_shapes"],
                                "test_step": result["dev_shapes"]}
-    assert result["during_fit"] == {"train_step": 0, "test_step": 0}
+    assert result["during_fit"] == {}
+    assert result["steps"] == 76
+
+
+def test_per_length_programs_compile_once_per_sentence_length_before_fit():
+    """With `sentence_programs` (the CPU's default on JAX), a training shape's lengths
+    are compiled once whatever shape they come in: the encoder's programs once per
+    sentence length of the training (and evaluation) shapes, the head's once; and
+    nothing during two epochs."""
+    from jax_shapes_probe import probe
+
+    result = probe(1200, 3, 2)
+    train, dev = result["lengths"]["train"], result["lengths"]["dev"]
+    assert result["train_shapes"] >= 4 and len(train) < 2 * result["train_shapes"]
+    assert result["ahead"] == {"encode": len(train), "backward": len(train),
+                               "head_gradient": 1, "update": 1, "inference": len(dev),
+                               "evaluation": 1}
+    assert result["during_fit"] == {}
     assert result["steps"] == 76
 
 
@@ -40,7 +57,8 @@ def test_k_steps_as_one_program_train_as_the_steps_one_by_one():
         task = NLITask(ExperimentConfig(
             model_config=model_config("dsan", embedding_dim=8, num_heads=2, ffn_dim=16,
                                       classifier_units=8),
-            training=TrainingConfig(steps_per_execution=steps, jit_compile=True)),
+            training=TrainingConfig(steps_per_execution=steps, jit_compile=True,
+                                    sentence_programs=False)),
             log=lambda *a: None)
         return task.compile(task.build_model(50))
 
@@ -63,3 +81,56 @@ def test_k_steps_as_one_program_train_as_the_steps_one_by_one():
         np.testing.assert_allclose(got, expected, atol=2e-5)
     assert logs[1]["accuracy"] == pytest.approx(logs[0]["accuracy"], abs=1e-6)
     assert logs[1]["loss"] == pytest.approx(logs[0]["loss"], abs=1e-5)
+
+
+def test_steps_of_per_length_programs_compute_what_keras_whole_step_computes():
+    """`dsan_tf.models.sentence_programs`: the same batches (varied shapes that share
+    lengths, rows of weight 0, dropout on) through Keras' whole step and through the
+    per-length programs give the same weights, optimizer slots and step count, metrics,
+    dropout seeds, logs, evaluation and predictions; the encoder's training program is
+    compiled once per sentence length, not once per shape."""
+    import numpy as np
+
+    from dsan_tf.data.batching import NLIBatches, Shapes
+    from dsan_tf.experiment.config import ExperimentConfig, TrainingConfig, model_config
+    from dsan_tf.experiment.task import NLITask
+    from test_batching import varied_pairs
+
+    def model(programs):
+        keras.utils.set_random_seed(0)
+        task = NLITask(ExperimentConfig(
+            model_config=model_config("dsan", embedding_dim=8, num_heads=2, ffn_dim=16,
+                                      classifier_units=8, dropout=0.3),
+            training=TrainingConfig(jit_compile=True, sentence_programs=programs)),
+            log=lambda *a: None)
+        return task.compile(task.build_model(50))
+
+    def state(m):
+        return [keras.ops.convert_to_numpy(v.value) for v in
+                [*m.variables, *m.optimizer.variables, *m.metrics_variables]]
+
+    # Two lengths shared by both sides: three or four shapes, two lengths' programs.
+    pairs, held_out = varied_pairs(150), varied_pairs(40, seed=2)
+    shapes = Shapes((16, 60), (16, 60), 32)
+    epochs = lambda: (NLIBatches(pairs, 32, shapes=shapes, seed=1),  # noqa: E731
+                      NLIBatches(held_out, 32, "length_buckets", shapes, shuffle=False))
+    train, dev = epochs()
+    assert any(not w.all() for _, _, w in (train[i] for i in range(len(train))))
+    results = {}
+    for programs in (False, True):
+        m, (train, dev) = model(programs), epochs()  # each model the same passes
+        history = m.fit(train, validation_data=dev, epochs=2, verbose=0).history
+        results[programs] = (m, history, state(m), m.evaluate(dev, verbose=0),
+                             m.predict(dev, verbose=0))
+    (whole, whole_logs, *whole_rest), (split, split_logs, *split_rest) = \
+        results[False], results[True]
+    assert whole._programs is None and split._programs is not None
+    for expected, got in zip(whole_rest[0], split_rest[0]):
+        np.testing.assert_allclose(got, expected, atol=2e-5)
+    for key in whole_logs:
+        np.testing.assert_allclose(split_logs[key], whole_logs[key], atol=1e-5)
+    np.testing.assert_allclose(split_rest[1], whole_rest[1], atol=1e-5)
+    np.testing.assert_allclose(split_rest[2], whole_rest[2], atol=1e-5)
+    shapes_used = train.describe()[1]
+    assert len(shapes_used) >= 3  # of lengths 16 and 60: two training programs, not three
+    assert split._programs.encode._cache_size() == 2

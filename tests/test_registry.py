@@ -96,7 +96,8 @@ HEAD_FIELDS = ("classifier_units", "classifier_input_dropout", "dropout", "layer
 def test_a_backbones_constructor_arguments_are_its_configuration(name):
     """keras-hub's rule: the backbone's config (its constructor arguments) holds every
     hyperparameter of the family's configuration under the same name and value (the
-    head's may be the head's alone); `.keras` files saved under the older names load."""
+    head's may be the head's alone); `.keras` files saved under the older names load;
+    `Family.pair_input` is the backbone's."""
     from dsan_tf import build_model, model_config
 
     fields = {field.name for field in dataclasses.fields(registry.family(name).config)}
@@ -117,6 +118,9 @@ def test_a_backbones_constructor_arguments_are_its_configuration(name):
                  and field.name != "trainable_embeddings"}
     assert not differing, differing
     assert type(backbone).from_config(saved).get_config() == saved
+    # What the registry says of the backbone before building one (the task's batch shapes
+    # and per-length programs read it) is what the backbone is.
+    assert registry.family(name).pair_input is backbone.pair_input
 
 
 @pytest.mark.parametrize("name, old_names", [

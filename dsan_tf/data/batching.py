@@ -265,6 +265,41 @@ class Shapes:
         return cls(*grids, batch_size)
 
     @classmethod
+    def fit_shared(cls, pairs, batch_size, order, seed=0, max_length=None):
+        """One grid of lengths for both sides, for a model that compiles a program per
+        sentence length (`dsan_tf.models.sentence_programs`): the fewest lengths whose grid
+        pads no more tokens than `fit`'s two grids, which would take their 4 + 3 lengths.
+        `chosen` records it: {"by": "shared_lengths", "lengths", "padding", "grids":
+        {"lengths", "padding"} of `fit`'s}."""
+        from dsan_tf.data.costs import batch_maxima  # NumPy only
+
+        batches = batch_order(pairs, batch_size, order, np.random.default_rng(seed))
+        two = cls._fitted(pairs, batches, batch_size, max_length=max_length)
+        maxima = [np.minimum(batch_maxima(getattr(pairs, f"{side}_lengths"), batches),
+                             max_length or np.inf).astype("int64")
+                  for side in ("premise", "hypothesis")]
+        real = sum(int(getattr(pairs, f"{side}_lengths").sum())
+                   for side in ("premise", "hypothesis"))
+
+        def padding(premise_grid, hypothesis_grid):
+            tokens = sum(int(np.sum(np.asarray(grid)[np.searchsorted(grid, side)]))
+                         for grid, side in ((premise_grid, maxima[0]),
+                                            (hypothesis_grid, maxima[1])))
+            return 1 - real / max(tokens * batch_size, 1)
+
+        limit = padding(two.premise_grid, two.hypothesis_grid)
+        count = len(set(two.premise_grid) | set(two.hypothesis_grid))
+        longest = max(two.premise_grid[-1], two.hypothesis_grid[-1])
+        for lengths in range(1, count + 1):
+            grid = length_grid(np.concatenate(maxima), lengths, longest)
+            if padding(grid, grid) <= limit + 1e-12:
+                break
+        chosen = {"by": "shared_lengths", "lengths": len(grid),
+                  "padding": round(padding(grid, grid), 4),
+                  "grids": {"lengths": count, "padding": round(limit, 4)}}
+        return cls(grid, grid, batch_size, chosen=chosen)
+
+    @classmethod
     def choose(cls, pairs, batch_size, order, step_costs, passes, seed=0, max_length=None,
                embedding_dim=None, most=3):
         """The shapes that cost least over a run on a device (`dsan_tf.data.costs`): the

@@ -84,7 +84,8 @@ class DataConfig:
         "the padding grid of 12) that cost least in compiles plus steps over the run on this "
         "device, by figures measured on a GPU and a CPU (dsan_tf.data.costs); padding, the "
         "grid of 4 x 3 lengths that pads least; or a file of `experiments.shape_costs` "
-        "measurements to fit. Evaluation uses the training shapes.", exists="file",
+        "measurements to fit. Evaluation uses the training shapes. With per-length programs "
+        "(sentence_programs) none of these: one grid of lengths for both sides.", exists="file",
         values=("device", "padding"))
     deterministic: bool = hyperparameter(
         True, "Deterministic TF ops and input order (same seed, same data: same run).")
@@ -153,6 +154,13 @@ class TrainingConfig:
         "host's per-step work (callbacks, logs) off steps bound by overhead. Unset: "
         f"{ACCELERATOR_STEPS_PER_EXECUTION} under JAX on a GPU or TPU, else 1 "
         "(docs/PERFORMANCE.md).", lower_bound=1)
+    sentence_programs: bool | None = hyperparameter(
+        None, "On JAX, make a sentence-pair model's steps of programs per sentence length "
+        "(the encoder's forward, backward and inference passes) and programs compiled once "
+        "(the head, the optimizer's update), so that batch shapes sharing a length share "
+        "its programs: fewer seconds compiling, a few dispatches more a step. The same "
+        "numbers as one program a step. With steps_per_execution 1 only. Unset: on under "
+        "JAX on a CPU (docs/PERFORMANCE.md).")
     mixed_precision: str = hyperparameter(
         "none", "Compute in half precision, keep float32 weights. For GPUs with fast half "
         "precision (float16: Volta and later; bfloat16: Ampere and later, TPUs); Pascal "
@@ -314,7 +322,7 @@ class ExperimentConfig:
         """This configuration with its "unset" (None) fields as they will run on the
         current Keras backend: `jit_compile` (what pays there), `bounded_shapes` (with a
         compiled step), `one_pass` (on an accelerator), `steps_per_execution` (JAX on an
-        accelerator) and `trainable_embeddings` (trained when the vectors start random).
+        accelerator), `sentence_programs` (JAX on a CPU) and `trainable_embeddings` (trained when the vectors start random).
         A run directory records the resolved configuration."""
         import keras
 
@@ -330,6 +338,11 @@ class ExperimentConfig:
         if steps is None:
             steps = ACCELERATOR_STEPS_PER_EXECUTION if (
                 keras.backend.backend() == "jax" and device_platform() != "cpu") else 1
+        programs = self.training.sentence_programs
+        if programs is None:
+            from dsan_tf.models.sentence_programs import default
+            programs = default()
+        programs = bool(programs and jit and keras.backend.backend() == "jax")  # JAX's only
         bounded = jit if self.data.bounded_shapes is None else self.data.bounded_shapes
         trainable = self.model_config.trainable_embeddings
         if trainable is None:
@@ -337,7 +350,8 @@ class ExperimentConfig:
         return dataclasses.replace(
             self, training=dataclasses.replace(self.training, jit_compile=jit,
                                                one_pass=one_pass,
-                                               steps_per_execution=steps),
+                                               steps_per_execution=steps,
+                                               sentence_programs=programs),
             data=dataclasses.replace(self.data, bounded_shapes=bounded),
             model_config=dataclasses.replace(self.model_config,
                                              trainable_embeddings=trainable))

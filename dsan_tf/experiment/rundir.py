@@ -50,7 +50,8 @@ CONFIG_PARTS = ("model", "model_config", "data", "training")
 # Fields a run may go on with changed: where files are, more epochs, and how the steps are
 # compiled and padded (a run started on a GPU goes on on a CPU), not what they compute
 # (more epochs train a finished run on: docs/TRAINING.md).
-MAY_CHANGE = ("tfds_data_dir", "embeddings_cache_dir", "epochs", "shape_costs", "one_pass")
+MAY_CHANGE = ("tfds_data_dir", "embeddings_cache_dir", "epochs", "shape_costs", "one_pass",
+              "steps_per_execution", "sentence_programs")
 
 
 def flag_values(config):

@@ -245,7 +245,8 @@ class NLITask:
             shapes = batching.Shapes()
         if in_order or not training:
             order = "in_order" if in_order else "length_buckets"
-            shapes = shapes.extended_to(pairs) if shapes else batching.Shapes.fit(
+            fit = batching.Shapes.fit_shared if self.shared_lengths() else batching.Shapes.fit
+            shapes = shapes.extended_to(pairs) if shapes else fit(
                 pairs, settings.batch_size, order, max_length=settings.max_length)
             return batching.NLIBatches(pairs, settings.batch_size, order, shapes, shuffle=False)
         order = settings.batching
@@ -267,14 +268,32 @@ class NLITask:
         steps = training.steps_per_execution
         return steps if multi_step.applies(steps, training.jit_compile) else 1
 
+    def shared_lengths(self):
+        """Whether both sides' batches are padded to one grid of lengths: where the model
+        compiles programs per sentence length (`TrainingConfig.sentence_programs`, resolved;
+        a sentence-encoder family), a length shared by the sides is compiled once."""
+        return bool(self.config.resolved().training.sentence_programs
+                    and not family(self.config.model).pair_input)
+
     def training_shapes(self, pairs, steps=None):
         """The bounded shapes of training on `pairs` (`IdPairs`) in epochs of `steps`
         batches (None: a pass): by `DataConfig.shape_costs`, those that cost least in
         compiles plus steps over the configured epochs on this device
-        (`batching.Shapes.choose`), or the padding grid (`Shapes.fit`)."""
+        (`batching.Shapes.choose`), or the padding grid (`Shapes.fit`); where
+        `shared_lengths`, one grid for both sides (`Shapes.fit_shared`), whatever
+        `shape_costs` says: its costs are of whole steps compiled per shape."""
         from dsan_tf.data import costs  # NumPy only
 
         settings = self.config.data
+        if self.shared_lengths():  # `shape_costs` prices whole steps, compiled per shape
+            shapes = batching.Shapes.fit_shared(pairs, settings.batch_size, settings.batching,
+                                                settings.seed, settings.max_length)
+            chosen = shapes.chosen
+            self.log(f"batch shapes of {chosen['lengths']} sentence lengths for both sides "
+                     f"(per-length programs): {shapes.describe()}, {chosen['padding']:.1%} "
+                     f"padding; a grid per side: {chosen['grids']['lengths']} lengths, "
+                     f"{chosen['grids']['padding']:.1%} padding")
+            return shapes
         step_costs = costs.step_costs(settings.shape_costs)
         if step_costs is None:
             return batching.Shapes.fit(pairs, settings.batch_size, settings.batching,
@@ -313,11 +332,13 @@ class NLITask:
         (`compile_for_training`, `optimizer`); `jit_compile` overrides the
         configuration's. `train_size` (training pairs) sets the epoch length that
         learning-rate cycles and normalized weight decay need. Keras'
-        `steps_per_execution` is the configuration's, resolved for the device."""
+        `steps_per_execution` and `sentence_programs` are the configuration's, resolved for
+        the device."""
         training = self.config.training
         jit_compile = training.jit_compile if jit_compile is None else jit_compile
+        resolved = self.config.resolved().training
         return compile_for_training(model, jit_compile, self.optimizer(model, train_size),
-                                    self.config.resolved().training.steps_per_execution)
+                                    resolved.steps_per_execution, resolved.sentence_programs)
 
     def optimizer(self, model, train_size=None):
         """The configured optimizer (`dsan_tf.experiment.optimization.make_optimizer`)."""

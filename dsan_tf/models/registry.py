@@ -62,6 +62,9 @@ class Family:
         sentence_figures: its backbone shows one sentence's attention, gates and pooling
             (`sentence_intermediates`: `experiments.train --probe_sentence`, the Section
             5.5 figures).
+        pair_input: its backbone reads premise and hypothesis together
+            (`Backbone.pair_input`): no sentence vectors, and no programs per sentence
+            length (`dsan_tf.models.sentence_programs`).
         small: {field: value} of the smallest model that still shows its behaviour, beside
             the vocabulary and embedding width a test picks: what the shared tests build of
             it (tests/test_model.py, test_backends.py, test_text_model.py).
@@ -82,6 +85,7 @@ class Family:
     forward_flops: Callable | None = None
     paper_parameters: str = ""
     sentence_figures: bool = False
+    pair_input: bool = False
     small: dict = dataclasses.field(default_factory=dict)
     layer_cases: Callable | None = None
 

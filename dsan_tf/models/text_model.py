@@ -79,6 +79,9 @@ class TextModel:
             if weighted_metrics is None:
                 weighted_metrics = accuracy_metrics()
         build_optimizer = kwargs.pop("build_optimizer", True)
+        # JAX: steps of per-length programs (`sentence_programs`; None: on a CPU).
+        self.sentence_programs = kwargs.pop("sentence_programs", None)
+        self._programs = None
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
                         weighted_metrics=weighted_metrics, **kwargs)
         if build_optimizer and self.built and not self.optimizer.built:
@@ -89,15 +92,51 @@ class TextModel:
 
     def make_train_function(self, force=False):
         """Keras' own; on JAX with `steps_per_execution` K > 1 and a compiled step, K
-        batches of one shape run as one program (`multi_step`)."""
+        batches of one shape run as one program (`multi_step`); with K = 1, where
+        `sentence_programs.applies`, a step is made of programs per sentence length."""
         from dsan_tf.models import multi_step  # Keras only
 
-        if not (multi_step.applies(self.steps_per_execution, self.jit_compile)
-                and not self.run_eagerly):
-            return super().make_train_function(force)
-        if self.train_function is None or force:
+        if self.train_function is not None and not force:
+            return self.train_function
+        if multi_step.applies(self.steps_per_execution, self.jit_compile) \
+                and not self.run_eagerly:
             self.train_function = multi_step.jax_train_function(self, self.steps_per_execution)
+        elif self._sentence_programs() is not None:
+            self.train_function = self._make_function(self._programs.train_step)
+        else:
+            super().make_train_function(force)
         return self.train_function
+
+    def make_test_function(self, force=False):
+        """Keras' own, or per-length programs (as `make_train_function`)."""
+        if self.test_function is not None and not force:
+            return self.test_function
+        if self._sentence_programs() is not None:
+            self.test_function = self._make_function(self._programs.test_step)
+        else:
+            super().make_test_function(force)
+        return self.test_function
+
+    def make_predict_function(self, force=False):
+        """Keras' own, or per-length programs (as `make_train_function`)."""
+        if self.predict_function is not None and not force:
+            return self.predict_function
+        if self._sentence_programs() is not None:
+            self.predict_function = self._make_function(self._programs.predict_step,
+                                                        concatenate_outputs=True)
+        else:
+            super().make_predict_function(force)
+        return self.predict_function
+
+    def _sentence_programs(self):
+        """This compiled model's `SentencePrograms`, made once, or None where they do not
+        apply (`dsan_tf.models.sentence_programs.applies`)."""
+        from dsan_tf.models import sentence_programs  # Keras only
+
+        if getattr(self, "_programs", None) is None and getattr(self, "compiled", False) \
+                and sentence_programs.applies(self):
+            self._programs = sentence_programs.SentencePrograms(self)
+        return getattr(self, "_programs", None)
 
     def compile_from_config(self, config):
         # Keras' own skips a `compile` it did not write; this one takes all its arguments.

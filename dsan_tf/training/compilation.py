@@ -54,18 +54,32 @@ def compile_ahead(model, train_batches, dev_batches):
     variable back (weights, optimizer slots and step count, metrics, dropout seeds): what
     is left is the compiled (traced) steps.
 
+    Where the model's steps are per-length programs (`dsan_tf.models.sentence_programs`),
+    a shape runs only when it brings a sentence length the earlier shapes did not.
+
     Returns:
         {"train_shapes": count, "dev_shapes": count, "seconds": all of it, "per_shape":
         [{"step": "train" or "eval", "shape": [B, T1, T2], "seconds"}] (NumPy batches:
-        each shape's first step, its compilation)}.
+        each shape's first step that ran, its compilation)}.
     """
+    from dsan_tf.models import sentence_programs  # Keras only
+
     started = time.perf_counter()
     variables = _state_variables(model)
     saved = [np.array(keras.ops.convert_to_numpy(v.value), copy=True) for v in variables]
     per_shape = []
+    # Per-length programs: a shape whose sentence lengths all came in earlier shapes has
+    # its programs already.
+    by_length = sentence_programs.applies(model)
     if isinstance(train_batches, batching.NLIBatches):
+        firsts = {"train": train_batches.first_of_each_shape(),
+                  "eval": dev_batches.first_of_each_shape()}
         for step, batches in (("train", train_batches), ("eval", dev_batches)):
-            for shape, batch in batches.first_of_each_shape().items():
+            lengths = set()
+            for shape, batch in firsts[step].items():
+                if by_length and lengths.issuperset(shape[1:]):
+                    continue
+                lengths.update(shape[1:])
                 began = time.perf_counter()
                 if step == "train":  # a run of K: the program of K steps (multi_step)
                     model.fit(_Batches([batch] * batches.run_length), epochs=1, verbose=0,
@@ -74,8 +88,7 @@ def compile_ahead(model, train_batches, dev_batches):
                     model.evaluate(_Batches([batch]), verbose=0)
                 per_shape.append({"step": step, "shape": list(shape),
                                   "seconds": round(time.perf_counter() - began, 3)})
-        trains = sum(row["step"] == "train" for row in per_shape)
-        devs = len(per_shape) - trains
+        trains, devs = len(firsts["train"]), len(firsts["eval"])
     else:
         model.fit(train_batches.take(1), epochs=1, verbose=0, shuffle=False)
         model.evaluate(dev_batches.take(1), verbose=0)

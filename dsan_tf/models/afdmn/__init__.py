@@ -27,7 +27,7 @@ def _head(config):
 FAMILY = register(Family(
     name="afdmn", paper="Duan et al. (2018), Attention-Fused Deep Matching Network",
     config=AFDMNConfig,
-    backbone=_backbone, head=_head,
+    backbone=_backbone, head=_head, pair_input=True,
     modules=("dsan_tf.models.afdmn.layers", "dsan_tf.models.afdmn.backbone"),
     small={"lstm_units": 8, "matching_blocks": 1,
            # ESIM's start gives logits of ~1e-12, which no comparison can read.
