@@ -48,6 +48,7 @@ from dsan_tf.data import batching
 from dsan_tf.experiment import rundir
 from dsan_tf.experiment.optimization import default_jit_compile
 from dsan_tf.experiment.task import NLITask
+from dsan_tf.models import sentence_programs
 from dsan_tf.programs import program
 from experiments import backends, program_size
 from dsan_tf.programs import flags as project_flags
@@ -332,6 +333,9 @@ def benchmark(task, compared_lengths, sweep_lengths):
         "mixed_precision": task.config.training.mixed_precision,
         "matmul_peak_gflops": peak, "matmul_shapes": shapes,
         "by_length": {str(t): c for t, c in compared.items()}, "faster_jit_compile": faster,
+        # JAX on a CPU: whether the compiled steps were per-length programs (its default).
+        "sentence_programs": {str(jit).lower(): sentence_programs.applies(model)
+                              for jit, model in models.items()},
     }
     if FLAGS.program_size:
         # Traced or lowered only, never run: the model's weights stay as they are.

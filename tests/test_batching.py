@@ -225,6 +225,35 @@ def test_keras_fits_the_batches_with_their_weights():
     assert keras.ops.convert_to_numpy(model.optimizer.iterations) == 8
 
 
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow",
+                    reason="TensorFlow's PyDataset adapter fixes the spec of its first batches")
+def test_batches_each_padded_to_its_own_longest_sentence_train_and_evaluate_on_tensorflow():
+    """Unbounded `NLIBatches` (TensorFlow's default: each batch padded to its longest
+    sentence) whose first two batches share their widths: Keras' adapter would fix those
+    widths in its spec and stop at the first other one (train_encoded did, in its dev
+    pass). They train, evaluate and predict, each epoch on the next pass."""
+    from dsan_tf.experiment.optimization import compile_for_training
+    task = NLITask(ExperimentConfig(model_config=model_config(
+        "dsan", embedding_dim=8, num_heads=2, ffn_dim=16, classifier_units=8)))
+    model = compile_for_training(task.build_model(60))
+    pairs = varied_pairs(200)
+    train = NLIBatches(pairs, 16, "sorted_chunks", Shapes(), seed=0)
+    dev = NLIBatches(pairs, 16, "in_order", Shapes(), shuffle=False)
+    widths = [NLIBatches.shape_of(train[i])[1:] for i in range(len(train))]
+    # A width the first two batches share (Keras' spec would fix it) and a later one lacks.
+    assert any(widths[0][side] == widths[1][side] and
+               any(w[side] != widths[0][side] for w in widths[2:]) for side in (0, 1))
+    drawn = []
+    plan = train.plan
+    train.plan = lambda index: drawn.append(index) or plan(index)
+    history = model.fit(train, validation_data=dev, epochs=2, verbose=0)  # passes 0 and 1
+    assert len(history.history["val_accuracy"]) == 2
+    assert [index for index in drawn if index] == [1]  # (`len` reads pass 0's plan)
+    assert int(model.optimizer.iterations) == 2 * len(train)
+    assert np.isfinite(model.evaluate(dev, verbose=0)[0])
+    assert model.predict(dev).shape == (200, 3)
+
+
 def test_runs_of_k_batches_keep_one_shape_each_and_every_pair_once():
     """`run_length` K (K steps as one program on JAX): each run of K batches is one shape,
     a shape's last run starts with skip steps (weights all 0, a batch of that shape), each

@@ -44,6 +44,34 @@ def _softmax(logits):
     return exp / exp.sum(axis=-1, keepdims=True)
 
 
+def _free_shapes(data):
+    """`data`, or on TensorFlow, for a PyDataset of batches padded each to its own longest
+    sentence (unbounded `NLIBatches`), a `tf.data` pipeline of its batches whose lengths
+    are free. Keras reads a PyDataset's tensor spec off its first two batches and then
+    refuses a batch of another width ("yielded an element of shape (64, 9) where an element
+    of shape (None, 7) was expected"). Each epoch's iteration is a new pass, as Keras' own
+    adapter calls `on_epoch_end` between epochs."""
+    shapes = getattr(data, "shapes", None)
+    if keras.backend.backend() != "tensorflow" or not isinstance(data, keras.utils.PyDataset) \
+            or getattr(shapes, "bounded", True):
+        return data
+    import tensorflow as tf  # the backend: loaded already
+
+    spec = keras.tree.map_structure(
+        lambda value: tf.TensorSpec([None] * np.ndim(value), np.asarray(value).dtype), data[0])
+    iterations = []
+
+    def batches():
+        if iterations:  # a later epoch: the next pass, as Keras' adapter would draw it
+            data.on_epoch_end()
+        iterations.append(None)
+        for index in range(len(data)):
+            yield data[index]
+
+    return tf.data.Dataset.from_generator(batches, output_signature=spec).apply(
+        tf.data.experimental.assert_cardinality(len(data))).prefetch(2)
+
+
 class TextModel:
     """Mixin for a Keras task model with a `preprocessor` attribute (None: ids only).
 
@@ -185,12 +213,15 @@ class TextModel:
             # A dataset comes in its maker's order (tf.data, NLIBatches): Keras ignores
             # shuffle there, and its default of True only prints a warning (issue 50).
             kwargs.setdefault("shuffle", False)
+            x = _free_shapes(x)
         if validation_data is not None:
             vx, vy, vw = (keras.utils.unpack_x_y_sample_weight(validation_data)
                           if isinstance(validation_data, tuple) else (validation_data,
                                                                         None, None))
             if self._is_text(vx):
                 validation_data, _ = self._text_batches(vx, vy, vw, batch_size)
+            else:
+                validation_data = _free_shapes(validation_data)
         history = super().fit(x, y, batch_size=batch_size, sample_weight=sample_weight,
                               validation_data=validation_data, **kwargs)
         if cut is not None:
@@ -203,8 +234,8 @@ class TextModel:
         if self._is_text(x):
             x, cut = self._text_batches(x, y, sample_weight, batch_size)
             y = sample_weight = batch_size = None
-        result = super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight,
-                                  **kwargs)
+        result = super().evaluate(_free_shapes(x), y, batch_size=batch_size,
+                                  sample_weight=sample_weight, **kwargs)
         if cut is not None:
             self._warn_truncated(cut)
         return result
@@ -225,7 +256,8 @@ class TextModel:
             x, cut = self._text_batches(x, None, None, batch_size)
             batch_size = None
         kwargs.setdefault("verbose", 0)
-        probabilities = _softmax(super().predict(x, batch_size=batch_size, **kwargs))
+        probabilities = _softmax(super().predict(_free_shapes(x), batch_size=batch_size,
+                                                 **kwargs))
         if cut is not None:
             self._warn_truncated(cut)
         if return_truncated:
