@@ -134,3 +134,39 @@ def test_steps_of_per_length_programs_compute_what_keras_whole_step_computes():
     shapes_used = train.describe()[1]
     assert len(shapes_used) >= 3  # of lengths 16 and 60: two training programs, not three
     assert split._programs.encode._cache_size() == 2
+
+
+@pytest.mark.parametrize("name", __import__("dsan_tf.models.registry", fromlist=["names"]).names())
+def test_every_sentence_encoder_family_steps_alike_by_length_and_a_pair_family_keeps_keras_step(
+        name):
+    """Each family of the registry, at its smallest size: a sentence encoder's training
+    step of per-length programs updates the weights as Keras' whole step does; a pair
+    model (`Family.pair_input`) keeps Keras' step."""
+    import numpy as np
+
+    from dsan_tf import build_model
+    from dsan_tf.models import registry, sentence_programs
+    from helpers import SMALL, config_for
+
+    def model(programs):
+        keras.utils.set_random_seed(0)
+        m = build_model(name, config_for(name, **{**SMALL, "num_heads": 2,
+                                                  **registry.family(name).small}))
+        m.compile(jit_compile=True, sentence_programs=programs)
+        return m
+
+    rng = np.random.default_rng(0)
+    x = {"premise": rng.integers(1, 50, (4, 7)).astype("int32"),
+         "hypothesis": rng.integers(1, 50, (4, 5)).astype("int32")}
+    x["premise"][1, 3:] = 0
+    y = np.array([0, 1, 2, 1])
+    split = model(True)
+    if registry.family(name).pair_input:  # never run: Keras' step, as with it off
+        assert not sentence_programs.applies(split)
+        return
+    whole = model(False)
+    for m in (whole, split):
+        m.train_on_batch(x, y)
+    assert split._programs is not None and whole._programs is None
+    for expected, got in zip(whole.trainable_variables, split.trainable_variables):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(expected), atol=1e-5)

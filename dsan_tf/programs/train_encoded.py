@@ -5,16 +5,24 @@ TensorBoard or export. Writes what it measured (epoch times, dev accuracy) as JS
 
     KERAS_BACKEND=jax python -m experiments.train_encoded --setting=snli25k_glove50.npz \
         --output=jax25k.json
+
+--sentence_programs, --steps_per_execution and --one_pass override the setting's: how the
+steps run, not what they compute (docs/PERFORMANCE.md).
 """
 
+import dataclasses
 import json
 
 from absl import flags
 
+from dsan_tf.experiment.config import TrainingConfig
 from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program
 
 FLAGS = project_flags.FLAGS
+# The setting's training fields a flag may override: how the steps run, not what they
+# compute (unset: the setting's, resolved for the device).
+HOW_IT_RUNS = ("sentence_programs", "steps_per_execution", "one_pass")
 
 
 def define_flags():
@@ -25,6 +33,7 @@ def define_flags():
     flags.DEFINE_integer("patience", None, "Early-stopping patience on dev accuracy "
                          "(default: the setting's; 0: never).", lower_bound=0)
     project_flags.define_compilation_flags()
+    project_flags.define_config_flags(TrainingConfig, "training", HOW_IT_RUNS)
 
 
 @program.main(tensorflow=False)
@@ -37,6 +46,10 @@ def main(argv):
         setting = EncodedSetting.load(FLAGS.setting)
     except (OSError, ValueError) as error:
         raise program.UsageError(f"--setting={FLAGS.setting}: {error}") from None
+    changed = {name: FLAGS[name].value for name in HOW_IT_RUNS if FLAGS[name].present}
+    if changed:
+        setting.config = dataclasses.replace(setting.config, training=dataclasses.replace(
+            setting.config.training, **changed))
     record = train_encoded(setting, FLAGS.epochs, FLAGS.patience, FLAGS.compile_ahead,
                            FLAGS.compilation_cache)
     if FLAGS.output:

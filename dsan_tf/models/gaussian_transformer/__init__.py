@@ -40,7 +40,7 @@ def _token_features(config, vocabulary, word_vectors, seed):
 FAMILY = register(Family(
     name="gaussian_transformer", paper="Guo, Zhang & Liu (2019), Gaussian Transformer",
     config=GaussianTransformerConfig,
-    backbone=_backbone, head=_head,
+    backbone=_backbone, head=_head, pair_input=True,
     feature_width=lambda config: config.embedding_dim + config.char_dim,
     token_features=_token_features,
     modules=tuple(f"dsan_tf.models.gaussian_transformer.{m}"
