@@ -313,6 +313,12 @@ def jit_modes(backend):
     return (default,) if backend in DEFAULT_JIT_ONLY else (default, not default)
 
 
+def per_length_programs(models):
+    """{"true"/"false" (jit_compile): whether that model's steps are per-length programs
+    (`dsan_tf.models.sentence_programs`: JAX on a CPU, by default)}."""
+    return {str(jit).lower(): sentence_programs.applies(model) for jit, model in models.items()}
+
+
 def benchmark(task, compared_lengths, sweep_lengths):
     """Steps 1-4 of the module docstring on the running backend: the results dict."""
     backend = keras.backend.backend()
@@ -333,9 +339,7 @@ def benchmark(task, compared_lengths, sweep_lengths):
         "mixed_precision": task.config.training.mixed_precision,
         "matmul_peak_gflops": peak, "matmul_shapes": shapes,
         "by_length": {str(t): c for t, c in compared.items()}, "faster_jit_compile": faster,
-        # JAX on a CPU: whether the compiled steps were per-length programs (its default).
-        "sentence_programs": {str(jit).lower(): sentence_programs.applies(model)
-                              for jit, model in models.items()},
+        "sentence_programs": per_length_programs(models),
     }
     if FLAGS.program_size:
         # Traced or lowered only, never run: the model's weights stay as they are.

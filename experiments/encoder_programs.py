@@ -51,7 +51,7 @@ def measure_length(model, ids, repeats=10):
                [v.value for v in model.backbone.non_trainable_variables])
     programs = SentencePrograms(model)
     functions = {"forward": programs.encode, "backward": programs.backward,
-                 "inference": programs.infer}
+                 "inference": programs.inference}
     row, compiled = {"T": int(ids.shape[1])}, {}
 
     def compile_one(name, *args):

@@ -1,11 +1,16 @@
 """Real shapes, not the demo's one, on JAX (the CI's JAX pass runs this file; other backends
 skip it): pairs of SNLI's length distribution batched as training batches them where the
 step is compiled. XLA compiles the training and evaluation steps once per batch shape,
-before `fit` (compile-ahead), and not once during two epochs of training and evaluation.
-The default grid over 300 steps is tests/test_jax.py's slow test."""
+or their programs once per sentence length (`dsan_tf.models.sentence_programs`, JAX's
+default on a CPU), before `fit` (compile-ahead), and not once during two epochs of
+training and evaluation; several steps run as one program (`multi_step`) and per-length
+programs compute what Keras' whole step computes. The default grid over 300 steps is
+tests/test_jax.py's slow test."""
 
 import keras
 import pytest
+
+from dsan_tf.models import registry
 
 pytestmark = pytest.mark.skipif(keras.backend.backend() != "jax",
                                 reason="counts XLA compilations of JAX (KERAS_BACKEND=jax)")
@@ -133,19 +138,19 @@ def test_steps_of_per_length_programs_compute_what_keras_whole_step_computes():
     np.testing.assert_allclose(split_rest[2], whole_rest[2], atol=1e-5)
     shapes_used = train.describe()[1]
     assert len(shapes_used) >= 3  # of lengths 16 and 60: two training programs, not three
-    assert split._programs.encode._cache_size() == 2
+    assert split._programs.compiled["encode"]._cache_size() == 2
 
 
-@pytest.mark.parametrize("name", __import__("dsan_tf.models.registry", fromlist=["names"]).names())
+@pytest.mark.parametrize("name", [name for name in registry.names() if name != registry.DEFAULT])
 def test_every_sentence_encoder_family_steps_alike_by_length_and_a_pair_family_keeps_keras_step(
         name):
-    """Each family of the registry, at its smallest size: a sentence encoder's training
-    step of per-length programs updates the weights as Keras' whole step does; a pair
-    model (`Family.pair_input`) keeps Keras' step."""
+    """Each other family of the registry (DSAN's two epochs are above), at its smallest
+    size: a sentence encoder's training step of per-length programs updates the weights
+    as Keras' whole step does; a pair model (`Family.pair_input`) keeps Keras' step."""
     import numpy as np
 
     from dsan_tf import build_model
-    from dsan_tf.models import registry, sentence_programs
+    from dsan_tf.models import sentence_programs
     from helpers import SMALL, config_for
 
     def model(programs):

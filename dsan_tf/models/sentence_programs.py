@@ -73,79 +73,95 @@ class SentencePrograms:
     functions made of them (`train_step`, `test_step`, `predict_step`: Keras' JAX
     trainer's signatures, state as lists of arrays in the model's variable order).
 
+    `compiled[name]` is XLA's program of the method `name` (`PROGRAMS`): compiled per
+    length of its ids (encode, inference, backward) or once (the others).
+
     Args:
         model: a compiled `NLIClassifier` for which `applies` holds.
     """
+
+    PROGRAMS = ("encode", "backward", "inference", "head_gradient", "update", "evaluation",
+                "prediction")
 
     def __init__(self, model):
         import jax  # the backend: loaded already
 
         self.model = model
-        (self._trainable, self._others) = _positions(model)
-        backbone, head = model.backbone, model.head
-        matching = model.get_layer("matching_features")
+        self._trainable, self._others = _positions(model)
+        self._matching = model.get_layer("matching_features")
+        self.compiled = {name: jax.jit(getattr(self, name)) for name in self.PROGRAMS}
 
-        def encode(trainable, others, ids):
-            # u [B, E] and the backward pass's residuals; others: dropout's seeds after.
-            return jax.vjp(lambda t: backbone.stateless_call(t, others, ids, training=True),
-                           trainable, has_aux=True)
+    def encode(self, trainable, others, ids):
+        """The backbone's training pass on ids [B, T]: (u [B, E], the backward pass's
+        residuals, others after: dropout's seeds)."""
+        import jax
 
-        def head_logits(trainable, others, u, v, training):
-            return head.stateless_call(trainable, others, matching(u, v), training=training)
+        backbone = self.model.backbone
+        return jax.vjp(lambda t: backbone.stateless_call(t, others, ids, training=True),
+                       trainable, has_aux=True)
 
-        def loss_of(trainable, others, metrics, logits, y, sample_weight, training):
-            # Keras' own loss (its trackers in `metrics`), on the model's whole state.
-            loss, (_, _, metrics) = model.stateless_compute_loss(
-                trainable, others, metrics, x=None, y=y, y_pred=logits,
-                sample_weight=sample_weight, training=training)
-            return loss, metrics
+    @staticmethod
+    def backward(vjp, cotangent):
+        """The backbone's trainable variables' gradients, of u's cotangent [B, E]."""
+        return vjp(cotangent)[0]
 
-        def head_gradient(trainable, others, metrics, u, v, y, sample_weight):
-            def loss(head_trainable, u, v):
-                logits, head_others = head_logits(head_trainable, self._pick(others, 1, 1),
-                                                  u, v, training=True)
-                value, new_metrics = loss_of(
-                    self._put(trainable, 0, 1, head_trainable),
-                    self._put(others, 1, 1, head_others), metrics, logits, y,
-                    sample_weight, training=True)
-                return value, (logits, head_others, new_metrics)
+    def inference(self, trainable, others, ids):
+        """u [B, E] of ids [B, T], no dropout."""
+        return self.model.backbone.stateless_call(trainable, others, ids, training=False)[0]
 
-            return jax.value_and_grad(loss, argnums=(0, 1, 2), has_aux=True)(
-                self._pick(trainable, 0, 1), u, v)
+    def _logits(self, head_trainable, head_others, u, v, training):
+        return self.model.head.stateless_call(head_trainable, head_others,
+                                              self._matching(u, v), training=training)
 
-        def update(trainable, optimizer_variables, metrics, grads, loss, logits, y,
-                   sample_weight):
-            premise, hypothesis, head_grads = grads
-            gradients = self._put(self._put([None] * len(trainable), 0, 1, head_grads), 0, 0,
-                                  [p + h for p, h in zip(premise, hypothesis)])
-            trainable, optimizer_variables = model.optimizer.stateless_apply(
-                optimizer_variables, gradients, trainable)
-            # Keras counts the loss once per pair: the batch's size is the logits' rows.
-            logs, metrics = model._update_metrics_variables(metrics, loss, logits, y, logits,
-                                                            sample_weight)
-            return logs, trainable, optimizer_variables, metrics
+    def _loss(self, trainable, others, metrics, logits, y, sample_weight, training):
+        # Keras' own loss (its trackers in `metrics`), on the model's whole state.
+        loss, (_, _, metrics) = self.model.stateless_compute_loss(
+            trainable, others, metrics, x=None, y=y, y_pred=logits,
+            sample_weight=sample_weight, training=training)
+        return loss, metrics
 
-        def evaluation(trainable, others, metrics, u, v, y, sample_weight):
-            logits, _ = head_logits(self._pick(trainable, 0, 1), self._pick(others, 1, 1),
-                                    u, v, training=False)
-            loss, metrics = loss_of(trainable, others, metrics, logits, y, sample_weight,
-                                    training=False)
-            return model._update_metrics_variables(metrics, loss, logits, y, logits,
-                                                   sample_weight)
+    def head_gradient(self, trainable, others, metrics, u, v, y, sample_weight):
+        """((loss, (logits, head's others after, metrics)), (head's gradients, u's and v's
+        cotangents))."""
+        import jax
 
-        def inference(trainable, others, ids):
-            return backbone.stateless_call(trainable, others, ids, training=False)[0]
+        def loss(head_trainable, u, v):
+            logits, head_others = self._logits(head_trainable, self._pick(others, 1, 1),
+                                               u, v, training=True)
+            value, new_metrics = self._loss(
+                self._put(trainable, 0, 1, head_trainable), self._put(others, 1, 1, head_others),
+                metrics, logits, y, sample_weight, training=True)
+            return value, (logits, head_others, new_metrics)
 
-        def backward(vjp, cotangent):  # the backbone's trainable variables' gradients
-            return vjp(cotangent)[0]
+        return jax.value_and_grad(loss, argnums=(0, 1, 2), has_aux=True)(
+            self._pick(trainable, 0, 1), u, v)
 
-        def prediction(head_trainable, head_others, u, v):
-            return head_logits(head_trainable, head_others, u, v, training=False)[0]
+    def update(self, trainable, optimizer_variables, metrics, grads, loss, logits, y,
+               sample_weight):
+        """The optimizer's update of (premise's, hypothesis's, head's) gradients, and the
+        metrics: (logs, trainable, optimizer variables, metrics)."""
+        premise, hypothesis, head_grads = grads
+        gradients = self._put(self._put([None] * len(trainable), 0, 1, head_grads), 0, 0,
+                              [p + h for p, h in zip(premise, hypothesis)])
+        trainable, optimizer_variables = self.model.optimizer.stateless_apply(
+            optimizer_variables, gradients, trainable)
+        # Keras counts the loss once per pair: the batch's size is the logits' rows.
+        logs, metrics = self.model._update_metrics_variables(metrics, loss, logits, y, logits,
+                                                             sample_weight)
+        return logs, trainable, optimizer_variables, metrics
 
-        # XLA's programs, compiled per length of `ids` (encode, infer, backward) or once.
-        self.encode, self.infer, self.backward = map(jax.jit, (encode, inference, backward))
-        self.head_gradient, self.update = jax.jit(head_gradient), jax.jit(update)
-        self.evaluation, self.prediction = jax.jit(evaluation), jax.jit(prediction)
+    def evaluation(self, trainable, others, metrics, u, v, y, sample_weight):
+        """(logs, metrics) of the head on u, v: Keras' test step after the encoder."""
+        logits, _ = self._logits(self._pick(trainable, 0, 1), self._pick(others, 1, 1), u, v,
+                                 training=False)
+        loss, metrics = self._loss(trainable, others, metrics, logits, y, sample_weight,
+                                   training=False)
+        return self.model._update_metrics_variables(metrics, loss, logits, y, logits,
+                                                    sample_weight)
+
+    def prediction(self, head_trainable, head_others, u, v):
+        """Logits [B, C] of u, v."""
+        return self._logits(head_trainable, head_others, u, v, training=False)[0]
 
     def _pick(self, values, which, part):
         """The backbone's (part 0) or the head's (1) among trainable (which 0) or
@@ -162,21 +178,23 @@ class SentencePrograms:
     def _encoded(self, trainable, others, x):
         """u, v [B, E] of the pairs' sides (inference)."""
         weights = (self._pick(trainable, 0, 0), self._pick(others, 1, 0))
-        return self.infer(*weights, x["premise"]), self.infer(*weights, x["hypothesis"])
+        infer = self.compiled["inference"]
+        return infer(*weights, x["premise"]), infer(*weights, x["hypothesis"])
 
     def train_step(self, state, data):
         """Keras' `train_step(state, data) -> (logs, state)`, as per-length programs."""
+        run = self.compiled
         trainable, others, optimizer_variables, metrics = state
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
         encoder, encoder_others = self._pick(trainable, 0, 0), self._pick(others, 1, 0)
-        u, premise_vjp, encoder_others = self.encode(encoder, encoder_others, x["premise"])
-        v, hypothesis_vjp, encoder_others = self.encode(encoder, encoder_others,
-                                                        x["hypothesis"])
+        u, premise_vjp, encoder_others = run["encode"](encoder, encoder_others, x["premise"])
+        v, hypothesis_vjp, encoder_others = run["encode"](encoder, encoder_others,
+                                                          x["hypothesis"])
         (loss, (logits, head_others, metrics)), (head_grads, u_grad, v_grad) = \
-            self.head_gradient(trainable, others, metrics, u, v, y, sample_weight)
-        grads = (self.backward(premise_vjp, u_grad), self.backward(hypothesis_vjp, v_grad),
+            run["head_gradient"](trainable, others, metrics, u, v, y, sample_weight)
+        grads = (run["backward"](premise_vjp, u_grad), run["backward"](hypothesis_vjp, v_grad),
                  head_grads)
-        logs, trainable, optimizer_variables, metrics = self.update(
+        logs, trainable, optimizer_variables, metrics = run["update"](
             trainable, optimizer_variables, metrics, grads, loss, logits, y, sample_weight)
         others = self._put(self._put(others, 1, 0, encoder_others), 1, 1, head_others)
         return logs, (trainable, others, optimizer_variables, metrics)
@@ -186,7 +204,8 @@ class SentencePrograms:
         trainable, others, metrics = state
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
         u, v = self._encoded(trainable, others, x)
-        logs, metrics = self.evaluation(trainable, others, metrics, u, v, y, sample_weight)
+        logs, metrics = self.compiled["evaluation"](trainable, others, metrics, u, v, y,
+                                                    sample_weight)
         return logs, (trainable, others, metrics)
 
     def predict_step(self, state, data):
@@ -194,5 +213,5 @@ class SentencePrograms:
         trainable, others = state
         x, _, _ = keras.utils.unpack_x_y_sample_weight(data)
         u, v = self._encoded(trainable, others, x)
-        return self.prediction(self._pick(trainable, 0, 1), self._pick(others, 1, 1), u, v), \
-            state
+        return self.compiled["prediction"](self._pick(trainable, 0, 1),
+                                           self._pick(others, 1, 1), u, v), state

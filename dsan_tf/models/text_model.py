@@ -137,24 +137,23 @@ class TextModel:
 
     def make_test_function(self, force=False):
         """Keras' own, or per-length programs (as `make_train_function`)."""
-        if self.test_function is not None and not force:
-            return self.test_function
-        if self._sentence_programs() is not None:
-            self.test_function = self._make_function(self._programs.test_step)
-        else:
-            super().make_test_function(force)
-        return self.test_function
+        return self._evaluation_function("test", force)
 
     def make_predict_function(self, force=False):
         """Keras' own, or per-length programs (as `make_train_function`)."""
-        if self.predict_function is not None and not force:
-            return self.predict_function
+        return self._evaluation_function("predict", force)
+
+    def _evaluation_function(self, kind, force):
+        """`make_test_function` ("test") or `make_predict_function` ("predict")."""
+        attribute = f"{kind}_function"
+        if getattr(self, attribute) is not None and not force:
+            return getattr(self, attribute)
         if self._sentence_programs() is not None:
-            self.predict_function = self._make_function(self._programs.predict_step,
-                                                        concatenate_outputs=True)
+            setattr(self, attribute, self._make_function(
+                getattr(self._programs, f"{kind}_step"), concatenate_outputs=kind == "predict"))
         else:
-            super().make_predict_function(force)
-        return self.predict_function
+            getattr(super(), f"make_{kind}_function")(force)
+        return getattr(self, attribute)
 
     def _sentence_programs(self):
         """This compiled model's `SentencePrograms`, made once, or None where they do not

@@ -62,24 +62,15 @@ def compile_ahead(model, train_batches, dev_batches):
         [{"step": "train" or "eval", "shape": [B, T1, T2], "seconds"}] (NumPy batches:
         each shape's first step that ran, its compilation)}.
     """
-    from dsan_tf.models import sentence_programs  # Keras only
-
     started = time.perf_counter()
     variables = _state_variables(model)
     saved = [np.array(keras.ops.convert_to_numpy(v.value), copy=True) for v in variables]
-    per_shape = []
-    # Per-length programs: a shape whose sentence lengths all came in earlier shapes has
-    # its programs already.
-    by_length = sentence_programs.applies(model)
+    per_shape, shapes = [], {}
     if isinstance(train_batches, batching.NLIBatches):
-        firsts = {"train": train_batches.first_of_each_shape(),
-                  "eval": dev_batches.first_of_each_shape()}
         for step, batches in (("train", train_batches), ("eval", dev_batches)):
-            lengths = set()
-            for shape, batch in firsts[step].items():
-                if by_length and lengths.issuperset(shape[1:]):
-                    continue
-                lengths.update(shape[1:])
+            firsts = batches.first_of_each_shape()
+            shapes[step] = len(firsts)
+            for shape, batch in _needed(model, firsts).items():
                 began = time.perf_counter()
                 if step == "train":  # a run of K: the program of K steps (multi_step)
                     model.fit(_Batches([batch] * batches.run_length), epochs=1, verbose=0,
@@ -88,7 +79,7 @@ def compile_ahead(model, train_batches, dev_batches):
                     model.evaluate(_Batches([batch]), verbose=0)
                 per_shape.append({"step": step, "shape": list(shape),
                                   "seconds": round(time.perf_counter() - began, 3)})
-        trains, devs = len(firsts["train"]), len(firsts["eval"])
+        trains, devs = shapes["train"], shapes["eval"]
     else:
         model.fit(train_batches.take(1), epochs=1, verbose=0, shuffle=False)
         model.evaluate(dev_batches.take(1), verbose=0)
@@ -97,6 +88,22 @@ def compile_ahead(model, train_batches, dev_batches):
         variable.assign(value)
     return {"train_shapes": trains, "dev_shapes": devs,
             "seconds": round(time.perf_counter() - started, 3), "per_shape": per_shape}
+
+
+def _needed(model, firsts):
+    """Of {shape: batch}, those to run: all, or with per-length programs
+    (`dsan_tf.models.sentence_programs`) those that bring a sentence length the earlier
+    shapes did not (the others' programs are compiled by then)."""
+    from dsan_tf.models import sentence_programs  # Keras only
+
+    if not sentence_programs.applies(model):
+        return firsts
+    needed, lengths = {}, set()
+    for shape, batch in firsts.items():
+        if not lengths.issuperset(shape[1:]):
+            lengths.update(shape[1:])
+            needed[shape] = batch
+    return needed
 
 
 def _state_variables(model):

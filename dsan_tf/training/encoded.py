@@ -93,9 +93,7 @@ def train_encoded(setting, epochs=None, patience=None, compile_ahead=True,
         f"{record['batches']['dev']}")
     model = task.compile(task.build_model(setting.vocabulary_size, setting.word_vectors),
                          train_size=len(train_pairs))
-    record["sentence_programs"] = sentence_programs.applies(model)
-    if record["sentence_programs"]:
-        log("steps of per-length programs (sentence_programs)")
+    record["sentence_programs"] = sentence_programs.applies(model)  # JAX on a CPU
     if compile_ahead:
         ahead = compilation.compile_ahead(model, train, dev)
         record["compile_ahead"] = ahead
