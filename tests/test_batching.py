@@ -243,12 +243,12 @@ def test_batches_each_padded_to_its_own_longest_sentence_train_and_evaluate_on_t
     # A width the first two batches share (Keras' spec would fix it) and a later one lacks.
     assert any(widths[0][side] == widths[1][side] and
                any(w[side] != widths[0][side] for w in widths[2:]) for side in (0, 1))
-    drawn = []
-    plan = train.plan
-    train.plan = lambda index: drawn.append(index) or plan(index)
-    history = model.fit(train, validation_data=dev, epochs=2, verbose=0)  # passes 0 and 1
+    trained, batch = [], train.batch
+    train.batch = lambda indices: trained.append(tuple(indices)) or batch(indices)
+    history = model.fit(train, validation_data=dev, epochs=2, verbose=0)
     assert len(history.history["val_accuracy"]) == 2
-    assert [index for index in drawn if index] == [1]  # (`len` reads pass 0's plan)
+    # Epoch 1 on pass 0, epoch 2 on pass 1 (after the one batch read for the spec).
+    assert trained[1:] == [tuple(indices) for indices in train.plan(0) + train.plan(1)]
     assert int(model.optimizer.iterations) == 2 * len(train)
     assert np.isfinite(model.evaluate(dev, verbose=0)[0])
     assert model.predict(dev).shape == (200, 3)
