@@ -322,8 +322,9 @@ class ExperimentConfig:
         """This configuration with its "unset" (None) fields as they will run on the
         current Keras backend: `jit_compile` (what pays there), `bounded_shapes` (with a
         compiled step), `one_pass` (on an accelerator), `steps_per_execution` (JAX on an
-        accelerator), `sentence_programs` (JAX on a CPU) and `trainable_embeddings` (trained when the vectors start random).
-        A run directory records the resolved configuration."""
+        accelerator), `sentence_programs` (JAX on a CPU) and `trainable_embeddings`
+        (trained when the vectors start random). A run directory records the resolved
+        configuration."""
         import keras
 
         from dsan_tf.data.costs import device_platform
@@ -341,6 +342,7 @@ class ExperimentConfig:
         programs = self.training.sentence_programs
         if programs is None:
             from dsan_tf.models.sentence_programs import default
+
             programs = default()
         programs = bool(programs and jit and keras.backend.backend() == "jax")  # JAX's only
         bounded = jit if self.data.bounded_shapes is None else self.data.bounded_shapes
