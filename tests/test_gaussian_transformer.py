@@ -52,24 +52,27 @@ def test_paper_configuration_has_the_papers_parameter_count():
     assert not model.backbone.token_embedding.trainable
 
 
-@pytest.mark.parametrize("policy", ["float32", "mixed_float16", "mixed_bfloat16"])
-def test_padding_never_changes_logits_and_half_precision_is_finite(rng, policy):
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_half_precision_trains_finite_and_padding_never_changes_bfloat16_logits(rng, policy):
+    """Training steps stay finite in half precision. Padding under float32 and float16 is
+    every family's test (tests/test_model.py); bfloat16's is here."""
     keras.config.set_dtype_policy(policy)
-    model = build_model("gaussian_transformer", TINY)
+    # One interaction block: the training step's compile is most of the test's time.
+    model = build_model("gaussian_transformer",
+                        dataclasses.replace(TINY, num_interaction_blocks=1))
     inputs = pairs(rng)
-    base = np.asarray(model(inputs, training=False), dtype="float32")
-    padded = {side: np.pad(ids, ((0, 0), (0, 4))) for side, ids in inputs.items()}
-    tolerance = 1e-5 if policy == "float32" else 5e-2
-    np.testing.assert_allclose(np.asarray(model(padded, training=False), "float32"), base,
-                               atol=tolerance)
-    alone = {"premise": inputs["premise"][1:2, :1], "hypothesis": inputs["hypothesis"][1:2]}
-    np.testing.assert_allclose(np.asarray(model(alone, training=False), "float32")[0], base[1],
-                               atol=tolerance)
-    if policy != "float32":  # training steps stay finite in half precision
-        model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(True))
-        history = model.fit(inputs, np.array([0, 1, 2, 0]), epochs=1, verbose=0)
-        assert np.isfinite(history.history["loss"]).all()
-        assert np.isfinite(np.asarray(model(inputs, training=False), "float32")).all()
+    if policy == "mixed_bfloat16":
+        base = np.asarray(model(inputs, training=False), dtype="float32")
+        padded = {side: np.pad(ids, ((0, 0), (0, 4))) for side, ids in inputs.items()}
+        np.testing.assert_allclose(np.asarray(model(padded, training=False), "float32"), base,
+                                   atol=5e-2)
+        alone = {"premise": inputs["premise"][1:2, :1], "hypothesis": inputs["hypothesis"][1:2]}
+        np.testing.assert_allclose(np.asarray(model(alone, training=False), "float32")[0],
+                                   base[1], atol=5e-2)
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(True))
+    history = model.fit(inputs, np.array([0, 1, 2, 0]), epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
+    assert np.isfinite(np.asarray(model(inputs, training=False), "float32")).all()
 
 
 def test_attention_never_reaches_padding(rng):
