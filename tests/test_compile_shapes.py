@@ -44,6 +44,27 @@ def test_per_length_programs_compile_once_per_sentence_length_before_fit():
     assert result["steps"] == 38
 
 
+def test_per_length_programs_choose_one_grid_for_both_sides_and_say_shape_costs_is_unused():
+    """With per-length programs, training shapes are one grid of lengths for both sides
+    (`Shapes.fit_shared`), logged with its padding against two grids; a `shape_costs` the
+    user set, which prices whole steps, is reported unused rather than dropped silently."""
+    from dsan_tf.experiment.config import DataConfig, ExperimentConfig, TrainingConfig
+    from dsan_tf.experiment.task import NLITask
+    from test_batching import varied_pairs
+
+    for setting in ("device", "padding"):
+        lines = []
+        task = NLITask(ExperimentConfig(data=DataConfig(batch_size=32, shape_costs=setting),
+                                        training=TrainingConfig(jit_compile=True,
+                                                                sentence_programs=True)),
+                       log=lines.append)
+        shapes = task.training_shapes(varied_pairs(300))
+        assert shapes.premise_grid == shapes.hypothesis_grid
+        assert f"batch shapes of {shapes.chosen['lengths']} sentence lengths for both sides" \
+            in lines[0]
+        assert ("--shape_costs=padding not used" in lines[0]) == (setting == "padding")
+
+
 def test_k_steps_as_one_program_train_as_the_steps_one_by_one():
     """`steps_per_execution` K on JAX (`dsan_tf.models.multi_step`): K batches of one shape
     run as one scan of the training step, skip steps (weights all 0) change nothing, and

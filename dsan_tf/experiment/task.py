@@ -292,7 +292,10 @@ class NLITask:
             self.log(f"batch shapes of {chosen['lengths']} sentence lengths for both sides "
                      f"(per-length programs): {shapes.describe()}, {chosen['padding']:.1%} "
                      f"padding; a grid per side: {chosen['grids']['lengths']} lengths, "
-                     f"{chosen['grids']['padding']:.1%} padding")
+                     f"{chosen['grids']['padding']:.1%} padding"
+                     + ("" if settings.shape_costs == "device" else
+                        f"; --shape_costs={settings.shape_costs} not used: it prices whole "
+                        "steps compiled per shape (--nosentence_programs uses it)"))
             return shapes
         step_costs = costs.step_costs(settings.shape_costs)
         if step_costs is None:
