@@ -65,6 +65,25 @@ def test_per_length_programs_choose_one_grid_for_both_sides_and_say_shape_costs_
         assert ("--shape_costs=padding not used" in lines[0]) == (setting == "padding")
 
 
+def test_a_regularizer_keeps_keras_whole_step():
+    """A weight or activity regularizer adds to the loss, which the per-length programs
+    would differentiate by the head alone: the model keeps Keras' step."""
+    from dsan_tf import build_model
+    from dsan_tf.models import sentence_programs
+    from helpers import SMALL, config_for
+
+    def model():
+        m = build_model("dsan", config_for("dsan", **SMALL))
+        m.compile(jit_compile=True, sentence_programs=True)
+        return m
+
+    plain, weight, activity = model(), model(), model()
+    assert sentence_programs.applies(plain)
+    weight.backbone.trainable_weights[0].regularizer = keras.regularizers.L2(0.01)
+    activity.head.activity_regularizer = keras.regularizers.L1(0.01)
+    assert not sentence_programs.applies(weight) and not sentence_programs.applies(activity)
+
+
 def test_k_steps_as_one_program_train_as_the_steps_one_by_one():
     """`steps_per_execution` K on JAX (`dsan_tf.models.multi_step`): K batches of one shape
     run as one scan of the training step, skip steps (weights all 0) change nothing, and

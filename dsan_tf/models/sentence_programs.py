@@ -19,8 +19,8 @@ hypothesis, head, as the model calls them); it costs a few dispatches more.
 
 Where it applies (`applies`): JAX, a compiled step, no Keras distribution,
 `steps_per_execution` 1 (several run as one scan instead: `multi_step`), a sentence-encoder
-backbone called twice (not `one_pass`), no loss scaling, and every variable the backbone's
-or the head's. Unset, it is on where the step runs on a CPU (`default`).
+backbone called twice (not `one_pass`), no loss scaling, no regularizer, and every variable
+the backbone's or the head's. Unset, it is on where the step runs on a CPU (`default`).
 """
 
 import keras
@@ -65,7 +65,15 @@ def applies(model):
         and backbone is not None and not backbone.pair_input
         and not getattr(model, "one_pass", False) and getattr(model, "head", None) is not None
         and not isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
-        and _positions(model) is not None)
+        and not _regularized(model) and _positions(model) is not None)
+
+
+def _regularized(model):
+    """Whether a weight or activity regularizer adds to the loss: the programs would
+    differentiate the head's loss only (none of the library's models has one)."""
+    return any(getattr(v, "regularizer", None) is not None for v in model.trainable_weights) \
+        or any(getattr(layer, "activity_regularizer", None) is not None
+               for layer in model._flatten_layers())
 
 
 class SentencePrograms:
