@@ -159,6 +159,19 @@ def test_compile_without_arguments_is_the_papers_setup_and_arguments_override_it
     assert isinstance(model.optimizer, keras.optimizers.SGD)
 
 
+def test_a_preprocessor_leaves_the_step_compiled():
+    """The preprocessor's lookup runs in tf.data, outside the step: a model holding it
+    compiles its step as one without it does (Keras would turn XLA off for the lookup
+    layer, and JAX ran the step op by op, 5 times slower on docs/API.md's example)."""
+    import warnings
+
+    model = _classifier()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # Keras warns where it turns jit_compile off
+        model.compile(jit_compile=True)
+    assert model.jit_compile is True  # on JAX: the next test's reloaded model
+
+
 def test_presets_keras_files_and_the_ensemble_give_the_same_numbers(tmp_path):
     """save_to_preset writes keras-hub's layout; from_preset, a `.keras` file and
     `dsan_tf.load` give the same probabilities back; an ensemble of a DSAN and a CBOW with
@@ -311,19 +324,19 @@ def test_import_dsan_tf_registers_every_class_for_keras_loaders(keras_files, tmp
 @pytest.mark.jax
 def test_text_runs_on_the_jax_backend_with_the_same_numbers(tmp_path):
     """Strings stay in tf.data, the model runs on JAX: the probabilities of a saved model
-    are TensorFlow's."""
+    are TensorFlow's, from a compiled step (the preprocessor does not turn XLA off)."""
     model = _classifier()
     expected = model.predict((PREMISES, HYPOTHESES))
     model.save(tmp_path / "m.keras")
     script = ("import sys, json, dsan_tf, keras\n"
               "m = keras.saving.load_model(sys.argv[1])\n"
-              "print(keras.backend.backend(), json.dumps(m.predict((sys.argv[2:6], "
-              "sys.argv[6:10])).tolist()))\n")
+              "numbers = json.dumps(m.predict((sys.argv[2:6], sys.argv[6:10])).tolist())\n"
+              "print(keras.backend.backend(), m.jit_compile, numbers)\n")
     result = subprocess.run([sys.executable, "-c", script, str(tmp_path / "m.keras"),
                              *PREMISES, *HYPOTHESES], cwd=ROOT, capture_output=True,
                             text=True, timeout=600, env={**__import__("os").environ,
                                                          "KERAS_BACKEND": "jax"})
     assert result.returncode == 0, result.stderr[-3000:]
-    backend, numbers = result.stdout.strip().splitlines()[-1].split(" ", 1)
-    assert backend == "jax"
+    backend, jit, numbers = result.stdout.strip().splitlines()[-1].split(" ", 2)
+    assert (backend, jit) == ("jax", "True")
     np.testing.assert_allclose(json.loads(numbers), expected, atol=1e-5)

@@ -66,6 +66,11 @@ class NLIPreprocessor(keras.layers.Layer):
         self.vocabulary = vocabulary
         self.lookup = vocabulary.lookup_layer()
         self.lookup(tf.constant([""]))  # builds it: an unbuilt layer cannot be exported
+        # The lookup runs in tf.data and in exports, never in the model's compiled step;
+        # its `supports_jit = False` made Keras compile no step of a model holding this
+        # preprocessor, so JAX ran it op by op (docs/API.md's example, 64 pairs, 2 epochs:
+        # `fit` 55.6 s against 10.8 s compiled, `predict` 10.1 s against 2.1 s).
+        self.lookup.supports_jit = True
 
     @property
     def lowercase(self):

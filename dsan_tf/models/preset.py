@@ -175,11 +175,7 @@ def _compile(model, compile_config):
     if not compile_config:
         model.compile()
         return
-    # Whether the step is XLA-compiled belongs to the backend that loads it, not to the
-    # one that trained it (`dsan_tf.experiment.optimization.default_jit_compile`).
-    config = {key: value for key, value in compile_config.items()
-              if key not in ("jit_compile", "run_eagerly")}
-    model.compile_from_config(config)
+    model.compile_from_config(compile_config)  # the loading backend's jit_compile
 
 
 def _ensemble(path):

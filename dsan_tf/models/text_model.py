@@ -166,7 +166,12 @@ class TextModel:
         return getattr(self, "_programs", None)
 
     def compile_from_config(self, config):
-        # Keras' own skips a `compile` it did not write; this one takes all its arguments.
+        # Keras' own skips a `compile` it did not write; this one takes all its arguments
+        # but two: whether the step is XLA-compiled (or eager) belongs to the backend that
+        # loads the file, not to the one that trained it (a TensorFlow run records False,
+        # which made JAX run the reloaded model op by op).
+        config = {key: value for key, value in config.items()
+                  if key not in ("jit_compile", "run_eagerly")}
         self.compile(**keras.saving.deserialize_keras_object(config))
 
     def _is_text(self, x):
