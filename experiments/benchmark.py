@@ -5,7 +5,8 @@
     python -m experiments.benchmark --backends=tensorflow,jax,torch [--output=FILE.json]
 
 For the model the flags describe (DSAN at the paper's size by default: d_e 300, 5 heads,
-d_ff 1200; --model=disan or cbow for the baselines) at --batch_size (64), with random token
+d_ff 1200, its embeddings frozen as the paper's, --trainable_embeddings to train them;
+--model=disan or cbow for the baselines) at --batch_size (64), with random token
 ids (no padding) in premise and hypothesis alike, on the backend KERAS_BACKEND names
 (TensorFlow, JAX or PyTorch; it needs no TensorFlow on JAX or PyTorch):
 
@@ -30,6 +31,7 @@ ids (no padding) in premise and hypothesis alike, on the backend KERAS_BACKEND n
 per process) at --benchmark_lengths (16,32,64 unless given) and prints them side by side.
 """
 
+import dataclasses
 import json
 import math
 import os
@@ -55,7 +57,7 @@ from dsan_tf.programs import flags as project_flags
 
 FLAGS = project_flags.FLAGS
 SNLI_TRAIN_PAIRS = 549_367
-VOCAB_SIZE = 20_000  # the cost of a (frozen) embedding lookup does not depend on it
+VOCAB_SIZE = 20_000  # a frozen embedding's lookup costs the same at any size
 LENGTH_PROFILE = pathlib.Path(__file__).resolve().parents[1] / "docs/runs/snli25k_lengths.json"
 # Backends measured in their default compile setting only: torch.compile recompiles for
 # minutes per shape on a CPU.
@@ -137,6 +139,13 @@ def build(task, jit_compile):
     """A compiled model of the task's configuration, seeded, for random token ids."""
     keras.utils.set_random_seed(task.config.data.seed)
     return task.compile(task.build_model(VOCAB_SIZE), jit_compile)
+
+
+def parameters(model):
+    """{total, trainable}: the model's parameter counts (the paper's DSAN: 4.7M, without
+    its embedding)."""
+    trainable = sum(int(np.prod(variable.shape)) for variable in model.trainable_variables)
+    return {"total": model.count_params(), "trainable": trainable}
 
 
 def random_batch(length, batch_size, seed):
@@ -335,12 +344,16 @@ def benchmark(task, compared_lengths, sweep_lengths):
     results = {
         "machine": backends.info(), "provenance": rundir.provenance(),
         "model": task.config.model, "config": config.to_dict(),
+        "parameters": parameters(models[modes[0]]),
         "batch_size": task.config.data.batch_size,
         "mixed_precision": task.config.training.mixed_precision,
         "matmul_peak_gflops": peak, "matmul_shapes": shapes,
         "by_length": {str(t): c for t, c in compared.items()}, "faster_jit_compile": faster,
         "sentence_programs": per_length_programs(models),
     }
+    counts = results["parameters"]
+    print(f"{task.config.model}: {counts['total']:,} parameters, {counts['trainable']:,} "
+          f"trained (embeddings {'trained' if config.trainable_embeddings else 'frozen'})")
     if FLAGS.program_size:
         # Traced or lowered only, never run: the model's weights stay as they are.
         results["program"] = program_size.measure(
@@ -439,9 +452,23 @@ def main(argv):
         print(f"results: {FLAGS.output}")
 
 
+def frozen_embeddings(config):
+    """`config` with an unset `trainable_embeddings` set to False: the random ids stand for
+    the words of a run with GloVe, which the paper does not fine-tune (Im & Cho, 2017,
+    Section 5.2). Unset, the library trains random vectors, and the program would time the
+    gradient to the words and the update of a 20,000 x 300 embedding (6.0M of its 10.7M
+    parameters) as the model's: issue 48's 13% (docs/PERFORMANCE.md, "The CPU step
+    against commit 7d02b0a"). `--trainable_embeddings` times them."""
+    if config.model_config.trainable_embeddings is not None:
+        return config
+    return dataclasses.replace(config, model_config=dataclasses.replace(
+        config.model_config, trainable_embeddings=False))
+
+
 def _task():
-    """The NLITask of the flags, with the precision policy set."""
-    config = project_flags.experiment_config()
+    """The NLITask of the flags (embeddings frozen unless asked), with the precision
+    policy set."""
+    config = frozen_embeddings(project_flags.experiment_config())
     if config.training.mixed_precision != "none":
         keras.config.set_dtype_policy(config.training.mixed_precision)
     return NLITask(config)

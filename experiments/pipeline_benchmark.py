@@ -6,8 +6,9 @@ r"""Input-pipeline throughput against the model's training throughput.
 
 Reads and encodes the data (timed), then iterates the batched `tf.data` pipeline for a few
 epochs (pairs/s, after one warm-up epoch), and trains the model the model flags describe
-(the paper's by default) for a few steps on the same batches (pairs/s). The pipeline must be
-at least 10x faster than training so that input is never the bottleneck.
+(the paper's by default, its embeddings frozen unless --trainable_embeddings) for a few
+steps on the same batches (pairs/s). The pipeline must be at least 10x faster than
+training so that input is never the bottleneck.
 """
 
 import dataclasses
@@ -85,8 +86,9 @@ def main(argv):
     program.check_start(argv, train_data="a data file, tfds:NAME/SPLIT or synthetic:...")
     from dsan_tf import data  # TensorFlow loads here, not for --help
     from dsan_tf.experiment.task import NLITask
+    from experiments.benchmark import frozen_embeddings
 
-    task = NLITask(project_flags.experiment_config())
+    task = NLITask(frozen_embeddings(project_flags.experiment_config()))
     pairs, preprocessor, prepare_seconds = prepare(task)
     dataset = task.build_inputs(pairs, training=True)
     rate = pipeline_rate(dataset, pairs, FLAGS.pipeline_epochs)

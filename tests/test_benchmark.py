@@ -1,5 +1,6 @@
 """`experiments.benchmark` writes the figures users compare machines with (not a timed test)."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -9,7 +10,9 @@ import pytest
 from helpers import ENV, ROOT, cli, ok
 
 from dsan_tf import DSANConfig
-from experiments.benchmark import format_side_by_side, forward_flops, project_epoch
+from dsan_tf.experiment.config import ExperimentConfig
+from experiments.benchmark import (format_side_by_side, forward_flops, frozen_embeddings,
+                                   project_epoch)
 
 
 def test_flop_count_follows_the_formula():
@@ -48,6 +51,10 @@ def test_benchmark_writes_every_figure(tmp_path, onednn, xla):
            env={"TF_ENABLE_ONEDNN_OPTS": onednn}))
     result = json.loads(output.read_text())
     assert result["matmul_peak_gflops"] > 0
+    # The paper's model: random ids stand for GloVe's words, whose vectors stay frozen.
+    assert result["config"]["trainable_embeddings"] is False
+    parameters = result["parameters"]
+    assert parameters["total"] - parameters["trainable"] == 20_000 * 16  # the embedding
     assert result["provenance"]["keras"] and result["machine"]["cpus"] > 0
     assert result["machine"]["tf_enable_onednn_opts"] == onednn
     assert result["machine"]["backend"] == result["provenance"]["keras_backend"] == "tensorflow"
@@ -75,6 +82,18 @@ def test_benchmark_writes_every_figure(tmp_path, onednn, xla):
         bad = cli("benchmark", "--sweep_lengths=8,x")
         assert bad.returncode != 0 and "--sweep_lengths must be positive integers" in \
             bad.stderr
+
+
+def test_the_benchmarks_freeze_the_embeddings_unless_asked():
+    """Unset, the library trains random vectors; the benchmarks time the paper's model,
+    which keeps GloVe frozen, and train them only when the flag says so."""
+    unset = ExperimentConfig()
+    assert unset.model_config.trainable_embeddings is None
+    assert frozen_embeddings(unset).model_config.trainable_embeddings is False
+    for asked in (True, False):
+        config = dataclasses.replace(unset, model_config=dataclasses.replace(
+            unset.model_config, trainable_embeddings=asked))
+        assert frozen_embeddings(config).model_config.trainable_embeddings is asked
 
 
 TINY = ("--embedding_dim=16", "--num_heads=4", "--ffn_dim=32", "--batch_size=8",
