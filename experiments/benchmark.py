@@ -355,13 +355,7 @@ def benchmark(task, compared_lengths, sweep_lengths):
     print(f"{task.config.model}: {counts['total']:,} parameters, {counts['trainable']:,} "
           f"trained (embeddings {'trained' if config.trainable_embeddings else 'frozen'})")
     if FLAGS.program_size:
-        # Traced or lowered only, never run: the model's weights stay as they are.
-        results["program"] = program_size.measure(
-            models[faster], task.config.data.batch_size, compared_lengths[0], VOCAB_SIZE,
-            task.config.data.seed)
-        print(f"training program at T={compared_lengths[0]}: " + ", ".join(
-            f"{part} {value}" for part, value in results["program"].items()
-            if part in ("gradient", "step")))
+        results["program"] = training_program(models[faster], task, compared_lengths[0])
     if FLAGS.sweep:
         print(f"sweep with jit_compile={faster}")
         results["lengths"] = sweep(models[faster], task, lengths, peak, seconds, faster,
@@ -382,6 +376,16 @@ def benchmark(task, compared_lengths, sweep_lengths):
                   f"{epoch['first_steps_seconds']:.0f} s): {epoch['projected_seconds']:,.0f} s "
                   f"({epoch['train_pairs_per_sec']:.0f} pairs/s)")
     return results
+
+
+def training_program(model, task, length):
+    """`program_size.measure` of the model's training program at `length`, printed."""
+    # Traced or lowered only, never run: the model's weights stay as they are.
+    program = program_size.measure(model, task.config.data.batch_size, length, VOCAB_SIZE,
+                                   task.config.data.seed)
+    print(f"training program at T={length}: " + ", ".join(
+        f"{part} {value}" for part, value in program.items() if part in ("gradient", "step")))
+    return program
 
 
 def side_by_side(names, lengths):

@@ -343,7 +343,11 @@ def test_an_export_on_another_backend_is_refused_before_training(tmp_path, monke
     from dsan_tf.experiment.config import RunOptions
     from dsan_tf.saving import serving
 
+    from dsan_tf.data import costs
+
     monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
+    # The faked backend's device is a CPU: JAX itself may not be installed.
+    monkeypatch.setattr(costs, "device_platform", lambda: "cpu")
     workdir = tmp_path / "run"
     with pytest.raises(UsageError) as refused:
         steps.train_run(str(workdir), _config(1), RunOptions(export_dir=str(tmp_path / "e")))
