@@ -31,7 +31,6 @@ ids (no padding) in premise and hypothesis alike, on the backend KERAS_BACKEND n
 per process) at --benchmark_lengths (16,32,64 unless given) and prints them side by side.
 """
 
-import dataclasses
 import json
 import math
 import os
@@ -50,6 +49,7 @@ from dsan_tf.data import batching
 from dsan_tf.experiment import rundir
 from dsan_tf.experiment.optimization import default_jit_compile
 from dsan_tf.experiment.task import NLITask
+from dsan_tf.models.backbone import count_parameters
 from dsan_tf.models import sentence_programs
 from dsan_tf.programs import program
 from experiments import backends, program_size
@@ -144,8 +144,8 @@ def build(task, jit_compile):
 def parameters(model):
     """{total, trainable}: the model's parameter counts (the paper's DSAN: 4.7M, without
     its embedding)."""
-    trainable = sum(int(np.prod(variable.shape)) for variable in model.trainable_variables)
-    return {"total": model.count_params(), "trainable": trainable}
+    return {"total": count_parameters(model.weights),
+            "trainable": count_parameters(model.trainable_weights)}
 
 
 def random_batch(length, batch_size, seed):
@@ -465,8 +465,7 @@ def frozen_embeddings(config):
     against commit 7d02b0a"). `--trainable_embeddings` times them."""
     if config.model_config.trainable_embeddings is not None:
         return config
-    return dataclasses.replace(config, model_config=dataclasses.replace(
-        config.model_config, trainable_embeddings=False))
+    return config.replace(trainable_embeddings=False)
 
 
 def _task():

@@ -1,6 +1,5 @@
 """`experiments.benchmark` writes the figures users compare machines with (not a timed test)."""
 
-import dataclasses
 import json
 import subprocess
 import sys
@@ -91,8 +90,7 @@ def test_the_benchmarks_freeze_the_embeddings_unless_asked():
     assert unset.model_config.trainable_embeddings is None
     assert frozen_embeddings(unset).model_config.trainable_embeddings is False
     for asked in (True, False):
-        config = dataclasses.replace(unset, model_config=dataclasses.replace(
-            unset.model_config, trainable_embeddings=asked))
+        config = unset.replace(trainable_embeddings=asked)
         assert frozen_embeddings(config).model_config.trainable_embeddings is asked
 
 

@@ -340,10 +340,9 @@ def test_an_export_on_another_backend_is_refused_before_training(tmp_path, monke
     import keras
 
     from dsan_tf.common.errors import UsageError
+    from dsan_tf.data import costs
     from dsan_tf.experiment.config import RunOptions
     from dsan_tf.saving import serving
-
-    from dsan_tf.data import costs
 
     monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
     # The faked backend's device is a CPU: JAX itself may not be installed.
