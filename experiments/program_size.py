@@ -7,9 +7,23 @@ costs: what issue 48 follows without a GPU (a smaller program compiles faster ev
 - on TensorFlow: the graph's op count and the seconds to trace it;
 - on JAX: the HLO instruction count before XLA's optimisation and after it, and the
   seconds to lower and to compile it.
+
+And what a GPU would run, without one (`--gpu_kernels`, JAX with its CUDA plugin: `pip
+install "jax[cuda13]"`, no GPU or driver needed): the training step of a configuration
+compiled by XLA for an H100 (deviceless compilation), and the kernels it launches a step,
+with Adam's moments a variable each (Keras') and flat (`dsan_tf.models.optimizers`'
+`flat_moments`). On a GPU a step of this model is bound by its kernels, not their
+arithmetic (docs/PERFORMANCE.md, "What a GPU runs"):
+
+    JAX_PLATFORMS=cpu KERAS_BACKEND=jax python -m experiments.program_size --gpu_kernels \
+        [--shape=23x24] [--steps=32] [--config=dsan_snli] [--size=field=value,...]
 """
 
+import argparse
+import collections
+import json
 import re
+import sys
 import time
 
 import keras
@@ -114,3 +128,161 @@ def measure(model, batch_size, length, vocabulary_size, seed=0):
     model(inputs)  # built before any program is traced
     return {"batch_size": batch_size, "length": length,
             **training_program(model, inputs, labels)}
+
+
+# XLA's description of an NVIDIA H100 80GB HBM3, as `jax.lib.xla_client.
+# get_topology_for_devices(jax.devices()).target_config` gives it on one (the H200 is the
+# same GH100 chip, 132 SMs, with more and faster memory).
+H100_TARGET = """
+gpu_device_info {
+  threads_per_block_limit: 1024 threads_per_warp: 32 shared_memory_per_block: 49152
+  shared_memory_per_core: 233472 threads_per_core_limit: 2048 core_count: 132
+  fpus_per_core: 128 block_dim_limit_x: 2147483647 block_dim_limit_y: 65535
+  block_dim_limit_z: 65535 memory_bandwidth: 3352320000000 l2_cache_size: 52428800
+  clock_rate_ghz: 1.98 device_memory_size: 84929347584
+  shared_memory_per_block_optin: 232448 cuda_compute_capability { major: 9 }
+  registers_per_core_limit: 65536 registers_per_block_limit: 65536
+}
+runtime_version { major: 12 minor: 8 }
+platform_name: "CUDA"
+dnn_version_info { major: 9 minor: 7 }
+device_description_str: "NVIDIA H100 80GB HBM3"
+"""
+
+# Instructions that launch nothing: buffers and their bookkeeping.
+BOOKKEEPING = {"parameter", "get-tuple-element", "tuple", "bitcast", "constant",
+               "after-all", "opt-barrier", "partition-id", "replica-id"}
+_COMPUTATION = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$")
+_INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*.+?\s([\w\-]+)\(")
+
+
+def gpu_kernels(hlo_text):
+    """The kernels of one run of an optimised GPU module (`compiled.as_text()`): the entry
+    computation's instructions but bookkeeping, a loop's body counted once (a scan of K
+    steps runs it K times).
+
+    Returns:
+        {"kernels": the entry's and each loop body's once, "loop_body": the loops'
+         bodies' alone, "by_kind": {"fusion:kLoop": n, "custom-call:TARGET": n, ...}}.
+    """
+    computations, current, entry = {}, None, None
+    for line in hlo_text.splitlines():
+        opened = None if line.startswith(" ") else _COMPUTATION.match(line)
+        if opened:
+            current = opened.group(2)
+            computations[current] = []
+            entry = current if opened.group(1) else entry
+        elif current and (found := _INSTRUCTION.match(line)):
+            computations[current].append((found.group(1), line))
+    kinds, body = collections.Counter(), collections.Counter()
+
+    def visit(name, counter):
+        for op, line in computations[name]:
+            if op in BOOKKEEPING:
+                continue
+            if op == "while":  # its condition is evaluated on the device, its body run
+                visit(re.search(r"body=%?([\w.\-]+)", line).group(1), body)
+                continue
+            if op == "custom-call":
+                op += ":" + re.search(r'custom_call_target="([^"]+)"', line).group(1)
+            elif op == "fusion":
+                op += ":" + re.search(r"kind=(\w+)", line).group(1)
+            counter[op] += 1
+
+    visit(entry, kinds)
+    return {"kernels": sum(kinds.values()) + sum(body.values()),
+            "loop_body": sum(body.values()), "by_kind": dict((kinds + body).most_common())}
+
+
+def compile_for_gpu(function, *args, target=H100_TARGET):
+    """`jax.jit(function)` for `args` (arrays, or anything with shape and dtype) compiled
+    for the GPU `target` describes, without one (XLA's deviceless compilation; needs JAX's
+    CUDA plugin). Returns (the optimised HLO text, compile seconds)."""
+    import jax
+    from jax.experimental import topologies
+
+    topology = topologies.get_topology_desc(platform="cuda", target_config=target,
+                                            topology="1x1x1")
+    mesh = topologies.make_mesh(topo=topology, mesh_shape=(1,), axis_names=("x",))
+    replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+    abstract = jax.tree.map(lambda a: jax.ShapeDtypeStruct(
+        np.shape(a), jax.numpy.asarray(a).dtype, sharding=replicated), args)
+    lowered = jax.jit(function, donate_argnums=0).lower(*abstract)
+    started = time.perf_counter()
+    compiled = lowered.compile()
+    return compiled.as_text(), round(time.perf_counter() - started, 2)
+
+
+def training_step_kernels(model, batch, steps=1, target=H100_TARGET):
+    """`gpu_kernels` of `model`'s compiled training step on `batch` ((x, y, sample
+    weight)) for a GPU, or of `steps` steps as one scan (`multi_step`, a GPU's default);
+    with "compile_seconds" on this machine."""
+    from dsan_tf.models import multi_step
+
+    model.train_on_batch(*batch)  # builds the metrics' variables
+    state = tuple([v.value for v in variables] for variables in (
+        model.trainable_variables, model.non_trainable_variables,
+        model.optimizer.variables, model.metrics_variables))
+    if steps == 1:
+        text, seconds = compile_for_gpu(model.train_step, state, batch, target=target)
+    else:
+        text, seconds = compile_for_gpu(multi_step.scanned_steps(model), state,
+                                        [batch] * steps, target=target)
+    return {**gpu_kernels(text), "compile_seconds": seconds}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[2],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--gpu_kernels", action="store_true", required=True,
+                        help="count the kernels of the training step compiled for a GPU")
+    parser.add_argument("--config", default="dsan_snli", help="a named configuration")
+    parser.add_argument("--size", default="", help="field=value,... over the configuration")
+    parser.add_argument("--shape", default="23x24", help="premise x hypothesis tokens")
+    parser.add_argument("--steps", type=int, default=1, help="steps as one scan (1: one)")
+    parser.add_argument("--output", help="append the JSON line to this file")
+    args = parser.parse_args(argv)
+    import keras
+
+    from dsan_tf.experiment.config import ExperimentConfig
+    from dsan_tf.experiment.task import NLITask
+    from dsan_tf.models import optimizers
+
+    if keras.backend.backend() != "jax":
+        sys.exit("--gpu_kernels compiles with JAX: run it with KERAS_BACKEND=jax.")
+    try:
+        compile_for_gpu(lambda x: x * 2, np.ones(2, "float32"))
+    except Exception as error:  # noqa: BLE001 - whatever XLA says, said in one line
+        sys.exit("--gpu_kernels compiles for a GPU without one: it needs JAX's CUDA plugin "
+                 "(pip install \"jax[cuda13]\") and JAX_PLATFORMS=cpu "
+                 f"({type(error).__name__}: {error}).")
+    fields = dict(pair.split("=", 1) for pair in args.size.split(",") if pair)
+    # As on a GPU: one pass of the encoder, the step compiled.
+    config = ExperimentConfig.named(args.config, **{"one_pass": True, "jit_compile": True,
+                                                    **fields})
+    task = NLITask(config)
+    premise, hypothesis = (int(n) for n in args.shape.split("x"))
+    size, rng = config.data.batch_size, np.random.default_rng(0)
+    batch = ({"premise": rng.integers(2, 1000, (size, premise)).astype("int32"),
+              "hypothesis": rng.integers(2, 1000, (size, hypothesis)).astype("int32")},
+             rng.integers(0, 3, size), np.ones(size, "float32"))
+    record = {"config": args.config, "size": fields, "shape": args.shape,
+              "batch_size": size, "steps": args.steps, "target": "NVIDIA H100 80GB HBM3"}
+    for flat in (False, True):
+        keras.utils.set_random_seed(0)
+        model = task.build_model(1000)
+        task.compile(model, jit_compile=True)
+        model.compile(optimizer=optimizers.Adam(config.training.learning_rate,
+                                                flat_moments=flat),
+                      loss=model.loss, jit_compile=True)
+        record["flat_moments" if flat else "moments_per_variable"] = training_step_kernels(
+            model, batch, args.steps)
+    line = json.dumps(record)
+    print(line)
+    if args.output:
+        with open(args.output, "a", encoding="utf-8") as stream:
+            stream.write(line + "\n")
+
+
+if __name__ == "__main__":
+    main()

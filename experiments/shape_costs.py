@@ -34,6 +34,7 @@ import numpy as np
 from dsan_tf.data.costs import StepCosts
 from dsan_tf.experiment.config import ExperimentConfig
 from dsan_tf.experiment.task import NLITask
+from dsan_tf.models import optimizers
 from experiments.benchmark import LENGTH_PROFILE, SNLI_TRAIN_PAIRS, VOCAB_SIZE
 
 
@@ -155,15 +156,20 @@ def _device_loops(model, host, chunk):
 
 
 def measure(task, premise, hypothesis, steps, steps_per_execution, compare_feeds=False,
-            compare_loops=0):
+            compare_loops=0, flat_moments=False):
     """{compile_train_s, compile_eval_s, ms_per_step} of one shape and one
     steps_per_execution, on a fresh model; `compare_feeds`: and by feeding path
     (`_feeds`); `compare_loops` (a chunk of steps, JAX): and by what drives the steps
-    (`_loops`)."""
+    (`_loops`); `flat_moments`: Adam's moments as one vector each
+    (`dsan_tf.models.optimizers`)."""
     batch_size = task.config.data.batch_size
     keras.utils.set_random_seed(0)
     model = task.build_model(VOCAB_SIZE)
     task.compile(model, jit_compile=True)
+    if flat_moments:
+        model.compile(optimizer=optimizers.Adam(task.config.training.learning_rate,
+                                                flat_moments=True),
+                      loss=model.loss, jit_compile=True)
     if steps_per_execution > 1:
         model.compile(optimizer=model.optimizer, loss=model.loss, jit_compile=True,
                       steps_per_execution=steps_per_execution)
@@ -191,6 +197,7 @@ def measure(task, premise, hypothesis, steps, steps_per_execution, compare_feeds
     if compare_loops:
         feeds.update(_loops(model, x, y, batch_size, steps, compare_loops))
     return {**feeds, "premise": premise, "hypothesis": hypothesis, "batch_size": batch_size,
+            "flat_moments": flat_moments,
             "steps_per_execution": steps_per_execution, "steps": steps,
             "first_train_step_s": round(compile_train, 2),
             "first_eval_step_s": round(compile_eval, 2),
@@ -254,7 +261,7 @@ def plan(costs_path, profile_path, epochs=20, shapes_at_most=3, top=2):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--preset", default="dsan_snli")
+    parser.add_argument("--config", default="dsan_snli", help="a named configuration")
     parser.add_argument("--shapes", default="16x16,32x16,48x32,64x64",
                         help="premise x hypothesis lengths, comma-separated")
     parser.add_argument("--steps", type=int, default=400)
@@ -269,6 +276,8 @@ def main(argv=None):
                         help="JAX: also time the first shape's step driven by fit, fit with "
                         "steps_per_execution N, a bare loop of the compiled step on the "
                         "device's batches, and N steps in one program (lax.scan)")
+    parser.add_argument("--flat_moments", action="store_true", help="train with Adam's "
+                        "moments as one vector each (dsan_tf.models.optimizers)")
     parser.add_argument("--plan", help="Plan grids from this file of measurements instead.")
     parser.add_argument("--length_profile", default=str(LENGTH_PROFILE))
     args = parser.parse_args(argv)
@@ -279,12 +288,12 @@ def main(argv=None):
         parser.error("give --output (or --plan)")
     fields = dict(item.split("=") for item in args.size.split(",") if item)
     fields = {k: int(v) for k, v in fields.items()}
-    task = NLITask(ExperimentConfig.named(args.preset, **fields), log=lambda *a: None)
+    task = NLITask(ExperimentConfig.named(args.config, **fields), log=lambda *a: None)
     device = keras.backend.backend()
     if device == "jax":
         import jax
         device += ": " + ", ".join(d.device_kind for d in jax.devices())
-    header = {"device": device, "keras": keras.__version__, "preset": args.preset,
+    header = {"device": device, "keras": keras.__version__, "preset": args.config,
               "fields": fields, "embedding_dim": task.config.model_config.embedding_dim}
     with open(args.output, "a", encoding="utf-8") as stream:
         stream.write(json.dumps(header) + "\n")
@@ -295,7 +304,8 @@ def main(argv=None):
         for spe in [1, *extra] if number == 0 else [1]:  # steps_per_execution: first shape
             result = measure(task, premise, hypothesis, args.steps, spe,
                              args.compare_feeds and number == 0 and spe == 1,
-                             args.compare_loops if number == 0 and spe == 1 else 0)
+                             args.compare_loops if number == 0 and spe == 1 else 0,
+                             args.flat_moments)
             with open(args.output, "a", encoding="utf-8") as stream:
                 stream.write(json.dumps(result) + "\n")
             print(json.dumps(result), flush=True)

@@ -159,6 +159,75 @@ ENTRY %main (a: f32[2]) -> f32[2] {
     assert program_size.count_instructions(hlo) == 4
 
 
+def test_gpu_kernels_are_counted_from_an_optimised_module():
+    """`program_size.gpu_kernels`: what a GPU launches for one run of a compiled module:
+    fusions, library calls and copies, not the bookkeeping of buffers; a loop's body once
+    (one step of a scan), its condition not."""
+    from experiments import program_size
+
+    hlo = """HloModule jit_scanned
+%fused_exp (p: f32[2]) -> f32[2] {
+  %p = f32[2]{0} parameter(0)
+  ROOT %e = f32[2]{0} exponential(f32[2]{0} %p)
+}
+%body (state: (s32[], f32[2])) -> (s32[], f32[2]) {
+  %state = (s32[], f32[2]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%state), index=0
+  %x = f32[2]{0} get-tuple-element(%state), index=1
+  %f = f32[2]{0} fusion(f32[2]{0} %x), kind=kLoop, calls=%fused_exp
+  %g = (f32[2]{0}, s8[0]{0}) custom-call(f32[2]{0} %f), custom_call_target="__cublas$gemm"
+  %n = s32[] add(s32[] %i, s32[] %i)
+  ROOT %t = (s32[], f32[2]{0}) tuple(%n, %f)
+}
+%condition (state: (s32[], f32[2])) -> pred[] {
+  %state = (s32[], f32[2]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%state), index=0
+  %k = s32[] constant(32)
+  ROOT %c = pred[] compare(s32[] %i, s32[] %k), direction=LT
+}
+ENTRY %main (a: f32[2]) -> f32[2] {
+  %a = f32[2]{0} parameter(0)
+  %b = f32[2]{0} copy(f32[2]{0} %a)
+  %z = s32[] constant(0)
+  %s = (s32[], f32[2]{0}) tuple(%z, %b)
+  %w = (s32[], f32[2]{0}) while(%s), condition=%condition, body=%body
+  ROOT %r = f32[2]{0} get-tuple-element(%w), index=1
+}"""
+    assert program_size.gpu_kernels(hlo) == {
+        "kernels": 4, "loop_body": 3,
+        "by_kind": {"copy": 1, "fusion:kLoop": 1, "custom-call:__cublas$gemm": 1, "add": 1}}
+
+
+def test_shape_costs_plans_grids_from_a_record(capsys):
+    """`experiments.shape_costs --plan`, as docs/PERFORMANCE.md runs it (`--config`, which
+    it once refused): the H200's record read, grids of one to three shapes printed with
+    their padding and the seconds of a schedule."""
+    from experiments import shape_costs
+
+    assert shape_costs.main(["--config=dsan_snli",
+                             "--plan=docs/runs/shape_costs_h200.jsonl"]) == 0
+    printed = capsys.readouterr().out
+    assert "padding" in printed and "96" in printed
+
+
+@pytest.mark.slow
+def test_shape_costs_measures_a_shape(tmp_path):
+    """`experiments.shape_costs` measuring: a header and a line a measurement, appended as
+    made (one shape, a tiny model, flat moments)."""
+    from experiments import shape_costs
+
+    output = tmp_path / "costs.jsonl"
+    assert shape_costs.main(["--config=dsan_snli", "--shapes=6x5", "--steps=4",
+                             "--steps_per_execution=", "--flat_moments",
+                             "--size=embedding_dim=8,num_heads=2,ffn_dim=16",
+                             f"--output={output}"]) == 0
+    header, line = (json.loads(text) for text in output.read_text().splitlines())
+    assert header["preset"] == "dsan_snli" and header["embedding_dim"] == 8
+    assert (line["premise"], line["hypothesis"], line["steps"]) == (6, 5, 4)
+    assert line["flat_moments"] is True and line["train_ms_per_step"] > 0
+    assert line["first_train_step_s"] > 0 and line["eval_ms_per_step"] > 0
+
+
 def test_side_by_side_epoch_projection_and_table():
     """The projection weights each length bucket's batches by its step time; the table
     names the fastest backend by the geometric mean of its best setting."""

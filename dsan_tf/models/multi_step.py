@@ -35,18 +35,11 @@ def applies(steps_per_execution, jit_compile):
             and bool(jit_compile) and keras.distribution.distribution() is None)
 
 
-def jax_train_function(model, steps):
-    """`fit`'s train function for `model` on JAX: (state, iterator) -> (logs, state),
-    `steps` batches taken from the iterator and run as one scan when they share a shape.
-
-    Args:
-        model: a compiled Keras model on the JAX backend (its `train_step(state, data)`).
-        steps: K, the model's `steps_per_execution`.
-    """
+def scanned_steps(model):
+    """(state, K batches of one shape) -> (the last step's logs, state): `model`'s
+    training step over the batches as one `lax.scan`, not jitted."""
     import jax  # the backend: loaded already
     import jax.numpy as jnp
-
-    one = jax.jit(model.train_step, donate_argnums=0)
 
     def scanned(state, batches):
         stacked = jax.tree.map(lambda *leaves: jnp.stack(leaves), *batches)
@@ -63,7 +56,21 @@ def jax_train_function(model, steps):
         state, logs = jax.lax.scan(body, state, stacked)
         return jax.tree.map(lambda values: values[-1], logs), state
 
-    several = jax.jit(scanned, donate_argnums=0)
+    return scanned
+
+
+def jax_train_function(model, steps):
+    """`fit`'s train function for `model` on JAX: (state, iterator) -> (logs, state),
+    `steps` batches taken from the iterator and run as one scan when they share a shape.
+
+    Args:
+        model: a compiled Keras model on the JAX backend (its `train_step(state, data)`).
+        steps: K, the model's `steps_per_execution`.
+    """
+    import jax  # the backend: loaded already
+
+    one = jax.jit(model.train_step, donate_argnums=0)
+    several = jax.jit(scanned_steps(model), donate_argnums=0)
 
     def train_function(state, iterator):
         batches = [next(iterator)]  # an exhausted iterator ends the epoch (Keras' own)
