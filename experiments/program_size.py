@@ -1,4 +1,4 @@
-"""The size of a model's training program as its backend builds it, and what building it
+r"""The size of a model's training program as its backend builds it, and what building it
 costs: what issue 48 follows without a GPU (a smaller program compiles faster everywhere).
 `experiments.benchmark` reports it (`program`) at its first length:
 
@@ -231,13 +231,32 @@ def training_step_kernels(model, batch, steps=1, target=H100_TARGET):
     return {**gpu_kernels(text), "compile_seconds": seconds}
 
 
+def _both_layouts(task, batch, steps):
+    """`training_step_kernels` of the task's model with Keras' Adam and with flat moments."""
+    import keras
+
+    from dsan_tf.models import optimizers
+
+    kernels = {}
+    for flat in (False, True):
+        keras.utils.set_random_seed(0)
+        model = task.build_model(1000)
+        task.compile(model, jit_compile=True)
+        model.compile(optimizer=optimizers.Adam(task.config.training.learning_rate,
+                                                flat_moments=flat),
+                      loss=model.loss, jit_compile=True)
+        kernels["flat_moments" if flat else "moments_per_variable"] = \
+            training_step_kernels(model, batch, steps)
+    return kernels
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[2],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--gpu_kernels", action="store_true", required=True,
                         help="count the kernels of the training step compiled for a GPU")
     parser.add_argument("--config", default="dsan_snli", help="a named configuration")
-    parser.add_argument("--size", default="", help="field=value,... over the configuration")
+    parser.add_argument("--size", default="", help="field=integer,... over the configuration")
     parser.add_argument("--shape", default="23x24", help="premise x hypothesis tokens")
     parser.add_argument("--steps", type=int, default=1, help="steps as one scan (1: one)")
     parser.add_argument("--output", help="append the JSON line to this file")
@@ -246,7 +265,6 @@ def main(argv=None):
 
     from dsan_tf.experiment.config import ExperimentConfig
     from dsan_tf.experiment.task import NLITask
-    from dsan_tf.models import optimizers
 
     if keras.backend.backend() != "jax":
         sys.exit("--gpu_kernels compiles with JAX: run it with KERAS_BACKEND=jax.")
@@ -256,7 +274,8 @@ def main(argv=None):
         sys.exit("--gpu_kernels compiles for a GPU without one: it needs JAX's CUDA plugin "
                  "(pip install \"jax[cuda13]\") and JAX_PLATFORMS=cpu "
                  f"({type(error).__name__}: {error}).")
-    fields = dict(pair.split("=", 1) for pair in args.size.split(",") if pair)
+    fields = {key: int(value) for key, value in  # integers, as gpu_check's --size
+              (pair.split("=", 1) for pair in args.size.split(",") if pair)}
     # As on a GPU: one pass of the encoder, the step compiled.
     config = ExperimentConfig.named(args.config, **{"one_pass": True, "jit_compile": True,
                                                     **fields})
@@ -267,16 +286,8 @@ def main(argv=None):
               "hypothesis": rng.integers(2, 1000, (size, hypothesis)).astype("int32")},
              rng.integers(0, 3, size), np.ones(size, "float32"))
     record = {"config": args.config, "size": fields, "shape": args.shape,
-              "batch_size": size, "steps": args.steps, "target": "NVIDIA H100 80GB HBM3"}
-    for flat in (False, True):
-        keras.utils.set_random_seed(0)
-        model = task.build_model(1000)
-        task.compile(model, jit_compile=True)
-        model.compile(optimizer=optimizers.Adam(config.training.learning_rate,
-                                                flat_moments=flat),
-                      loss=model.loss, jit_compile=True)
-        record["flat_moments" if flat else "moments_per_variable"] = training_step_kernels(
-            model, batch, args.steps)
+              "batch_size": size, "steps": args.steps, "target": "NVIDIA H100 80GB HBM3",
+              **_both_layouts(task, batch, args.steps)}
     line = json.dumps(record)
     print(line)
     if args.output:

@@ -259,7 +259,7 @@ def plan(costs_path, profile_path, epochs=20, shapes_at_most=3, top=2):
     return results
 
 
-def main(argv=None):
+def _parser():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="dsan_snli", help="a named configuration")
     parser.add_argument("--shapes", default="16x16,32x16,48x32,64x64",
@@ -280,6 +280,11 @@ def main(argv=None):
                         "moments as one vector each (dsan_tf.models.optimizers)")
     parser.add_argument("--plan", help="Plan grids from this file of measurements instead.")
     parser.add_argument("--length_profile", default=str(LENGTH_PROFILE))
+    return parser
+
+
+def main(argv=None):
+    parser = _parser()
     args = parser.parse_args(argv)
     if args.plan:
         plan(args.plan, args.length_profile)
