@@ -30,6 +30,7 @@ from dsan_tf.data.batching import IdPairs
 from dsan_tf.experiment.config import ExperimentConfig
 from dsan_tf.training.encoded import train_encoded
 from dsan_tf.training.setting import EncodedSetting
+from experiments import program_size
 from experiments.benchmark import LENGTH_PROFILE, SNLI_TRAIN_PAIRS, VOCAB_SIZE
 
 SNLI_DEV_PAIRS = 9_842
@@ -94,7 +95,9 @@ def main(argv=None):
     fields = {key: int(value) for key, value in
               (item.split("=") for item in args.size.split(",") if item)}
     started = time.perf_counter()
-    record = {"command": " ".join(sys.argv)}
+    # XLA's description of this GPU: deviceless compiles of its programs elsewhere
+    # (`experiments.program_size --gpu_kernels --target=RECORD`); None on a CPU.
+    record = {"command": " ".join(sys.argv), "target_config": program_size.device_target()}
 
     def log(line):
         print(f"[{time.perf_counter() - started:6.1f} s] {line}", flush=True)

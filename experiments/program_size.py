@@ -16,7 +16,8 @@ with Adam's moments a variable each (Keras') and flat (`dsan_tf.models.optimizer
 arithmetic (docs/PERFORMANCE.md, "What a GPU runs"):
 
     JAX_PLATFORMS=cpu KERAS_BACKEND=jax python -m experiments.program_size --gpu_kernels \
-        [--shape=23x24] [--steps=32] [--config=dsan_snli] [--size=field=value,...]
+        [--shape=23x24] [--steps=32] [--config=dsan_snli] [--size=field=integer,...] \
+        [--target=GPU_CHECK_RECORD.json]
 """
 
 import argparse
@@ -149,6 +150,31 @@ dnn_version_info { major: 9 minor: 7 }
 device_description_str: "NVIDIA H100 80GB HBM3"
 """
 
+def device_target():
+    """XLA's description of the GPU JAX computes on (text, as `H100_TARGET`), or None
+    elsewhere: what a GPU session records (`experiments.gpu_check`) so that deviceless
+    compiles can describe that very device (`--target`)."""
+    try:
+        import jax
+        from jax._src.lib import xla_client
+
+        return str(xla_client.get_topology_for_devices(jax.devices()).target_config)
+    except Exception:  # noqa: BLE001 - a CPU has none; a JAX without the attribute either
+        return None
+
+
+def read_target(path):
+    """The target description in `path`: a GPU check's record (its `target_config`) or a
+    text file of one."""
+    with open(path, encoding="utf-8") as stream:
+        text = stream.read()
+    if path.endswith(".json"):
+        text = json.loads(text).get("target_config")
+        if not text:
+            raise ValueError(f"{path} has no target_config: it was not run on a GPU.")
+    return text
+
+
 # Instructions that launch nothing: buffers and their bookkeeping.
 BOOKKEEPING = {"parameter", "get-tuple-element", "tuple", "bitcast", "constant",
                "after-all", "opt-barrier", "partition-id", "replica-id"}
@@ -231,7 +257,15 @@ def training_step_kernels(model, batch, steps=1, target=H100_TARGET):
     return {**gpu_kernels(text), "compile_seconds": seconds}
 
 
-def _both_layouts(task, batch, steps):
+def _batch(size, premise, hypothesis):
+    """(x, y, sample weights) of random ids, as `NLIBatches` feeds a step."""
+    rng = np.random.default_rng(0)
+    return ({"premise": rng.integers(2, 1000, (size, premise)).astype("int32"),
+             "hypothesis": rng.integers(2, 1000, (size, hypothesis)).astype("int32")},
+            rng.integers(0, 3, size), np.ones(size, "float32"))
+
+
+def _both_layouts(task, batch, steps, target):
     """`training_step_kernels` of the task's model with Keras' Adam and with flat moments."""
     import keras
 
@@ -246,7 +280,7 @@ def _both_layouts(task, batch, steps):
                                                 flat_moments=flat),
                       loss=model.loss, jit_compile=True)
         kernels["flat_moments" if flat else "moments_per_variable"] = \
-            training_step_kernels(model, batch, steps)
+            training_step_kernels(model, batch, steps, target)
     return kernels
 
 
@@ -259,6 +293,8 @@ def main(argv=None):
     parser.add_argument("--size", default="", help="field=integer,... over the configuration")
     parser.add_argument("--shape", default="23x24", help="premise x hypothesis tokens")
     parser.add_argument("--steps", type=int, default=1, help="steps as one scan (1: one)")
+    parser.add_argument("--target", help="the GPU described in this file (a GPU check's "
+                        "record, or a text file of XLA's description); default: an H100")
     parser.add_argument("--output", help="append the JSON line to this file")
     args = parser.parse_args(argv)
     import keras
@@ -269,7 +305,11 @@ def main(argv=None):
     if keras.backend.backend() != "jax":
         sys.exit("--gpu_kernels compiles with JAX: run it with KERAS_BACKEND=jax.")
     try:
-        compile_for_gpu(lambda x: x * 2, np.ones(2, "float32"))
+        target = read_target(args.target) if args.target else H100_TARGET
+    except (OSError, ValueError) as error:
+        sys.exit(f"--target: {error}")
+    try:
+        compile_for_gpu(lambda x: x * 2, np.ones(2, "float32"), target=target)
     except Exception as error:  # noqa: BLE001 - whatever XLA says, said in one line
         sys.exit("--gpu_kernels compiles for a GPU without one: it needs JAX's CUDA plugin "
                  "(pip install \"jax[cuda13]\") and JAX_PLATFORMS=cpu "
@@ -280,14 +320,13 @@ def main(argv=None):
     config = ExperimentConfig.named(args.config, **{"one_pass": True, "jit_compile": True,
                                                     **fields})
     task = NLITask(config)
-    premise, hypothesis = (int(n) for n in args.shape.split("x"))
-    size, rng = config.data.batch_size, np.random.default_rng(0)
-    batch = ({"premise": rng.integers(2, 1000, (size, premise)).astype("int32"),
-              "hypothesis": rng.integers(2, 1000, (size, hypothesis)).astype("int32")},
-             rng.integers(0, 3, size), np.ones(size, "float32"))
+    size = config.data.batch_size
+    batch = _batch(size, *(int(n) for n in args.shape.split("x")))
+    described = re.search(r'device_description_str: "([^"]*)"', target)
     record = {"config": args.config, "size": fields, "shape": args.shape,
-              "batch_size": size, "steps": args.steps, "target": "NVIDIA H100 80GB HBM3",
-              **_both_layouts(task, batch, args.steps)}
+              "batch_size": size, "steps": args.steps,
+              "target": described.group(1) if described else args.target,
+              **_both_layouts(task, batch, args.steps, target)}
     line = json.dumps(record)
     print(line)
     if args.output:

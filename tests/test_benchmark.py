@@ -198,6 +198,23 @@ ENTRY %main (a: f32[2]) -> f32[2] {
         "by_kind": {"copy": 1, "fusion:kLoop": 1, "custom-call:__cublas$gemm": 1, "add": 1}}
 
 
+def test_a_gpu_checks_record_describes_its_gpu_for_deviceless_compiles(tmp_path):
+    """`program_size.read_target`: the GPU check's `target_config` (XLA's description of
+    the GPU it ran on) or a text file of one; a record made on a CPU is refused, saying
+    why."""
+    from experiments import program_size
+
+    record = tmp_path / "gpu_check.json"
+    record.write_text(json.dumps({"target_config": program_size.H100_TARGET}))
+    text = tmp_path / "h200.txtpb"
+    text.write_text('device_description_str: "NVIDIA H200"\n')
+    assert program_size.read_target(str(record)) == program_size.H100_TARGET
+    assert program_size.read_target(str(text)).startswith('device_description_str: "NVIDIA')
+    record.write_text(json.dumps({"target_config": None}))
+    with pytest.raises(ValueError, match="no target_config: it was not run on a GPU"):
+        program_size.read_target(str(record))
+
+
 def test_shape_costs_plans_grids_from_a_record(capsys):
     """`experiments.shape_costs --plan`, as docs/PERFORMANCE.md runs it (`--config`, which
     it once refused): the H200's record read, grids of one to three shapes printed with
