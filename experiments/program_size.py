@@ -257,31 +257,40 @@ def training_step_kernels(model, batch, steps=1, target=H100_TARGET):
     return {**gpu_kernels(text), "compile_seconds": seconds}
 
 
-def _batch(size, premise, hypothesis):
-    """(x, y, sample weights) of random ids, as `NLIBatches` feeds a step."""
-    rng = np.random.default_rng(0)
-    return ({"premise": rng.integers(2, 1000, (size, premise)).astype("int32"),
-             "hypothesis": rng.integers(2, 1000, (size, hypothesis)).astype("int32")},
-            rng.integers(0, 3, size), np.ones(size, "float32"))
-
-
 def _both_layouts(task, batch, steps, target):
-    """`training_step_kernels` of the task's model with Keras' Adam and with flat moments."""
+    """`training_step_kernels` of the task's model with its own optimizer (Keras' layout
+    of Adam's moments) and with flat moments."""
     import keras
 
     from dsan_tf.models import optimizers
+    from experiments.benchmark import VOCAB_SIZE
 
     kernels = {}
     for flat in (False, True):
         keras.utils.set_random_seed(0)
-        model = task.build_model(1000)
-        task.compile(model, jit_compile=True)
-        model.compile(optimizer=optimizers.Adam(task.config.training.learning_rate,
-                                                flat_moments=flat),
-                      loss=model.loss, jit_compile=True)
+        model = task.compile(task.build_model(VOCAB_SIZE), jit_compile=True)
+        if flat:
+            model.compile(optimizer=optimizers.with_flat_moments(model.optimizer),
+                          loss=model.loss, jit_compile=True)
         kernels["flat_moments" if flat else "moments_per_variable"] = \
             training_step_kernels(model, batch, steps, target)
     return kernels
+
+
+def _usable_target(path):
+    """The description in `path` (an H100's without one), once a trivial program compiled
+    for it here; else the program exits saying why, in one line."""
+    try:
+        target = read_target(path) if path else H100_TARGET
+    except (OSError, ValueError) as error:
+        sys.exit(f"--target: {error}")
+    try:
+        compile_for_gpu(lambda x: x * 2, np.ones(2, "float32"), target=target)
+    except Exception as error:  # noqa: BLE001 - whatever XLA says, said in one line
+        sys.exit("--gpu_kernels compiles for a GPU without one: it needs JAX's CUDA plugin "
+                 "(pip install \"jax[cuda13]\") and JAX_PLATFORMS=cpu "
+                 f"({type(error).__name__}: {error}).")
+    return target
 
 
 def main(argv=None):
@@ -304,24 +313,18 @@ def main(argv=None):
 
     if keras.backend.backend() != "jax":
         sys.exit("--gpu_kernels compiles with JAX: run it with KERAS_BACKEND=jax.")
-    try:
-        target = read_target(args.target) if args.target else H100_TARGET
-    except (OSError, ValueError) as error:
-        sys.exit(f"--target: {error}")
-    try:
-        compile_for_gpu(lambda x: x * 2, np.ones(2, "float32"), target=target)
-    except Exception as error:  # noqa: BLE001 - whatever XLA says, said in one line
-        sys.exit("--gpu_kernels compiles for a GPU without one: it needs JAX's CUDA plugin "
-                 "(pip install \"jax[cuda13]\") and JAX_PLATFORMS=cpu "
-                 f"({type(error).__name__}: {error}).")
+    target = _usable_target(args.target)
     fields = {key: int(value) for key, value in  # integers, as gpu_check's --size
               (pair.split("=", 1) for pair in args.size.split(",") if pair)}
     # As on a GPU: one pass of the encoder, the step compiled.
     config = ExperimentConfig.named(args.config, **{"one_pass": True, "jit_compile": True,
                                                     **fields})
     task = NLITask(config)
+    from experiments.shape_costs import batches
+
     size = config.data.batch_size
-    batch = _batch(size, *(int(n) for n in args.shape.split("x")))
+    x, y = batches(size, *(int(n) for n in args.shape.split("x")), 1)
+    batch = (x, y, np.ones(size, "float32"))  # with sample weights, as NLIBatches feeds
     described = re.search(r'device_description_str: "([^"]*)"', target)
     record = {"config": args.config, "size": fields, "shape": args.shape,
               "batch_size": size, "steps": args.steps,

@@ -167,8 +167,7 @@ def measure(task, premise, hypothesis, steps, steps_per_execution, compare_feeds
     model = task.build_model(VOCAB_SIZE)
     task.compile(model, jit_compile=True)
     if flat_moments:
-        model.compile(optimizer=optimizers.Adam(task.config.training.learning_rate,
-                                                flat_moments=True),
+        model.compile(optimizer=optimizers.with_flat_moments(model.optimizer),
                       loss=model.loss, jit_compile=True)
     if steps_per_execution > 1:
         model.compile(optimizer=model.optimizer, loss=model.loss, jit_compile=True,

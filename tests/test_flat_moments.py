@@ -141,3 +141,15 @@ def test_they_are_asked_for():
     assert _model(optimizers.Adam(1e-3, flat_moments=True)).optimizer._offsets is not None
     assert _model(optimizers.Adam(1e-3, amsgrad=True, flat_moments=True)).optimizer \
         ._offsets is None
+
+
+def test_a_copy_with_flat_moments_keeps_the_optimizers_schedule_and_decay():
+    """`with_flat_moments` (how the measurements ask for them): the same class, learning
+    rate schedule and weight decay, flat."""
+    schedule = keras.optimizers.schedules.CosineDecayRestarts(3e-3, 4)
+    copy = optimizers.with_flat_moments(optimizers.AdamW(schedule, weight_decay=0.1))
+    assert type(copy) is optimizers.AdamW and copy.flat_moments is True
+    assert copy.weight_decay == 0.1
+    assert isinstance(copy._learning_rate,
+                      keras.optimizers.schedules.CosineDecayRestarts)
+    assert copy._learning_rate.get_config() == schedule.get_config()

@@ -115,9 +115,8 @@ class _FlatMoments:
         if sorted(order) != list(range(len(self._offsets))):
             # Some gradients were empty (filtered out): their weights and moments stay.
             return self._update_some(grads, trainable_variables, learning_rate, order)
-        grads = [g for _, g in sorted(zip(order, grads), key=lambda pair: pair[0])]
-        variables = [v for _, v in sorted(zip(order, trainable_variables),
-                                          key=lambda pair: pair[0])]
+        _, grads, variables = zip(*sorted(zip(order, grads, trainable_variables),
+                                          key=lambda triple: triple[0]))
         dtype = variables[0].dtype
         gradient = ops.concatenate([ops.reshape(ops.cast(g, dtype), (-1,)) for g in grads])
         if keras.backend.backend() == "jax":
@@ -208,3 +207,9 @@ class AdamW(_FlatMoments, _OneOpPerVariable, keras.optimizers.AdamW):
     """`keras.optimizers.AdamW` (decoupled weight decay, applied by Keras before the
     update), with one fused update op per variable on TensorFlow, or one update for all
     variables (`flat_moments=True`)."""
+
+
+def with_flat_moments(optimizer):
+    """A fresh copy of `optimizer` (one of these classes: its learning rate or schedule,
+    its decay) with flat moments."""
+    return type(optimizer).from_config({**optimizer.get_config(), "flat_moments": True})
