@@ -6,16 +6,117 @@ the block's ops once, not once per direction (issue 48: a GPU's step is bound by
 of its program); each layer keeps its own variables, so files and checkpoints are those of
 separate layers. Dropout draws the N layers' masks at once.
 
+Stacking each weight pair is a kernel of its own on a GPU (18 of the paper configuration's
+229 a step), and each variable's Adam update another. Under `packed` (JAX on a GPU)
+the N layers' weights are read from one concatenation of all of them, laid out so that each
+stacked weight is a contiguous slice: one kernel stacks them all, and their gradients arrive
+as slices of one buffer, whose Adam updates XLA fuses by shape (209 kernels a step of the
+32-step scan instead of 229: docs/PERFORMANCE.md, "What a GPU runs").
+
 Shape legend: N stacked layers, B batch, T tokens, D input width, E output width.
 """
 
+import contextlib
+import math
+
+import keras
 from keras import ops
 
 from dsan_tf.layers.layer_norm import _layer_norm
 
+# id(variable of the first layer) -> its N layers' values [N, ...], while `packed` is active.
+_PACKED = {}
+# `packing`'s choice: None decides by the device (`packs`).
+_FORCED = [None]
+
+
+def packs():
+    """Whether `packed` packs here: JAX on a GPU (where its kernels were counted).
+    Elsewhere it costs time (JAX on a 2-core CPU: 10% of the step at d_e 50, its gradient
+    the sum of a padded buffer per weight), and only XLA on JAX can keep the concatenation
+    whole (an optimization barrier). `packing(True)` forces it on JAX (deviceless compiles
+    for a GPU, tests)."""
+    if keras.backend.backend() != "jax":
+        return False
+    if _FORCED[0] is not None:
+        return _FORCED[0]
+    import jax  # the backend: loaded already
+
+    return jax.default_backend() == "gpu"
+
+
+@contextlib.contextmanager
+def packing(enabled):
+    """Within: `packed` packs (`enabled` True), never does (False) or decides by the
+    device (None)."""
+    before, _FORCED[0] = _FORCED[0], enabled
+    try:
+        yield
+    finally:
+        _FORCED[0] = before
+
+
+def _weight_groups(layers):
+    """[(variables of the N layers at one place)], or None when the layers' float
+    variables do not pair up by shape (layers of different configurations)."""
+    lists = [[v for v in layer.weights if "float" in str(v.dtype)] for layer in layers]
+    if len({len(variables) for variables in lists}) != 1:
+        return None
+    groups = list(zip(*lists))
+    if any(len({tuple(v.shape) for v in group}) != 1 for group in groups):
+        return None
+    return groups
+
+
+@contextlib.contextmanager
+def packed(layers):
+    """Within: `weights` (and so `dense`, `layer_norm`) of sublayers of these N built
+    layers of one configuration read from one buffer of all their float variables, in the
+    order [group 1 of layer 1..N, group 2 of layer 1..N, ...], where `packs()`; else a
+    no-op. The values are the variables' own: the same numbers either way.
+
+    Args:
+        layers: N built layers of one configuration (e.g. DSAN's forward and backward
+            blocks).
+    """
+    groups = _weight_groups(layers) if len(layers) > 1 and packs() else None
+    if not groups:
+        yield
+        return
+    import jax  # packs() is True on JAX only
+
+    pieces, places, offset = [], [], 0
+    for group in groups:
+        size = len(group) * math.prod(group[0].shape)
+        pieces += [ops.reshape(variable.value, (-1,)) for variable in group]
+        places.append((group[0], offset, size))
+        offset += size
+    # Kept whole: left to XLA's simplifier, a slice of the concatenation becomes a
+    # concatenation of its own again (255 kernels a step instead of 198).
+    buffer = jax.lax.optimization_barrier(ops.concatenate(pieces))
+    stacked = {id(first): ops.reshape(buffer[start:start + size],
+                                      (len(layers),) + tuple(first.shape))
+               for first, start, size in places}
+    _PACKED.update(stacked)
+    try:
+        yield
+    finally:
+        for key in stacked:
+            _PACKED.pop(key, None)
+
+
+def _packed(layers, name):
+    """`packed`'s [N, ...] slice of the variables `name` of `layers`, or None."""
+    value = _PACKED.get(id(getattr(layers[0], name))) if len(layers) > 1 else None
+    return value if value is not None and value.shape[0] == len(layers) else None
+
 
 def weights(layers, name, dtype):
-    """The variables `name` of `layers`, read in `dtype`: [N, ...]."""
+    """The variables `name` of `layers`, read in `dtype`: [N, ...] (a slice of `packed`'s
+    buffer while one holds them)."""
+    value = _packed(layers, name)
+    if value is not None:
+        return ops.cast(value, dtype)
     return ops.stack([ops.cast(getattr(layer, name).value, dtype) for layer in layers])
 
 
@@ -38,8 +139,12 @@ def dense(layers, inputs, shared=False):
                              ops.cast(first.kernel.value, dtype))[None]
     elif shared:
         batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
-        kernel = ops.concatenate([ops.cast(layer.kernel.value, dtype) for layer in layers],
-                                 axis=-1)
+        if _packed(layers, "kernel") is not None:  # [N, D, E] -> [D, N·E]
+            kernel = weights(layers, "kernel", dtype)
+            kernel = ops.reshape(ops.transpose(kernel, (1, 0, 2)), (kernel.shape[1], -1))
+        else:
+            kernel = ops.concatenate([ops.cast(layer.kernel.value, dtype)
+                                      for layer in layers], axis=-1)
         outputs = ops.matmul(inputs, kernel)
         outputs = ops.reshape(outputs, (batch, length, len(layers), first.units))
         outputs = ops.transpose(outputs, (2, 0, 1, 3))
