@@ -28,6 +28,7 @@ import numpy as np
 
 from dsan_tf.data.batching import IdPairs
 from dsan_tf.experiment.config import ExperimentConfig
+from dsan_tf.layers import stacking
 from dsan_tf.training.encoded import train_encoded
 from dsan_tf.training.setting import EncodedSetting
 from experiments import program_size
@@ -97,7 +98,9 @@ def main(argv=None):
     started = time.perf_counter()
     # XLA's description of this GPU: deviceless compiles of its programs elsewhere
     # (`experiments.program_size --gpu_kernels --target=RECORD`); None on a CPU.
-    record = {"command": " ".join(sys.argv), "target_config": program_size.device_target()}
+    # And whether the encoder's weights were packed (`stacking.packs()`: on a GPU).
+    record = {"command": " ".join(sys.argv), "target_config": program_size.device_target(),
+              "packed_weights": stacking.packs()}
 
     def log(line):
         print(f"[{time.perf_counter() - started:6.1f} s] {line}", flush=True)

@@ -34,6 +34,7 @@ import numpy as np
 from dsan_tf.data.costs import StepCosts
 from dsan_tf.experiment.config import ExperimentConfig
 from dsan_tf.experiment.task import NLITask
+from dsan_tf.layers import stacking
 from dsan_tf.models import optimizers
 from experiments.benchmark import LENGTH_PROFILE, SNLI_TRAIN_PAIRS, VOCAB_SIZE
 
@@ -196,7 +197,7 @@ def measure(task, premise, hypothesis, steps, steps_per_execution, compare_feeds
     if compare_loops:
         feeds.update(_loops(model, x, y, batch_size, steps, compare_loops))
     return {**feeds, "premise": premise, "hypothesis": hypothesis, "batch_size": batch_size,
-            "flat_moments": flat_moments,
+            "flat_moments": flat_moments, "packed_weights": stacking.packs(),
             "steps_per_execution": steps_per_execution, "steps": steps,
             "first_train_step_s": round(compile_train, 2),
             "first_eval_step_s": round(compile_eval, 2),
@@ -277,6 +278,9 @@ def _parser():
                         "device's batches, and N steps in one program (lax.scan)")
     parser.add_argument("--flat_moments", action="store_true", help="train with Adam's "
                         "moments as one vector each (dsan_tf.models.optimizers)")
+    parser.add_argument("--unpacked", action="store_true", help="JAX on a GPU: the "
+                        "encoder's weights stacked one by one, not read from one buffer "
+                        "(dsan_tf.layers.stacking.packed), for an A/B")
     parser.add_argument("--plan", help="Plan grids from this file of measurements instead.")
     parser.add_argument("--length_profile", default=str(LENGTH_PROFILE))
     return parser
@@ -303,6 +307,12 @@ def main(argv=None):
         stream.write(json.dumps(header) + "\n")
     print(json.dumps(header), flush=True)
     extra = [int(v) for v in args.steps_per_execution.split(",") if v]
+    with stacking.packing(False if args.unpacked else None):
+        _measure_shapes(task, args, extra)
+    return 0
+
+
+def _measure_shapes(task, args, extra):
     for number, shape in enumerate(args.shapes.split(",")):
         premise, hypothesis = map(int, shape.split("x"))
         for spe in [1, *extra] if number == 0 else [1]:  # steps_per_execution: first shape
@@ -313,7 +323,6 @@ def main(argv=None):
             with open(args.output, "a", encoding="utf-8") as stream:
                 stream.write(json.dumps(result) + "\n")
             print(json.dumps(result), flush=True)
-    return 0
 
 
 if __name__ == "__main__":

@@ -230,18 +230,19 @@ def test_shape_costs_plans_grids_from_a_record(capsys):
 @pytest.mark.slow
 def test_shape_costs_measures_a_shape(tmp_path):
     """`experiments.shape_costs` measuring: a header and a line a measurement, appended as
-    made (one shape, a tiny model, flat moments)."""
+    made (one shape, a tiny model, flat moments, the weights not packed)."""
     from experiments import shape_costs
 
     output = tmp_path / "costs.jsonl"
     assert shape_costs.main(["--config=dsan_snli", "--shapes=6x5", "--steps=4",
-                             "--steps_per_execution=", "--flat_moments",
+                             "--steps_per_execution=", "--flat_moments", "--unpacked",
                              "--size=embedding_dim=8,num_heads=2,ffn_dim=16",
                              f"--output={output}"]) == 0
     header, line = (json.loads(text) for text in output.read_text().splitlines())
     assert header["preset"] == "dsan_snli" and header["embedding_dim"] == 8
     assert (line["premise"], line["hypothesis"], line["steps"]) == (6, 5, 4)
-    assert line["flat_moments"] is True and line["train_ms_per_step"] > 0
+    assert line["flat_moments"] is True and line["packed_weights"] is False
+    assert line["train_ms_per_step"] > 0
     assert line["first_train_step_s"] > 0 and line["eval_ms_per_step"] > 0
 
 
