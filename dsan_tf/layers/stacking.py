@@ -10,7 +10,7 @@ Stacking each weight pair is a kernel of its own on a GPU (18 of the paper confi
 229 a step), and each variable's Adam update another. Under `packed` (JAX on a GPU)
 the N layers' weights are read from one concatenation of all of them, laid out so that each
 stacked weight is a contiguous slice: one kernel stacks them all, and their gradients arrive
-as slices of one buffer, whose Adam updates XLA fuses by shape (209 kernels a step of the
+as slices of one buffer, whose Adam updates XLA fuses by shape (196 kernels a step of the
 32-step scan instead of 229: docs/PERFORMANCE.md, "What a GPU runs").
 
 Shape legend: N stacked layers, B batch, T tokens, D input width, E output width.
