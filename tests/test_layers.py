@@ -191,6 +191,13 @@ def test_packed_weights_give_the_values_and_gradients_of_stacked_ones(rng):
                                        gradients_apart):
         assert np.abs(apart).max() > 0, variable.path  # every weight is read
         np.testing.assert_allclose(packed, apart, rtol=1e-6, atol=1e-7, err_msg=variable.path)
+    # Other layers than the packed ones, or another order, are stacked as asked.
+    forward, backward = encoder.forward_block, encoder.backward_block
+    with stacking.packing(True), stacking.packed([forward, backward]):
+        for blocks in ([backward, forward], [forward, forward]):
+            kernels = [block.attention.output_dense for block in blocks]
+            np.testing.assert_array_equal(stacking.weights(kernels, "kernel", "float32"),
+                                          np.stack([k.kernel.numpy() for k in kernels]))
 
 
 @pytest.mark.parametrize("policy", ["float32", "mixed_float16"])

@@ -24,7 +24,8 @@ from keras import ops
 
 from dsan_tf.layers.layer_norm import _layer_norm
 
-# id(variable of the first layer) -> its N layers' values [N, ...], while `packed` is active.
+# id(variable of the first layer) -> (ids of the N layers' variables, their values [N, ...]),
+# while `packed` is active.
 _PACKED = {}
 # `packing`'s choice: None decides by the device (`packs`).
 _FORCED = [None]
@@ -32,8 +33,8 @@ _FORCED = [None]
 
 def packs():
     """Whether `packed` packs here: JAX on a GPU (where its kernels were counted).
-    Elsewhere it costs time (JAX on a 2-core CPU: 10% of the step at d_e 50, its gradient
-    the sum of a padded buffer per weight), and only XLA on JAX can keep the concatenation
+    Elsewhere it costs time (JAX on a 2-core CPU: 6% of the step at d_e 50 and 15% at
+    d_e 300, its gradient the sum of a padded buffer per weight), and only XLA on JAX can keep the concatenation
     whole (an optimization barrier). `packing(True)` forces it on JAX (deviceless compiles
     for a GPU, tests)."""
     if keras.backend.backend() != "jax":
@@ -85,18 +86,16 @@ def packed(layers):
         return
     import jax  # packs() is True on JAX only
 
-    pieces, places, offset = [], [], 0
-    for group in groups:
-        size = len(group) * math.prod(group[0].shape)
-        pieces += [ops.reshape(variable.value, (-1,)) for variable in group]
-        places.append((group[0], offset, size))
-        offset += size
+    pieces = [ops.reshape(variable.value, (-1,)) for group in groups for variable in group]
     # Kept whole: left to XLA's simplifier, a slice of the concatenation becomes a
     # concatenation of its own again (255 kernels a step instead of 198).
     buffer = jax.lax.optimization_barrier(ops.concatenate(pieces))
-    stacked = {id(first): ops.reshape(buffer[start:start + size],
-                                      (len(layers),) + tuple(first.shape))
-               for first, start, size in places}
+    stacked, start = {}, 0
+    for group in groups:
+        size = len(group) * math.prod(group[0].shape)
+        stacked[id(group[0])] = (tuple(map(id, group)), ops.reshape(
+            buffer[start:start + size], (len(layers),) + tuple(group[0].shape)))
+        start += size
     _PACKED.update(stacked)
     try:
         yield
@@ -106,9 +105,11 @@ def packed(layers):
 
 
 def _packed(layers, name):
-    """`packed`'s [N, ...] slice of the variables `name` of `layers`, or None."""
-    value = _PACKED.get(id(getattr(layers[0], name))) if len(layers) > 1 else None
-    return value if value is not None and value.shape[0] == len(layers) else None
+    """`packed`'s [N, ...] slice of the variables `name` of `layers` (these variables, in
+    this order), or None."""
+    variables = tuple(id(getattr(layer, name)) for layer in layers)
+    ids, value = _PACKED.get(variables[0], (None, None))
+    return value if ids == variables else None
 
 
 def weights(layers, name, dtype):
