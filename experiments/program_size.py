@@ -333,7 +333,7 @@ def main(argv=None):
     with stacking.packing(not args.unpacked):  # as a GPU runs it (JAX here is on a CPU)
         kernels = _both_layouts(task, batch, args.steps, target)
     record = {"config": args.config, "size": fields, "shape": args.shape,
-              "batch_size": size, "steps": args.steps, "packed": not args.unpacked,
+              "batch_size": size, "steps": args.steps, "packed_weights": not args.unpacked,
               "target": described.group(1) if described else args.target, **kernels}
     line = json.dumps(record)
     print(line)

@@ -34,9 +34,9 @@ _FORCED = [None]
 def packs():
     """Whether `packed` packs here: JAX on a GPU (where its kernels were counted).
     Elsewhere it costs time (JAX on a 2-core CPU: 6% of the step at d_e 50 and 15% at
-    d_e 300, its gradient the sum of a padded buffer per weight), and only XLA on JAX can keep the concatenation
-    whole (an optimization barrier). `packing(True)` forces it on JAX (deviceless compiles
-    for a GPU, tests)."""
+    d_e 300, its gradient the sum of a padded buffer per weight), and only XLA on JAX can
+    keep the concatenation whole (an optimization barrier). `packing(True)` forces it on
+    JAX (deviceless compiles for a GPU, tests)."""
     if keras.backend.backend() != "jax":
         return False
     if _FORCED[0] is not None:
