@@ -140,9 +140,10 @@ def dense(layers, inputs, shared=False):
                              ops.cast(first.kernel.value, dtype))[None]
     elif shared:
         batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
-        if _packed(layers, "kernel") is not None:  # [N, D, E] -> [D, N·E]
-            kernel = weights(layers, "kernel", dtype)
-            kernel = ops.reshape(ops.transpose(kernel, (1, 0, 2)), (kernel.shape[1], -1))
+        kernel = _packed(layers, "kernel")
+        if kernel is not None:  # [N, D, E] -> [D, N·E]
+            kernel = ops.reshape(ops.transpose(ops.cast(kernel, dtype), (1, 0, 2)),
+                                 (kernel.shape[1], -1))
         else:
             kernel = ops.concatenate([ops.cast(layer.kernel.value, dtype)
                                       for layer in layers], axis=-1)

@@ -8,7 +8,6 @@ from keras import ops
 
 from dsan_tf.models.dsan.config import POOLINGS
 from dsan_tf.models.dsan.block import DSANBlock
-from dsan_tf.layers import stacking
 from dsan_tf.layers.pooling import MaskedMaxPooling, Source2TokenAttention
 from dsan_tf.layers.utils import clone_initializer
 from dsan_tf.models.backbone import arguments_of
@@ -117,11 +116,9 @@ class DSANEncoder(keras.layers.Layer):
 
     def call(self, inputs, padding_mask=None, training=None, return_intermediates=False):
         # Both directions in one pass of ops (their weights stacked at run time): a
-        # compiled step holds the block once (issue 48); on a GPU their weights are read
-        # from one buffer (`stacking.packed`).
-        blocks = [self.forward_block, self.backward_block]
-        with stacking.packed(blocks):
-            outputs, stacked = DSANBlock.stacked_call(blocks, inputs, padding_mask, training)
+        # compiled step holds the block once (issue 48).
+        outputs, stacked = DSANBlock.stacked_call(
+            [self.forward_block, self.backward_block], inputs, padding_mask, training)
         # Unstacked, not indexed: the gradient of `outputs[i]` in TensorFlow's graph fills
         # a zero tensor of both directions per slice (StridedSliceGrad): 0-5% of the CPU's
         # gradient at d_e 300 (docs/PERFORMANCE.md, "The CPU step against commit 7d02b0a").
