@@ -21,6 +21,7 @@ part 1 for a check of the script on a CPU.
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -92,15 +93,24 @@ def main(argv=None):
                         "part 2 (default: its schedule)")
     parser.add_argument("--cpu_record", default="docs/runs/jax_road_25k.json",
                         help="the CPU's run of the study setting, to print beside")
+    parser.add_argument("--packed", action="store_true", help="JAX: the encoder's "
+                        "weights read from one buffer (dsan_tf.layers.stacking.packed), "
+                        "not stacked one by one, for an A/B")
     args = parser.parse_args(argv)
+    with stacking.packing(args.packed):
+        return _check(args)
+
+
+def _check(args):
+    """The two parts, each written to `args.output` as it ends."""
     fields = {key: int(value) for key, value in
               (item.split("=") for item in args.size.split(",") if item)}
     started = time.perf_counter()
     # XLA's description of this GPU: deviceless compiles of its programs elsewhere
     # (`experiments.program_size --gpu_kernels --target=RECORD`); None on a CPU.
-    # And whether the encoder's weights were packed (`stacking.packs()`: on a GPU).
+    # And whether the encoder's weights were packed (`--packed`).
     record = {"command": " ".join(sys.argv), "target_config": program_size.device_target(),
-              "packed_weights": stacking.packs()}
+              "packed_weights": stacking.packs(), "xla_flags": os.environ.get("XLA_FLAGS", "")}
 
     def log(line):
         print(f"[{time.perf_counter() - started:6.1f} s] {line}", flush=True)

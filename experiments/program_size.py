@@ -17,7 +17,7 @@ arithmetic (docs/PERFORMANCE.md, "What a GPU runs"):
 
     JAX_PLATFORMS=cpu KERAS_BACKEND=jax python -m experiments.program_size --gpu_kernels \
         [--shape=23x24] [--steps=32] [--config=dsan_snli] [--size=field=integer,...] \
-        [--target=GPU_CHECK_RECORD.json] [--unpacked]
+        [--target=GPU_CHECK_RECORD.json] [--packed]
 """
 
 import argparse
@@ -304,9 +304,9 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=1, help="steps as one scan (1: one)")
     parser.add_argument("--target", help="the GPU described in this file (a GPU check's "
                         "record, or a text file of XLA's description); default: an H100")
-    parser.add_argument("--unpacked", action="store_true", help="the encoder's weights "
-                        "stacked one by one, not read from one buffer as on a GPU "
-                        "(dsan_tf.layers.stacking.packed)")
+    parser.add_argument("--packed", action="store_true", help="the encoder's weights "
+                        "read from one buffer (dsan_tf.layers.stacking.packed), not "
+                        "stacked one by one as a GPU runs them")
     parser.add_argument("--output", help="append the JSON line to this file")
     args = parser.parse_args(argv)
     import keras
@@ -330,10 +330,10 @@ def main(argv=None):
     x, y = batches(size, *(int(n) for n in args.shape.split("x")), 1)
     batch = (x, y, np.ones(size, "float32"))  # with sample weights, as NLIBatches feeds
     described = re.search(r'device_description_str: "([^"]*)"', target)
-    with stacking.packing(not args.unpacked):  # as a GPU runs it (JAX here is on a CPU)
+    with stacking.packing(args.packed):
         kernels = _both_layouts(task, batch, args.steps, target)
     record = {"config": args.config, "size": fields, "shape": args.shape,
-              "batch_size": size, "steps": args.steps, "packed_weights": not args.unpacked,
+              "batch_size": size, "steps": args.steps, "packed_weights": args.packed,
               "target": described.group(1) if described else args.target, **kernels}
     line = json.dumps(record)
     print(line)

@@ -25,6 +25,7 @@ training pads each batch to its longest pair, so its padding is higher.
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -114,7 +115,7 @@ def _loops(model, x, y, batch_size, steps, chunk):
             else round(seconds, 2) for key, seconds in result.items()}
 
 
-def _device_loops(model, host, chunk):
+def _device_loops(model, host, chunk, bare_loop=True):
     """Seconds of the compiled step called in a bare Python loop on batches already on
     the device (no `fit`, no feeding: dispatch and device), and of `chunk` steps in one
     program (`lax.scan`): the device's own time; and each one's first call (the scan's
@@ -139,9 +140,11 @@ def _device_loops(model, host, chunk):
     stacked = [jax.device_put(jax.tree.map(lambda *a: np.stack(a), *host[i:i + chunk]))
                for i in range(0, len(host), chunk)]
     result = {}
-    for name, function, inputs in (
-            ("jit_loop", jax.jit(model.train_step, donate_argnums=0), jax.device_put(host)),
-            (f"scan{chunk}", jax.jit(scanned, donate_argnums=0), stacked)):
+    loops = [(f"scan{chunk}", jax.jit(scanned, donate_argnums=0), stacked)]
+    if bare_loop:
+        loops.insert(0, ("jit_loop", jax.jit(model.train_step, donate_argnums=0),
+                         jax.device_put(host)))
+    for name, function, inputs in loops:
         carried = state()
         started = time.perf_counter()
         _, carried = function(carried, inputs[0])  # compiles
@@ -198,12 +201,37 @@ def measure(task, premise, hypothesis, steps, steps_per_execution, compare_feeds
         feeds.update(_loops(model, x, y, batch_size, steps, compare_loops))
     return {**feeds, "premise": premise, "hypothesis": hypothesis, "batch_size": batch_size,
             "flat_moments": flat_moments, "packed_weights": stacking.packs(),
+            "xla_flags": os.environ.get("XLA_FLAGS", ""),
             "steps_per_execution": steps_per_execution, "steps": steps,
             "first_train_step_s": round(compile_train, 2),
             "first_eval_step_s": round(compile_eval, 2),
             "train_ms_per_step": round(1e3 * seconds / steps, 3),
             "train_pairs_per_s": round(batch_size * steps / seconds),
             "eval_ms_per_step": round(1e3 * eval_seconds / steps, 3)}
+
+
+def scan_cost(task, premise, hypothesis, steps, chunk):
+    """ms a training step of `chunk` steps in one program (`lax.scan`, JAX), batches on
+    the device, and the scan's first call: the cheapest A/B of a change to the step on a
+    GPU (one XLA compile)."""
+    batch_size = task.config.data.batch_size
+    keras.utils.set_random_seed(0)
+    model = task.build_model(VOCAB_SIZE)
+    task.compile(model, jit_compile=True)
+    x, y = batches(batch_size, premise, hypothesis, steps)
+    # Builds the optimizer's and the metrics' variables symbolically (as `fit` does
+    # first): no step runs, so the scan is the only program compiled.
+    model._symbolic_build(data_batch=({k: v[:batch_size] for k, v in x.items()},
+                                      y[:batch_size]))
+    steps = steps // chunk * chunk
+    seconds = _device_loops(model, _weighted_batches(x, y, batch_size, steps), chunk,
+                            bare_loop=False)
+    return {f"scan{chunk}_first_call_s": round(seconds[f"scan{chunk}_first_call_s"], 2),
+            f"scan{chunk}_ms_per_step": round(1e3 * seconds[f"scan{chunk}_ms_per_step"]
+                                              / steps, 3),
+            "premise": premise, "hypothesis": hypothesis, "batch_size": batch_size,
+            "packed_weights": stacking.packs(), "xla_flags": os.environ.get("XLA_FLAGS", ""),
+            "steps": steps}
 
 
 def _epoch(grid, cells, batch, step_ms):
@@ -272,15 +300,18 @@ def _parser():
     parser.add_argument("--output", help="Append the measurements here (JSON lines).")
     parser.add_argument("--compare_feeds", action="store_true", help="also time the first "
                         "shape's step fed from arrays and from PyDatasets (one program)")
+    parser.add_argument("--scan_only", type=int, default=0, metavar="N",
+                        help="JAX: time only N steps as one program (lax.scan) at the "
+                        "first shape, one compile: the quick A/B on a GPU")
     parser.add_argument("--compare_loops", type=int, default=0, metavar="N",
                         help="JAX: also time the first shape's step driven by fit, fit with "
                         "steps_per_execution N, a bare loop of the compiled step on the "
                         "device's batches, and N steps in one program (lax.scan)")
     parser.add_argument("--flat_moments", action="store_true", help="train with Adam's "
                         "moments as one vector each (dsan_tf.models.optimizers)")
-    parser.add_argument("--unpacked", action="store_true", help="JAX on a GPU: the "
-                        "encoder's weights stacked one by one, not read from one buffer "
-                        "(dsan_tf.layers.stacking.packed), for an A/B")
+    parser.add_argument("--packed", action="store_true", help="JAX: the encoder's "
+                        "weights read from one buffer (dsan_tf.layers.stacking.packed), "
+                        "not stacked one by one, for an A/B")
     parser.add_argument("--plan", help="Plan grids from this file of measurements instead.")
     parser.add_argument("--length_profile", default=str(LENGTH_PROFILE))
     return parser
@@ -307,8 +338,15 @@ def main(argv=None):
         stream.write(json.dumps(header) + "\n")
     print(json.dumps(header), flush=True)
     extra = [int(v) for v in args.steps_per_execution.split(",") if v]
-    with stacking.packing(False if args.unpacked else None):
-        _measure_shapes(task, args, extra)
+    with stacking.packing(args.packed):
+        if args.scan_only:
+            premise, hypothesis = map(int, args.shapes.split(",")[0].split("x"))
+            result = scan_cost(task, premise, hypothesis, args.steps, args.scan_only)
+            with open(args.output, "a", encoding="utf-8") as stream:
+                stream.write(json.dumps(result) + "\n")
+            print(json.dumps(result), flush=True)
+        else:
+            _measure_shapes(task, args, extra)
     return 0
 
 

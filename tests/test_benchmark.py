@@ -235,7 +235,7 @@ def test_shape_costs_measures_a_shape(tmp_path):
 
     output = tmp_path / "costs.jsonl"
     assert shape_costs.main(["--config=dsan_snli", "--shapes=6x5", "--steps=4",
-                             "--steps_per_execution=", "--flat_moments", "--unpacked",
+                             "--steps_per_execution=", "--flat_moments",
                              "--size=embedding_dim=8,num_heads=2,ffn_dim=16",
                              f"--output={output}"]) == 0
     header, line = (json.loads(text) for text in output.read_text().splitlines())
@@ -358,6 +358,28 @@ x = {"premise": ids, "hypothesis": rng.integers(2, 30, (4, 3)).astype("int32")}
 x["premise"][1, 2:] = 0
 print(json.dumps(compare_steps(make_model, x, np.array([0, 1, 2, 0]), repeats=2)))
 """
+
+
+@pytest.mark.jax
+@pytest.mark.slow  # a JAX process compiling the scan
+def test_shape_costs_times_the_scan_alone_for_a_quick_ab(tmp_path):
+    """`shape_costs --scan_only=N` (issue 48's A/Bs on a lent GPU): one program, N steps
+    as a `lax.scan` on the device's batches, the weights packed when asked; whole chunks
+    of N only; the record says what it ran under (`--packed`, XLA_FLAGS)."""
+    output = tmp_path / "scan.jsonl"
+    result = subprocess.run(
+        [sys.executable, "-m", "experiments.shape_costs", "--shapes=6x5", "--steps=5",
+         "--scan_only=2", "--packed", "--size=embedding_dim=8,num_heads=2,ffn_dim=16",
+         f"--output={output}"], cwd=ROOT, env=dict(ENV, KERAS_BACKEND="jax"),
+        capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    header, line = (json.loads(text) for text in output.read_text().splitlines())
+    assert header["device"] == "jax: cpu" and header["embedding_dim"] == 8
+    assert (line["premise"], line["hypothesis"], line["steps"]) == (6, 5, 4)
+    assert line["scan2_ms_per_step"] > 0 and line["scan2_first_call_s"] > 0
+    assert line["packed_weights"] is True
+    assert line["xla_flags"] == ENV.get("XLA_FLAGS", "")
+    assert not any(key.startswith(("fit", "jit_loop", "train_")) for key in line)
 
 
 @pytest.mark.jax

@@ -33,7 +33,7 @@ def test_the_gpu_check_records_compile_and_two_epochs_and_projects_the_schedule(
                               f"{part['projected_schedule_seconds']:.0f} s")
     assert "study" not in record  # no --setting: part 2 skipped
     assert record["target_config"] is None  # XLA's description of a GPU; this is a CPU
-    assert record["packed_weights"] is False  # packed on a GPU only
+    assert record["packed_weights"] is False  # packed only when asked (--packed)
 
 
 def test_the_study_part_trains_the_setting_and_prints_the_cpus_accuracy_beside(tmp_path):

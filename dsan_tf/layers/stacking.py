@@ -7,11 +7,13 @@ of its program); each layer keeps its own variables, so files and checkpoints ar
 separate layers. Dropout draws the N layers' masks at once.
 
 Stacking each weight pair is a kernel of its own on a GPU (18 of the paper configuration's
-229 a step), and each variable's Adam update another. Under `packed` (JAX on a GPU)
-the N layers' weights are read from one concatenation of all of them, laid out so that each
-stacked weight is a contiguous slice: one kernel stacks them all, and their gradients arrive
-as slices of one buffer, whose Adam updates XLA fuses by shape (196 kernels a step of the
-32-step scan instead of 229: docs/PERFORMANCE.md, "What a GPU runs").
+229 a step), and each variable's Adam update another. Under `packed` (on JAX, when
+`packing(True)` asks for it) the N layers' weights are read from one concatenation of all
+of them, laid out so that each stacked weight is a contiguous slice: one kernel stacks them
+all, and their gradients arrive as slices of one buffer, whose Adam updates XLA fuses by
+shape (196 kernels a step of the 32-step scan instead of 229). Fewer kernels were not a
+faster step: on an H200 the scan ran 1.448 ms a step packed against 1.350 stacked, so it is
+off by default (docs/PERFORMANCE.md, "What a GPU runs").
 
 Shape legend: N stacked layers, B batch, T tokens, D input width, E output width.
 """
@@ -27,29 +29,22 @@ from dsan_tf.layers.layer_norm import _layer_norm
 # id(variable of the first layer) -> (ids of the N layers' variables, their values [N, ...]),
 # while `packed` is active.
 _PACKED = {}
-# `packing`'s choice: None decides by the device (`packs`).
-_FORCED = [None]
+# `packing`'s choice (`packs`).
+_FORCED = [False]
 
 
 def packs():
-    """Whether `packed` packs here: JAX on a GPU (where its kernels were counted).
-    Elsewhere it costs time (JAX on a 2-core CPU: 6% of the step at d_e 50 and 15% at
-    d_e 300, its gradient the sum of a padded buffer per weight), and only XLA on JAX can
-    keep the concatenation whole (an optimization barrier). `packing(True)` forces it on
-    JAX (deviceless compiles for a GPU, tests)."""
-    if keras.backend.backend() != "jax":
-        return False
-    if _FORCED[0] is not None:
-        return _FORCED[0]
-    import jax  # the backend: loaded already
-
-    return jax.default_backend() == "gpu"
+    """Whether `packed` packs here: on JAX within `packing(True)` only (A/Bs, kernel
+    counts, tests). Only XLA on JAX can keep the concatenation whole (an optimization
+    barrier). Measured slower by default: on an H200, 1.448 against 1.350 ms a step of the
+    paper configuration's 32-step scan (2026-11-28, with slices before `jax.lax.split`);
+    on JAX on a 2-core CPU, 2% faster at d_e 50 and 4% slower at d_e 300."""
+    return keras.backend.backend() == "jax" and bool(_FORCED[0])
 
 
 @contextlib.contextmanager
 def packing(enabled):
-    """Within: `packed` packs (`enabled` True), never does (False) or decides by the
-    device (None)."""
+    """Within: `packed` packs on JAX (`enabled` True) or does not (False, None)."""
     before, _FORCED[0] = _FORCED[0], enabled
     try:
         yield
@@ -90,12 +85,12 @@ def packed(layers):
     # Kept whole: left to XLA's simplifier, a slice of the concatenation becomes a
     # concatenation of its own again (255 kernels a step instead of 198).
     buffer = jax.lax.optimization_barrier(ops.concatenate(pieces))
-    stacked, start = {}, 0
-    for group in groups:
-        size = len(group) * math.prod(group[0].shape)
-        stacked[id(group[0])] = (tuple(map(id, group)), ops.reshape(
-            buffer[start:start + size], (len(layers),) + tuple(group[0].shape)))
-        start += size
+    # One split, not a slice per weight: its gradient is one concatenation of the
+    # weights' gradients, where slices' gradients are a padded buffer each, summed.
+    sizes = [len(group) * math.prod(group[0].shape) for group in groups]
+    stacked = {id(group[0]): (tuple(map(id, group)), ops.reshape(
+        piece, (len(layers),) + tuple(group[0].shape)))
+        for group, piece in zip(groups, jax.lax.split(buffer, sizes))}
     _PACKED.update(stacked)
     try:
         yield
