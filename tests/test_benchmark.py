@@ -360,15 +360,24 @@ print(json.dumps(compare_steps(make_model, x, np.array([0, 1, 2, 0]), repeats=2)
 """
 
 
+SCAN_AND_LAYOUTS = """
+import json, sys
+from experiments import layout_ab, shape_costs
+shape_costs.main(sys.argv[1:])
+print(json.dumps(layout_ab.compare("packed", 10, 3)))
+"""
+
+
 @pytest.mark.jax
-@pytest.mark.slow  # a JAX process compiling the scan
-def test_shape_costs_times_the_scan_alone_for_a_quick_ab(tmp_path):
-    """`shape_costs --scan_only=N` (issue 48's A/Bs on a lent GPU): one program, N steps
-    as a `lax.scan` on the device's batches, the weights packed when asked; whole chunks
-    of N only; the record says what it ran under (`--packed`, XLA_FLAGS)."""
+@pytest.mark.slow  # a JAX process compiling the scan and two models' steps
+def test_the_quick_gpu_ab_times_the_scan_alone_and_layouts_interleaved(tmp_path):
+    """Issue 48's A/Bs of the step's layouts. `shape_costs --scan_only=N`: one program, N
+    steps as a `lax.scan` on the device's batches, whole chunks of N only, the record
+    saying what it ran under (`--packed`, XLA_FLAGS). `layout_ab`: the stacked and the
+    packed model trained side by side, the same weights after the run."""
     output = tmp_path / "scan.jsonl"
     result = subprocess.run(
-        [sys.executable, "-m", "experiments.shape_costs", "--shapes=6x5", "--steps=5",
+        [sys.executable, "-c", SCAN_AND_LAYOUTS, "--shapes=6x5", "--steps=5",
          "--scan_only=2", "--packed", "--size=embedding_dim=8,num_heads=2,ffn_dim=16",
          f"--output={output}"], cwd=ROOT, env=dict(ENV, KERAS_BACKEND="jax"),
         capture_output=True, text=True, timeout=600)
@@ -380,6 +389,11 @@ def test_shape_costs_times_the_scan_alone_for_a_quick_ab(tmp_path):
     assert line["packed_weights"] is True
     assert line["xla_flags"] == ENV.get("XLA_FLAGS", "")
     assert not any(key.startswith(("fit", "jit_loop", "train_")) for key in line)
+    layouts = json.loads(result.stdout.strip().splitlines()[-1])
+    assert (layouts["backend"], layouts["embedding_dim"], layouts["steps"]) == ("jax", 10, 3)
+    for name in ("stacked", "packed"):
+        assert layouts[name]["pairs_per_s"] > 0 and layouts[name]["ms_per_step"] > 0
+    assert layouts["max_weight_difference"] == 0.0  # the same numbers, to the bit
 
 
 @pytest.mark.jax
