@@ -38,7 +38,7 @@ def packs():
     counts, tests). Only XLA on JAX can keep the concatenation whole (an optimization
     barrier). Measured slower by default: on an H200, 1.448 against 1.350 ms a step of the
     paper configuration's 32-step scan (2026-11-28, with slices before `jax.lax.split`);
-    on JAX on a 2-core CPU, split: 2–5% faster at d_e 50, even at d_e 300."""
+    on JAX on a 2-core CPU, split: even to 5% faster (d_e 50 and 300)."""
     return keras.backend.backend() == "jax" and bool(_ENABLED[0])
 
 
