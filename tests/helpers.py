@@ -7,6 +7,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import weakref
 
 import keras
 import numpy as np
@@ -269,15 +270,39 @@ def _check_fit(model, arrays, output):
     assert not unchanged, f"weights the loss does not reach: {unchanged}"
 
 
+def inference(model, inputs):
+    """`model(inputs, training=False)` as a NumPy array. On JAX, one compiled call of the
+    model's stateless call: eager JAX compiles every op anew for each new shape, 4 to 5
+    times slower at the tests' size (the Keras-only pass's CI time); elsewhere the eager
+    call."""
+    if keras.backend.backend() != "jax":
+        return keras.ops.convert_to_numpy(model(inputs, training=False))
+    if model not in _COMPILED:  # one program a model and shape, its weights passed in
+        import jax
+
+        def call(trainable, others, inputs):
+            return model.stateless_call(trainable, others, inputs, training=False)[0]
+
+        _COMPILED[model] = jax.jit(call)
+    return np.asarray(_COMPILED[model]([v.value for v in model.trainable_variables],
+                                       [v.value for v in model.non_trainable_variables],
+                                       inputs))
+
+
+_COMPILED = weakref.WeakKeyDictionary()  # `inference`'s compiled calls, by model
+
+
 RELOAD = """
 import json, os, sys
 if os.environ["KERAS_BACKEND"] != "tensorflow":
     sys.modules["tensorflow"] = None  # loading needs Keras only
-import keras, numpy as np
+sys.path.insert(0, os.path.join(os.getcwd(), "tests"))
+import numpy as np
 import dsan_tf.models
+from helpers import inference  # as the test computed what it expects
 inputs = dict(np.load(sys.argv[1]))
-outputs = [keras.ops.convert_to_numpy(dsan_tf.models.load_model(path)(inputs, training=False))
-           .tolist() for path in sys.argv[2:]]  # load_model registers the classes first
+outputs = [inference(dsan_tf.models.load_model(path), inputs).tolist()
+           for path in sys.argv[2:]]  # load_model registers the classes first
 print(json.dumps(outputs))
 """
 

@@ -10,7 +10,7 @@ import keras
 import numpy as np
 import pytest
 
-from helpers import ENV, cli, ok, random_ids, reloaded_outputs
+from helpers import ENV, cli, inference, ok, random_ids, reloaded_outputs
 
 from dsan_tf import build_model, model_config
 from dsan_tf.evaluation.analysis import pair_analysis
@@ -62,17 +62,17 @@ def test_half_precision_trains_finite_and_padding_never_changes_bfloat16_logits(
                         dataclasses.replace(TINY, num_interaction_blocks=1))
     inputs = pairs(rng)
     if policy == "mixed_bfloat16":
-        base = np.asarray(model(inputs, training=False), dtype="float32")
+        base = inference(model, inputs).astype("float32")
         padded = {side: np.pad(ids, ((0, 0), (0, 4))) for side, ids in inputs.items()}
-        np.testing.assert_allclose(np.asarray(model(padded, training=False), "float32"), base,
+        np.testing.assert_allclose(inference(model, padded).astype("float32"), base,
                                    atol=5e-2)
         alone = {"premise": inputs["premise"][1:2, :1], "hypothesis": inputs["hypothesis"][1:2]}
-        np.testing.assert_allclose(np.asarray(model(alone, training=False), "float32")[0],
+        np.testing.assert_allclose(inference(model, alone).astype("float32")[0],
                                    base[1], atol=5e-2)
     model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(True))
     history = model.fit(inputs, np.array([0, 1, 2, 0]), epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"]).all()
-    assert np.isfinite(np.asarray(model(inputs, training=False), "float32")).all()
+    assert np.isfinite(inference(model, inputs).astype("float32")).all()
 
 
 def test_attention_never_reaches_padding(rng):
@@ -145,7 +145,7 @@ def test_keras_file_reloads_in_a_fresh_process(rng, tmp_path):
                   if getattr(layer, "prior", None) == "gaussian_variant"]:
         prior.weight.assign(0.3)  # not the initial values: they must come from the file
         prior.bias.assign(-0.2)
-    expected = np.asarray(model(inputs, training=False))
+    expected = inference(model, inputs)
     np.testing.assert_allclose(reloaded_outputs(model, inputs, tmp_path), expected,
                                atol=1e-6)
     assert dataclasses.asdict(TINY)["model_dim"] == model.backbone.model_dim

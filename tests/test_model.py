@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import pytest
 
-from helpers import config_for, random_ids, reloaded_outputs_of
+from helpers import config_for, inference, random_ids, reloaded_outputs_of
 
 from dsan_tf import DSANConfig, build_model, model_config
 from dsan_tf.models import Backbone, NLIClassifier, PairBackbone, registry
@@ -54,15 +54,15 @@ def test_appending_padding_never_changes_logits(small_config, rng, policy, name)
     # Ragged real lengths inside the batch, including a one-token premise.
     inputs["premise"][1, 1:] = 0
     inputs["hypothesis"][2, 3:] = 0
-    base = np.asarray(model(inputs, training=False))
+    base = inference(model, inputs)
     padded = {"premise": pad(inputs["premise"], 6), "hypothesis": pad(inputs["hypothesis"], 3)}
-    out = np.asarray(model(padded, training=False))
+    out = inference(model, padded)
     assert np.isfinite(base).all()
     tolerance = 1e-5 if policy == "float32" else 2e-2
     np.testing.assert_allclose(out, base, atol=tolerance)
     # A sentence padded inside a batch gives what it gives alone.
     alone = {"premise": inputs["premise"][1:2, :1], "hypothesis": inputs["hypothesis"][1:2]}
-    np.testing.assert_allclose(np.asarray(model(alone, training=False))[0], base[1],
+    np.testing.assert_allclose(inference(model, alone)[0], base[1],
                                atol=tolerance)
 
 
@@ -85,7 +85,7 @@ def test_one_pass_of_the_encoder_gives_the_same_logits_and_gradients(small_confi
     program): the same function of the same weights, whichever side is longer, and its
     `.keras` file reloads to it."""
     if keras.backend.backend() != "tensorflow" and name != "dsan":
-        pytest.skip("one family on the other backends: eager JAX compiles every op per shape")
+        pytest.skip("one family on the other backends: JAX compiles a program per shape")
     config = config_for(name, **small_config.to_dict())
     keras.utils.set_random_seed(0)
     two = build_model(name, config)
@@ -96,8 +96,7 @@ def test_one_pass_of_the_encoder_gives_the_same_logits_and_gradients(small_confi
         inputs = batch(rng, 5, premise_length, hypothesis_length)
         inputs["premise"][1, 1:] = 0
         inputs["hypothesis"][3, 2:] = 0
-        np.testing.assert_allclose(np.asarray(one(inputs, training=False)),
-                                   np.asarray(two(inputs, training=False)), atol=1e-5)
+        np.testing.assert_allclose(inference(one, inputs), inference(two, inputs), atol=1e-5)
     labels = np.array([0, 1, 2, 0, 1])
 
     def gradients(model):
@@ -115,8 +114,7 @@ def test_one_pass_of_the_encoder_gives_the_same_logits_and_gradients(small_confi
     one.save(tmp_path / "one.keras")
     again = keras.saving.load_model(tmp_path / "one.keras")
     assert again.one_pass
-    np.testing.assert_allclose(np.asarray(again(inputs, training=False)),
-                               np.asarray(one(inputs, training=False)), atol=1e-6)
+    np.testing.assert_allclose(inference(again, inputs), inference(one, inputs), atol=1e-6)
 
 
 def test_keras_clone_model_copies_the_graph(small_config, rng):
@@ -226,12 +224,11 @@ def test_every_familys_keras_file_reloads_in_a_fresh_process(small_config, rng, 
     inputs["hypothesis"][0, 2:] = 0
     for name in FAMILIES:
         model = build_model(name, small(name, small_config, **CHANGES.get(name, {})))
-        model(inputs, training=False)
         model.set_weights([w + rng.normal(scale=0.05, size=np.shape(w)).astype(w.dtype)
                            if np.issubdtype(np.asarray(w).dtype, np.floating) else w
                            for w in model.get_weights()])
         models.append(model)
-        expected.append(np.asarray(model(inputs, training=False)))
+        expected.append(inference(model, inputs))
     for name, again, logits in zip(FAMILIES, reloaded_outputs_of(models, inputs, tmp_path),
                                    expected):
         np.testing.assert_array_equal(again, logits, err_msg=name)
