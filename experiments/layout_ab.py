@@ -22,23 +22,17 @@ import numpy as np
 from dsan_tf.experiment.config import ExperimentConfig
 from dsan_tf.experiment.task import NLITask
 from dsan_tf.layers import stacking
-from dsan_tf.models import optimizers
+from experiments.shape_costs import training_model
 
 VOCAB = 1000
 
 
 def model(config, embedding_dim, flat_moments):
-    """The named configuration at this width (d_ff 4·d_e), compiled for training as the
-    programs compile it, its step jit-compiled; the same weights every call."""
-    keras.utils.set_random_seed(0)
+    """The named configuration at this width (d_ff 4·d_e), compiled for training as
+    `shape_costs` measures it (`training_model`); the same weights every call."""
     task = NLITask(ExperimentConfig.named(config, embedding_dim=embedding_dim,
                                           ffn_dim=4 * embedding_dim), log=lambda *a: None)
-    built = task.build_model(VOCAB)
-    task.compile(built, jit_compile=True)
-    if flat_moments:
-        built.compile(optimizer=optimizers.with_flat_moments(built.optimizer),
-                      loss=built.loss, jit_compile=True)
-    return built
+    return training_model(task, flat_moments, vocab_size=VOCAB)
 
 
 def compare(layout, embedding_dim, steps, config="dsan_snli", batch=64, lengths=(20, 12)):
@@ -63,8 +57,9 @@ def compare(layout, embedding_dim, steps, config="dsan_snli", batch=64, lengths=
     weights = [[v.numpy() for v in models[name].trainable_variables] for name in names]
     result["max_weight_difference"] = float(max(np.abs(a - b).max()
                                                 for a, b in zip(*weights)))
-    return {"config": config, "embedding_dim": embedding_dim, "steps": steps, "batch_size": batch,
-            "lengths": list(lengths), "backend": keras.backend.backend(), **result}
+    return {"config": config, "embedding_dim": embedding_dim, "steps": steps,
+            "batch_size": batch, "lengths": list(lengths), "backend": keras.backend.backend(),
+            **result}
 
 
 def main(argv=None):

@@ -48,6 +48,40 @@ def batches(batch_size, premise, hypothesis, count, seed=0):
         0, 3, batch_size * count)
 
 
+def training_model(task, flat_moments=False, vocab_size=VOCAB_SIZE):
+    """`task`'s model at seed 0, compiled for training with its step jit-compiled;
+    `flat_moments`: Adam's moments as one vector each (`dsan_tf.models.optimizers`)."""
+    keras.utils.set_random_seed(0)
+    model = task.build_model(vocab_size)
+    task.compile(model, jit_compile=True)
+    if flat_moments:
+        model.compile(optimizer=optimizers.with_flat_moments(model.optimizer),
+                      loss=model.loss, jit_compile=True)
+    return model
+
+
+def _conditions(premise, hypothesis, batch_size, steps):
+    """What a measurement ran: its shape and steps, the encoder's weights packed or not,
+    and XLA's flags."""
+    return {"premise": premise, "hypothesis": hypothesis, "batch_size": batch_size,
+            "packed_weights": stacking.packs(), "xla_flags": os.environ.get("XLA_FLAGS", ""),
+            "steps": steps}
+
+
+def _per_step(seconds, steps):
+    """Seconds of `steps` steps as ms a step (keys ending in ms_per_step); others (first
+    calls) as seconds."""
+    return {key: round(1e3 * value / steps, 3) if key.endswith("ms_per_step")
+            else round(value, 2) for key, value in seconds.items()}
+
+
+def _append(path, record):
+    """Appends `record` to the JSON lines in `path` and prints it."""
+    with open(path, "a", encoding="utf-8") as stream:
+        stream.write(json.dumps(record) + "\n")
+    print(json.dumps(record), flush=True)
+
+
 def synchronize():
     if keras.backend.backend() == "jax":
         import jax
@@ -111,8 +145,7 @@ def _loops(model, x, y, batch_size, steps, chunk):
                   steps_per_execution=chunk)
     result[f"fit_steps_per_execution{chunk}_ms_per_step"] = _timed_fit(model, _Feed(host, 1))
     result.update(_device_loops(model, host, chunk))
-    return {key: round(1e3 * seconds / steps, 3) if key.endswith("ms_per_step")
-            else round(seconds, 2) for key, seconds in result.items()}
+    return _per_step(result, steps)
 
 
 def _device_loops(model, host, chunk, bare_loop=True):
@@ -167,12 +200,7 @@ def measure(task, premise, hypothesis, steps, steps_per_execution, compare_feeds
     (`_loops`); `flat_moments`: Adam's moments as one vector each
     (`dsan_tf.models.optimizers`)."""
     batch_size = task.config.data.batch_size
-    keras.utils.set_random_seed(0)
-    model = task.build_model(VOCAB_SIZE)
-    task.compile(model, jit_compile=True)
-    if flat_moments:
-        model.compile(optimizer=optimizers.with_flat_moments(model.optimizer),
-                      loss=model.loss, jit_compile=True)
+    model = training_model(task, flat_moments)
     if steps_per_execution > 1:
         model.compile(optimizer=model.optimizer, loss=model.loss, jit_compile=True,
                       steps_per_execution=steps_per_execution)
@@ -199,10 +227,8 @@ def measure(task, premise, hypothesis, steps, steps_per_execution, compare_feeds
     feeds = _feeds(model, x, y, batch_size, steps) if compare_feeds else {}
     if compare_loops:
         feeds.update(_loops(model, x, y, batch_size, steps, compare_loops))
-    return {**feeds, "premise": premise, "hypothesis": hypothesis, "batch_size": batch_size,
-            "flat_moments": flat_moments, "packed_weights": stacking.packs(),
-            "xla_flags": os.environ.get("XLA_FLAGS", ""),
-            "steps_per_execution": steps_per_execution, "steps": steps,
+    return {**feeds, **_conditions(premise, hypothesis, batch_size, steps),
+            "flat_moments": flat_moments, "steps_per_execution": steps_per_execution,
             "first_train_step_s": round(compile_train, 2),
             "first_eval_step_s": round(compile_eval, 2),
             "train_ms_per_step": round(1e3 * seconds / steps, 3),
@@ -215,9 +241,7 @@ def scan_cost(task, premise, hypothesis, steps, chunk):
     the device, and the scan's first call: the cheapest A/B of a change to the step on a
     GPU (one XLA compile)."""
     batch_size = task.config.data.batch_size
-    keras.utils.set_random_seed(0)
-    model = task.build_model(VOCAB_SIZE)
-    task.compile(model, jit_compile=True)
+    model = training_model(task)
     x, y = batches(batch_size, premise, hypothesis, steps)
     # Builds the optimizer's and the metrics' variables symbolically (as `fit` does
     # first): no step runs, so the scan is the only program compiled.
@@ -226,12 +250,7 @@ def scan_cost(task, premise, hypothesis, steps, chunk):
     steps = steps // chunk * chunk
     seconds = _device_loops(model, _weighted_batches(x, y, batch_size, steps), chunk,
                             bare_loop=False)
-    return {f"scan{chunk}_first_call_s": round(seconds[f"scan{chunk}_first_call_s"], 2),
-            f"scan{chunk}_ms_per_step": round(1e3 * seconds[f"scan{chunk}_ms_per_step"]
-                                              / steps, 3),
-            "premise": premise, "hypothesis": hypothesis, "batch_size": batch_size,
-            "packed_weights": stacking.packs(), "xla_flags": os.environ.get("XLA_FLAGS", ""),
-            "steps": steps}
+    return {**_per_step(seconds, steps), **_conditions(premise, hypothesis, batch_size, steps)}
 
 
 def _epoch(grid, cells, batch, step_ms):
@@ -334,17 +353,13 @@ def main(argv=None):
         device += ": " + ", ".join(d.device_kind for d in jax.devices())
     header = {"device": device, "keras": keras.__version__, "preset": args.config,
               "fields": fields, "embedding_dim": task.config.model_config.embedding_dim}
-    with open(args.output, "a", encoding="utf-8") as stream:
-        stream.write(json.dumps(header) + "\n")
-    print(json.dumps(header), flush=True)
+    _append(args.output, header)
     extra = [int(v) for v in args.steps_per_execution.split(",") if v]
     with stacking.packing(args.packed):
         if args.scan_only:
             premise, hypothesis = map(int, args.shapes.split(",")[0].split("x"))
-            result = scan_cost(task, premise, hypothesis, args.steps, args.scan_only)
-            with open(args.output, "a", encoding="utf-8") as stream:
-                stream.write(json.dumps(result) + "\n")
-            print(json.dumps(result), flush=True)
+            _append(args.output, scan_cost(task, premise, hypothesis, args.steps,
+                                           args.scan_only))
         else:
             _measure_shapes(task, args, extra)
     return 0
@@ -358,9 +373,7 @@ def _measure_shapes(task, args, extra):
                              args.compare_feeds and number == 0 and spe == 1,
                              args.compare_loops if number == 0 and spe == 1 else 0,
                              args.flat_moments)
-            with open(args.output, "a", encoding="utf-8") as stream:
-                stream.write(json.dumps(result) + "\n")
-            print(json.dumps(result), flush=True)
+            _append(args.output, result)
 
 
 if __name__ == "__main__":

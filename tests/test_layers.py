@@ -151,9 +151,10 @@ def test_the_encoder_computes_both_blocks_as_each_computes_alone(rng, options):
                     reason="packing is JAX's: an XLA optimization barrier keeps the buffer")
 def test_packed_weights_give_the_values_and_gradients_of_stacked_ones(rng):
     """Within `stacking.packing(True)` the encoder reads both blocks' weights from one
-    buffer (`stacking.packed`, an A/B's layout): the forward pass, dropout included, and the gradient of every
-    weight are those of the weights stacked one by one, and the program holds the buffer
-    whole: a barrier over every float weight of both blocks, and one over their gradient."""
+    buffer (`stacking.packed`, an A/B's layout): the forward pass, dropout included, and
+    the gradient of every weight are those of the weights stacked one by one, and the
+    program holds the buffer whole: a barrier over every float weight of both blocks, and
+    one over their gradient."""
     import jax
 
     from dsan_tf.layers import stacking

@@ -108,9 +108,9 @@ class DSANBlock(keras.layers.Layer):
     @staticmethod
     def stacked_call(blocks, inputs, padding_mask=None, training=None):
         """`call` of N blocks of one configuration on the same inputs at once, their
-        weights stacked at run time (`dsan_tf.layers.stacking`; on a GPU read from one
-        buffer, `stacking.packed`): the encoder's forward and backward blocks as one pass
-        of ops. The block's own `call` is this with N = 1.
+        weights stacked at run time (`dsan_tf.layers.stacking`; read from one buffer within
+        `stacking.packing(True)`, `stacking.packed`): the encoder's forward and backward
+        blocks as one pass of ops. The block's own `call` is this with N = 1.
 
         Args:
             blocks: N built `DSANBlock`s (directions may differ).
