@@ -280,8 +280,10 @@ def inference(model, inputs):
     if model not in _COMPILED:  # one program a model and shape, its weights passed in
         import jax
 
+        held = weakref.ref(model)  # the entry must not keep its own key alive
+
         def call(trainable, others, inputs):
-            return model.stateless_call(trainable, others, inputs, training=False)[0]
+            return held().stateless_call(trainable, others, inputs, training=False)[0]
 
         _COMPILED[model] = jax.jit(call)
     return np.asarray(_COMPILED[model]([v.value for v in model.trainable_variables],
