@@ -37,6 +37,7 @@ from dsan_tf.experiment.config import ExperimentConfig
 from dsan_tf.experiment.task import NLITask
 from dsan_tf.layers import stacking
 from dsan_tf.models import optimizers
+from experiments import device_profile
 from experiments.benchmark import LENGTH_PROFILE, SNLI_TRAIN_PAIRS, VOCAB_SIZE
 
 
@@ -148,11 +149,12 @@ def _loops(model, x, y, batch_size, steps, chunk):
     return _per_step(result, steps)
 
 
-def _device_loops(model, host, chunk, bare_loop=True):
+def _device_loops(model, host, chunk, bare_loop=True, profile=None):
     """Seconds of the compiled step called in a bare Python loop on batches already on
     the device (no `fit`, no feeding: dispatch and device), and of `chunk` steps in one
     program (`lax.scan`): the device's own time; and each one's first call (the scan's
-    compile)."""
+    compile). `profile`: a folder for a profiler trace of the scan's first 2 calls, its
+    summary (`experiments.device_profile`) and the compiled program's HLO text."""
     import jax
     import jax.numpy as jnp
 
@@ -189,6 +191,17 @@ def _device_loops(model, host, chunk, bare_loop=True):
                 _, carried = function(carried, batch)
             jax.block_until_ready(carried)
         result[f"{name}_ms_per_step"] = time.perf_counter() - started
+    if profile:
+        calls = min(2, len(stacked))
+        path = device_profile.trace(loops[-1][1], (carried, stacked[0]), calls, profile)
+        summary = device_profile.summarize(path, calls * chunk)
+        device_profile.write(summary, profile)
+        started = time.perf_counter()
+        compiled = loops[-1][1].lower(carried, stacked[0]).compile()
+        print(f"the scan's HLO text: {time.perf_counter() - started:.1f} s", flush=True)
+        with open(os.path.join(profile, "scan_hlo.txt"), "w", encoding="utf-8") as stream:
+            stream.write(compiled.as_text())
+        result["profile"] = {k: v for k, v in summary.items() if k != "top"}
     return result
 
 
@@ -236,12 +249,13 @@ def measure(task, premise, hypothesis, steps, steps_per_execution, compare_feeds
             "eval_ms_per_step": round(1e3 * eval_seconds / steps, 3)}
 
 
-def scan_cost(task, premise, hypothesis, steps, chunk):
+def scan_cost(task, premise, hypothesis, steps, chunk, profile=None, flat_moments=False):
     """ms a training step of `chunk` steps in one program (`lax.scan`, JAX), batches on
     the device, and the scan's first call: the cheapest A/B of a change to the step on a
-    GPU (one XLA compile)."""
+    GPU (one XLA compile). `profile`: a folder for the scan's trace (`_device_loops`);
+    `flat_moments`: Adam's moments as one vector each."""
     batch_size = task.config.data.batch_size
-    model = training_model(task)
+    model = training_model(task, flat_moments)
     x, y = batches(batch_size, premise, hypothesis, steps)
     # Builds the optimizer's and the metrics' variables symbolically (as `fit` does
     # first): no step runs, so the scan is the only program compiled.
@@ -249,8 +263,10 @@ def scan_cost(task, premise, hypothesis, steps, chunk):
                                       y[:batch_size]))
     steps = steps // chunk * chunk
     seconds = _device_loops(model, _weighted_batches(x, y, batch_size, steps), chunk,
-                            bare_loop=False)
-    return {**_per_step(seconds, steps), **_conditions(premise, hypothesis, batch_size, steps)}
+                            bare_loop=False, profile=profile)
+    profiled = seconds.pop("profile", None)
+    return {**_per_step(seconds, steps), **_conditions(premise, hypothesis, batch_size, steps),
+            "flat_moments": flat_moments, **({"profile": profiled} if profiled else {})}
 
 
 def _epoch(grid, cells, batch, step_ms):
@@ -322,6 +338,9 @@ def _parser():
     parser.add_argument("--scan_only", type=int, default=0, metavar="N",
                         help="JAX: time only N steps as one program (lax.scan) at the "
                         "first shape, one compile: the quick A/B on a GPU")
+    parser.add_argument("--profile", metavar="DIR", help="with --scan_only: a profiler "
+                        "trace of the scan, kernels.json (device time by HLO instruction, "
+                        "experiments.device_profile) and the program's HLO text in DIR")
     parser.add_argument("--compare_loops", type=int, default=0, metavar="N",
                         help="JAX: also time the first shape's step driven by fit, fit with "
                         "steps_per_execution N, a bare loop of the compiled step on the "
@@ -359,7 +378,8 @@ def main(argv=None):
         if args.scan_only:
             premise, hypothesis = map(int, args.shapes.split(",")[0].split("x"))
             _append(args.output, scan_cost(task, premise, hypothesis, args.steps,
-                                           args.scan_only))
+                                           args.scan_only, args.profile,
+                                           args.flat_moments))
         else:
             _measure_shapes(task, args, extra)
     return 0
