@@ -16,7 +16,8 @@ start, in one command of at most 8 minutes on an H100/H200 (JAX, no TensorFlow n
 
 Nothing is read from JAX's compilation cache (a cold start). The record is rewritten
 after each part, so a run cut short keeps what it measured. `--pairs` and `--size` shrink
-part 1 for a check of the script on a CPU.
+part 1 for a check of the script on a CPU; `--mixed_precision=mixed_bfloat16` runs part 1
+in bfloat16 (the training program's flag of that name).
 """
 
 import argparse
@@ -28,7 +29,7 @@ import time
 import numpy as np
 
 from dsan_tf.data.batching import IdPairs
-from dsan_tf.experiment.config import ExperimentConfig
+from dsan_tf.experiment.config import PRECISIONS, ExperimentConfig
 from dsan_tf.layers import stacking
 from dsan_tf.training.encoded import train_encoded
 from dsan_tf.training.setting import EncodedSetting
@@ -93,6 +94,9 @@ def main(argv=None):
                         "part 2 (default: its schedule)")
     parser.add_argument("--cpu_record", default="docs/runs/jax_road_25k.json",
                         help="the CPU's run of the study setting, to print beside")
+    parser.add_argument("--mixed_precision", default="none", choices=PRECISIONS,
+                        help="part 1's precision (the preset's: none, float32); part 2 "
+                        "keeps its setting's")
     parser.add_argument("--packed", action="store_true", help="JAX: the encoder's "
                         "weights read from one buffer (dsan_tf.layers.stacking.packed), "
                         "not stacked one by one, for an A/B")
@@ -105,6 +109,8 @@ def _check(args):
     """The two parts, each written to `args.output` as it ends."""
     fields = {key: int(value) for key, value in
               (item.split("=") for item in args.size.split(",") if item)}
+    if args.mixed_precision != "none":
+        fields["mixed_precision"] = args.mixed_precision
     started = time.perf_counter()
     # XLA's description of this GPU: deviceless compiles of its programs elsewhere
     # (`experiments.program_size --gpu_kernels --target=RECORD`); None on a CPU.

@@ -23,6 +23,7 @@ arithmetic (docs/PERFORMANCE.md, "What a GPU runs"):
 import argparse
 import collections
 import json
+import math
 import re
 import sys
 import time
@@ -179,7 +180,17 @@ def read_target(path):
 BOOKKEEPING = {"parameter", "get-tuple-element", "tuple", "bitcast", "constant",
                "after-all", "opt-barrier", "partition-id", "replica-id"}
 _COMPUTATION = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$")
-_INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*.+?\s([\w\-]+)\(")
+_INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*(.+?)\s([\w\-]+)\(([^)]*)\)")
+_ARRAY = re.compile(r"\b(pred|[subf]\d+|bf16)\[([\d,]*)\]")
+
+
+def _bytes(shape):
+    """Bytes of the arrays in an HLO shape ("f32[2,300]{1,0}", or a tuple of them)."""
+    total = 0
+    for dtype, dims in _ARRAY.findall(shape):
+        size = 1 if dtype == "pred" else max(1, int(re.sub(r"\D", "", dtype)) // 8)
+        total += size * math.prod(int(d) for d in dims.split(",") if d)
+    return total
 
 
 def gpu_kernels(hlo_text):
@@ -189,9 +200,12 @@ def gpu_kernels(hlo_text):
 
     Returns:
         {"kernels": the entry's and each loop body's once, "loop_body": the loops'
-         bodies' alone, "by_kind": {"fusion:kLoop": n, "custom-call:TARGET": n, ...}}.
+         bodies' alone, "by_kind": {"fusion:kLoop": n, "custom-call:TARGET": n, ...},
+         "bytes": what those kernels move at most, each reading its operands whole and
+         writing its output once (a fusion may read a slice of an operand, so the true
+         figure is lower)}.
     """
-    computations, current, entry = {}, None, None
+    computations, current, entry, shapes = {}, None, None, {}
     for line in hlo_text.splitlines():
         opened = None if line.startswith(" ") else _COMPUTATION.match(line)
         if opened:
@@ -199,11 +213,14 @@ def gpu_kernels(hlo_text):
             computations[current] = []
             entry = current if opened.group(1) else entry
         elif current and (found := _INSTRUCTION.match(line)):
-            computations[current].append((found.group(1), line))
+            name, shape, op, operands = found.groups()
+            shapes[name] = shape
+            computations[current].append((op, line, shape, operands))
     kinds, body = collections.Counter(), collections.Counter()
+    moved = [0]
 
     def visit(name, counter):
-        for op, line in computations[name]:
+        for op, line, shape, operands in computations[name]:
             if op in BOOKKEEPING:
                 continue
             if op == "while":  # its condition is evaluated on the device, its body run
@@ -214,10 +231,16 @@ def gpu_kernels(hlo_text):
             elif op == "fusion":
                 op += ":" + re.search(r"kind=(\w+)", line).group(1)
             counter[op] += 1
+            # An operand is "%name" in XLA's printout, or "f32[2]{0} %name" with its shape.
+            moved[0] += _bytes(shape) + sum(
+                _bytes(operand) if "[" in operand else
+                _bytes(shapes.get(operand.strip().lstrip("%"), ""))
+                for operand in operands.split(","))
 
     visit(entry, kinds)
     return {"kernels": sum(kinds.values()) + sum(body.values()),
-            "loop_body": sum(body.values()), "by_kind": dict((kinds + body).most_common())}
+            "loop_body": sum(body.values()), "by_kind": dict((kinds + body).most_common()),
+            "bytes": moved[0]}
 
 
 def compile_for_gpu(function, *args, target=H100_TARGET):
@@ -307,6 +330,9 @@ def main(argv=None):
     parser.add_argument("--packed", action="store_true", help="the encoder's weights "
                         "read from one buffer (dsan_tf.layers.stacking.packed), not "
                         "stacked one by one as a GPU runs them")
+    parser.add_argument("--mixed_precision", default="none",
+                        choices=("none", "mixed_bfloat16", "mixed_float16"),
+                        help="Keras' dtype policy of the model (the training flag)")
     parser.add_argument("--output", help="append the JSON line to this file")
     args = parser.parse_args(argv)
     import keras
@@ -318,6 +344,8 @@ def main(argv=None):
     if keras.backend.backend() != "jax":
         sys.exit("--gpu_kernels compiles with JAX: run it with KERAS_BACKEND=jax.")
     target = _usable_target(args.target)
+    if args.mixed_precision != "none":
+        keras.config.set_dtype_policy(args.mixed_precision)
     fields = {key: int(value) for key, value in  # integers, as gpu_check's --size
               (pair.split("=", 1) for pair in args.size.split(",") if pair)}
     # As on a GPU: one pass of the encoder, the step compiled.
@@ -334,6 +362,7 @@ def main(argv=None):
         kernels = _both_layouts(task, batch, args.steps, target)
     record = {"config": args.config, "size": fields, "shape": args.shape,
               "batch_size": size, "steps": args.steps, "packed_weights": args.packed,
+              "dtype_policy": keras.config.dtype_policy().name,
               "target": described.group(1) if described else args.target, **kernels}
     line = json.dumps(record)
     print(line)

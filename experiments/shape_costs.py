@@ -33,7 +33,7 @@ import keras
 import numpy as np
 
 from dsan_tf.data.costs import StepCosts
-from dsan_tf.experiment.config import ExperimentConfig
+from dsan_tf.experiment.config import PRECISIONS, ExperimentConfig
 from dsan_tf.experiment.task import NLITask
 from dsan_tf.layers import stacking
 from dsan_tf.models import optimizers
@@ -63,10 +63,15 @@ def training_model(task, flat_moments=False, vocab_size=VOCAB_SIZE):
 
 def _conditions(premise, hypothesis, batch_size, steps):
     """What a measurement ran: its shape and steps, the encoder's weights packed or not,
-    and XLA's flags."""
-    return {"premise": premise, "hypothesis": hypothesis, "batch_size": batch_size,
-            "packed_weights": stacking.packs(), "xla_flags": os.environ.get("XLA_FLAGS", ""),
-            "steps": steps}
+    XLA's flags, Keras' dtype policy and (JAX) the default precision of matmuls (None:
+    XLA's default)."""
+    record = {"premise": premise, "hypothesis": hypothesis, "batch_size": batch_size,
+              "packed_weights": stacking.packs(), "xla_flags": os.environ.get("XLA_FLAGS", ""),
+              "dtype_policy": keras.config.dtype_policy().name, "steps": steps}
+    if keras.backend.backend() == "jax":  # float32 matmuls: XLA's default, TF32 or full
+        import jax
+        record["matmul_precision"] = jax.config.jax_default_matmul_precision
+    return record
 
 
 def _per_step(seconds, steps):
@@ -322,6 +327,25 @@ def plan(costs_path, profile_path, epochs=20, shapes_at_most=3, top=2):
     return results
 
 
+def faster(path, policy):
+    """Whether the scans in `path` (`--scan_only` records) ran faster under the dtype
+    `policy` than every float32 run, all else the default (weights stacked, Keras' Adam,
+    XLA's flags and matmul precision); prints the two."""
+    times = {}
+    with open(path, encoding="utf-8") as stream:
+        for record in map(json.loads, stream):
+            default = not (record.get("packed_weights") or record.get("flat_moments")
+                           or record.get("xla_flags") or record.get("matmul_precision"))
+            for key, value in record.items():
+                if default and key.startswith("scan") and key.endswith("_ms_per_step"):
+                    times.setdefault(record.get("dtype_policy", "float32"), []).append(value)
+    if not times.get(policy) or not times.get("float32"):
+        print(f"{path}: no scans of both float32 and {policy}")
+        return False
+    print(f"ms a step: {policy} {min(times[policy])}, float32 {times['float32']}")
+    return min(times[policy]) < min(times["float32"])
+
+
 def _parser():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="dsan_snli", help="a named configuration")
@@ -350,6 +374,11 @@ def _parser():
     parser.add_argument("--packed", action="store_true", help="JAX: the encoder's "
                         "weights read from one buffer (dsan_tf.layers.stacking.packed), "
                         "not stacked one by one, for an A/B")
+    parser.add_argument("--dtype_policy", default="float32", choices=("float32", *PRECISIONS[1:]),
+                        help="Keras' dtype policy of the measured models (the training "
+                        "program's --mixed_precision)")
+    parser.add_argument("--faster", metavar="FILE", help="exit 0 where FILE's scans under "
+                        "--dtype_policy beat every float32 scan in it, else 1")
     parser.add_argument("--plan", help="Plan grids from this file of measurements instead.")
     parser.add_argument("--length_profile", default=str(LENGTH_PROFILE))
     return parser
@@ -361,10 +390,13 @@ def main(argv=None):
     if args.plan:
         plan(args.plan, args.length_profile)
         return 0
+    if args.faster:
+        return 0 if faster(args.faster, args.dtype_policy) else 1
     if not args.output:
         parser.error("give --output (or --plan)")
     fields = dict(item.split("=") for item in args.size.split(",") if item)
     fields = {k: int(v) for k, v in fields.items()}
+    keras.config.set_dtype_policy(args.dtype_policy)
     task = NLITask(ExperimentConfig.named(args.config, **fields), log=lambda *a: None)
     device = keras.backend.backend()
     if device == "jax":

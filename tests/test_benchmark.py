@@ -195,7 +195,12 @@ ENTRY %main (a: f32[2]) -> f32[2] {
 }"""
     assert program_size.gpu_kernels(hlo) == {
         "kernels": 4, "loop_body": 3,
-        "by_kind": {"copy": 1, "fusion:kLoop": 1, "custom-call:__cublas$gemm": 1, "add": 1}}
+        "by_kind": {"copy": 1, "fusion:kLoop": 1, "custom-call:__cublas$gemm": 1, "add": 1},
+        # Written and read: the copy 8 + 8, the fusion 8 + 8, the gemm (8 + 0) + 8, the
+        # add 4 + 4 + 4; operands named without their shape are looked up.
+        "bytes": 60}
+    unshaped = hlo.replace("fusion(f32[2]{0} %x)", "fusion(%x)")
+    assert program_size.gpu_kernels(unshaped)["bytes"] == 60
 
 
 def test_a_gpu_checks_record_describes_its_gpu_for_deviceless_compiles(tmp_path):
@@ -225,6 +230,38 @@ def test_shape_costs_plans_grids_from_a_record(capsys):
                              "--plan=docs/runs/shape_costs_h200.jsonl"]) == 0
     printed = capsys.readouterr().out
     assert "padding" in printed and "96" in printed
+
+
+def test_shape_costs_says_whether_a_precision_beat_float32(tmp_path, capsys):
+    """`shape_costs --faster=FILE --dtype_policy=P` (the GPU session's script runs the
+    bfloat16 GPU check only where it pays): exit 0 when P's best scan beats every float32
+    scan with the default layout; scans of other layouts, flags or precisions of matmuls
+    do not count, and a file without both says so and answers no."""
+    from experiments import shape_costs
+
+    def scan(ms, policy="float32", **others):
+        return json.dumps({"scan32_first_call_s": 17.0, "scan32_ms_per_step": ms,
+                           "dtype_policy": policy, "packed_weights": False,
+                           "flat_moments": False, "xla_flags": "",
+                           "matmul_precision": None, **others})
+
+    records = tmp_path / "scan.jsonl"
+    records.write_text("\n".join([
+        json.dumps({"device": "jax: gpu", "preset": "dsan_snli"}),  # a header: no scan
+        scan(1.35), scan(1.30, packed_weights=True), scan(1.10, flat_moments=True),
+        scan(1.00, matmul_precision="tensorfloat32"), scan(1.36)]) + "\n")
+    ask = ["--faster", str(records), "--dtype_policy=mixed_bfloat16"]
+    with records.open("a") as stream:
+        stream.write(scan(1.40, "mixed_bfloat16") + "\n")
+    assert shape_costs.main(ask) == 1  # slower than both float32 scans of the default
+    assert "mixed_bfloat16 1.4, float32 [1.35, 1.36]" in capsys.readouterr().out
+    with records.open("a") as stream:
+        stream.write(scan(1.34, "mixed_bfloat16") + "\n")
+    assert shape_costs.main(ask) == 0
+    other = tmp_path / "float32_only.jsonl"
+    other.write_text(scan(1.35) + "\n")
+    assert shape_costs.main(["--faster", str(other), "--dtype_policy=mixed_bfloat16"]) == 1
+    assert "no scans of both float32 and mixed_bfloat16" in capsys.readouterr().out
 
 
 @pytest.mark.slow
@@ -373,13 +410,15 @@ print(json.dumps(layout_ab.compare("packed", 10, 3)))
 def test_the_quick_gpu_ab_times_the_scan_alone_and_layouts_interleaved(tmp_path):
     """Issue 48's A/Bs of the step's layouts. `shape_costs --scan_only=N`: one program, N
     steps as a `lax.scan` on the device's batches, whole chunks of N only, the record
-    saying what it ran under (`--packed`, XLA_FLAGS). `layout_ab`: the stacked and the
-    packed model trained side by side, the same weights after the run."""
-    output = tmp_path / "scan.jsonl"
+    saying what it ran under (`--packed`, XLA_FLAGS); with `--profile`, a trace of the
+    scan's first two calls summarised by HLO instruction of the program it ran.
+    `layout_ab`: the stacked and the packed model trained side by side, the same weights
+    after the run."""
+    output, profile = tmp_path / "scan.jsonl", tmp_path / "profile"
     result = subprocess.run(
         [sys.executable, "-c", SCAN_AND_LAYOUTS, "--shapes=6x5", "--steps=5",
          "--scan_only=2", "--packed", "--size=embedding_dim=8,num_heads=2,ffn_dim=16",
-         f"--output={output}"], cwd=ROOT, env=dict(ENV, KERAS_BACKEND="jax"),
+         f"--output={output}", f"--profile={profile}"], cwd=ROOT, env=dict(ENV, KERAS_BACKEND="jax"),
         capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     header, line = (json.loads(text) for text in output.read_text().splitlines())
@@ -388,7 +427,20 @@ def test_the_quick_gpu_ab_times_the_scan_alone_and_layouts_interleaved(tmp_path)
     assert line["scan2_ms_per_step"] > 0 and line["scan2_first_call_s"] > 0
     assert line["packed_weights"] is True
     assert line["xla_flags"] == ENV.get("XLA_FLAGS", "")
+    assert line["dtype_policy"] == "float32" and line["matmul_precision"] is None
     assert not any(key.startswith(("fit", "jit_loop", "train_")) for key in line)
+    # The profile: 2 calls of 2 steps; its figures in the record, its instructions those
+    # of the scan's compiled program, each a whole number of calls in the 4 steps.
+    summary = json.loads((profile / "kernels.json").read_text())
+    assert summary["steps"] == 4 and line["profile"]["steps"] == 4
+    assert line["profile"]["kernels"] == summary["kernels"] > 0
+    assert 0 < summary["busy_ms"] <= summary["span_ms"]
+    program = (profile / "scan_hlo.txt").read_text()
+    assert "while" in program and summary["top"]
+    for entry in summary["top"]:
+        assert f"%{entry['op']} " in program or f"{entry['op']} = " in program, entry
+        assert (entry["calls"] * 4) % 1 == 0 and entry["us"] >= 0
+    assert (profile / "trace.xplane.pb.gz").stat().st_size > 0
     layouts = json.loads(result.stdout.strip().splitlines()[-1])
     assert (layouts["backend"], layouts["embedding_dim"], layouts["steps"]) == ("jax", 10, 3)
     for name in ("stacked", "packed"):

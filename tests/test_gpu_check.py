@@ -34,16 +34,40 @@ def test_the_gpu_check_records_compile_and_two_epochs_and_projects_the_schedule(
     assert "study" not in record  # no --setting: part 2 skipped
     assert record["target_config"] is None  # XLA's description of a GPU; this is a CPU
     assert record["packed_weights"] is False  # packed only when asked (--packed)
+    assert part["dtype_policy"] == "float32"  # the preset's precision
+
+
+def test_mixed_precision_reaches_part_one_only(tmp_path, monkeypatch):
+    """`--mixed_precision` is a field of part 1's configuration (the training program's
+    flag of that name); part 2 keeps its setting's."""
+    seen = []
+
+    def paper_epoch(pairs, dev_pairs, fields, log):
+        seen.append(fields)
+        raise KeyboardInterrupt  # enough: the fields are what this test reads
+
+    monkeypatch.setattr(gpu_check, "paper_epoch", paper_epoch)
+    with pytest.raises(KeyboardInterrupt):
+        gpu_check.main([f"--output={tmp_path / 'check.json'}", "--size=embedding_dim=8",
+                        "--mixed_precision=mixed_bfloat16"])
+    assert seen == [{"embedding_dim": 8, "mixed_precision": "mixed_bfloat16"}]
 
 
 def test_the_study_part_trains_the_setting_and_prints_the_cpus_accuracy_beside(tmp_path):
+    """... in the setting's precision (bfloat16 here), the caller's policy back after."""
+    import keras
+
     setting = gpu_check.paper_setting(300, 60, {key: int(value) for key, value in (
-        item.split("=") for item in TINY.split(","))}, 1)
+        item.split("=") for item in TINY.split(","))} | {"mixed_precision": "mixed_bfloat16"},
+        1)
     setting.save(tmp_path / "setting.npz")
     cpu = tmp_path / "cpu.json"
     cpu.write_text(json.dumps({"runs": {"jax25k": {"dev_accuracy": 0.714, "best_epoch": 9}}}))
     lines = []
     record = gpu_check.study(tmp_path / "setting.npz", 1, cpu, lines.append)
+    assert record["dtype_policy"] == "mixed_bfloat16"
+    assert any("; mixed_bfloat16; " in line for line in lines)
+    assert keras.config.dtype_policy().name == "float32"
     assert record["cpu"] == {"dev_accuracy": 0.714, "best_epoch": 9, "source": cpu}
     assert lines[-1] == (
         f"part 2: dev accuracy {record['dev_accuracy']:.4f} at epoch 1 (the CPU's JAX run: "

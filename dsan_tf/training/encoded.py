@@ -65,11 +65,27 @@ def train_encoded(setting, epochs=None, patience=None, compile_ahead=True,
         compilation_cache: JAX's persistent compilation cache (`enable_jax_cache`).
         log: called with each line of text.
 
+    The configuration's `mixed_precision` is Keras' dtype policy during the run (the
+    caller's policy is put back after).
+
     Returns:
-        A dict: backend, device, batches (padding, shapes), compile-ahead seconds, the
+        A dict: backend, device, dtype policy, batches (padding, shapes), compile-ahead
+        seconds, the
         epochs (seconds, metrics), the best epoch and its dev accuracy, and training pairs
         per second of the median epoch (its dev pass included).
     """
+    # The configuration's precision (the training program sets it in `steps.set_up`),
+    # for this run only: Keras' dtype policy is global, and the caller's comes back after.
+    outer = keras.config.dtype_policy()
+    if setting.config.training.mixed_precision != "none":
+        keras.config.set_dtype_policy(setting.config.training.mixed_precision)
+    try:
+        return _train(setting, epochs, patience, compile_ahead, compilation_cache, log)
+    finally:
+        keras.config.set_dtype_policy(outer)
+
+
+def _train(setting, epochs, patience, compile_ahead, compilation_cache, log):
     config = setting.config
     training = config.training
     epochs = epochs or training.epochs
@@ -84,11 +100,13 @@ def train_encoded(setting, epochs=None, patience=None, compile_ahead=True,
     record = {"backend": keras.backend.backend(), "device": device_name(),
               "one_pass": config.resolved().training.one_pass,
               "steps_per_execution": config.resolved().training.steps_per_execution,
+              "dtype_policy": keras.config.dtype_policy().name,
               "train_pairs": len(train_pairs), "dev_pairs": len(dev_pairs),
               "batches": {"train": train.summary(), "dev": dev.summary(),
                           "shapes": train.shapes.describe(),
                           "chosen": train.shapes.chosen}}
-    log(f"{record['device']}; {record['steps_per_execution']} step(s) per execution; "
+    log(f"{record['device']}; {record['dtype_policy']}; "
+        f"{record['steps_per_execution']} step(s) per execution; "
         f"training batches: {record['batches']['train']}; dev batches: "
         f"{record['batches']['dev']}")
     model = task.compile(task.build_model(setting.vocabulary_size, setting.word_vectors),

@@ -1,0 +1,63 @@
+#!/bin/bash
+# The next GPU session's measurements for issue 48, one call on one warm machine (about
+# 8 of the 15 minutes on an H200; docs/PERFORMANCE.md, "Prepared for the next GPU
+# session"). Carry gpu-wheels/ (../shared/gpu-wheels/*.whl) and
+# settings/snli25k_glove50.npz; run from the repository's root:
+#
+#     bash experiments/gpu_session.sh             # on the GPU machine; results under $OUT
+#     TINY=1 OUT=/tmp/out bash experiments/gpu_session.sh   # here, JAX on the CPU, tiny
+#
+# Each line appends its record under $OUT before the next starts, so a call cut short
+# keeps what it measured. In order of what they decide:
+#   1. the stacked scan (the default), profiled: where the device's 1.35 ms a step goes
+#      ($OUT/prof/kernels.json, the program's HLO, the trace);
+#   2. the same in bfloat16 (Keras' mixed_bfloat16): counted without a GPU, the step
+#      moves about 1.6 GB instead of 2.65 (the activations' bytes halved);
+#   3. the split packing and 4. flat moments, one compile each: the layouts counted with
+#      fewer kernels, against 1; 5. the stacked scan again: the machine's noise;
+#   6. the GPU check, as it is by default; 7. where 2 beat 1 and 5, the paper's epoch of
+#      the GPU check in bfloat16;
+#   8. matmuls by cuBLASLt instead of Triton (XLA fuses a bias and a ReLU into a
+#      cuBLASLt matmul; the FFN's bias add now reads and writes 2 x 29.5 MB on its own);
+#   9./10. float32 matmuls at full precision and at TF32: whether XLA's default already
+#      uses the tensor cores.
+set -o pipefail
+export PYTHONUNBUFFERED=1 KERAS_BACKEND=jax
+OUT=${OUT:?set OUT to a folder for the results}
+if [ -n "$TINY" ]; then
+    PY=python STEPS=64 CHUNK=16 SIZE="--size=embedding_dim=32,num_heads=2,ffn_dim=64"
+    CHECK="--size=embedding_dim=16,num_heads=2,ffn_dim=32 --pairs=4096 --dev_pairs=640"
+    STUDY="--study_epochs=2"
+else
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \
+        gpu-wheels/*.whl || exit 1
+    export PYTHONPATH=/tmp/site:.
+    PY=python3 STEPS=1024 CHUNK=32 SIZE="" CHECK="" STUDY=""
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,driver_version --format=csv \
+        2>&1 | tee "$OUT/log.txt"
+fi
+scan="$PY -m experiments.shape_costs --shapes=23x24 --steps=$STEPS --scan_only=$CHUNK $SIZE"
+scan="$scan --output=$OUT/scan.jsonl"
+started=$(date +%s)
+step() {  # step NAME SECONDS COMMAND...: runs it, logs its last lines and the time so far
+    local name=$1 limit=$2
+    shift 2
+    timeout "$limit" "$@" 2>&1 | grep -v "^[IW]0000" | tail -n 4 | tee -a "$OUT/log.txt"
+    echo "== $name done at $(( $(date +%s) - started )) s" | tee -a "$OUT/log.txt"
+}
+step "1 stacked, profiled" 150 $scan --profile="$OUT/prof"
+rm -rf "$OUT/prof/plugins"  # four folders down: it would not come back (the copy does)
+step "2 bfloat16" 100 $scan --dtype_policy=mixed_bfloat16
+step "3 packed (split)" 100 $scan --packed
+step "4 flat moments" 100 $scan --flat_moments
+step "5 stacked again" 100 $scan
+step "6 gpu check" 240 $PY -m experiments.gpu_check --setting=settings/snli25k_glove50.npz \
+    $CHECK $STUDY --output="$OUT/gpu_check.json"
+if $PY -m experiments.shape_costs --faster="$OUT/scan.jsonl" --dtype_policy=mixed_bfloat16; then
+    step "7 gpu check, part 1 in bfloat16" 150 $PY -m experiments.gpu_check $CHECK \
+        --mixed_precision=mixed_bfloat16 --output="$OUT/gpu_check_bf16.json"
+fi
+step "8 cublasLt matmuls" 100 env \
+    XLA_FLAGS="--xla_gpu_enable_triton_gemm=false --xla_gpu_enable_cublaslt=true" $scan
+step "9 float32 matmuls" 100 env JAX_DEFAULT_MATMUL_PRECISION=float32 $scan
+step "10 tf32 matmuls" 100 env JAX_DEFAULT_MATMUL_PRECISION=tensorfloat32 $scan
