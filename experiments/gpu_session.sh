@@ -8,19 +8,25 @@
 #     TINY=1 OUT=/tmp/out bash experiments/gpu_session.sh   # here, JAX on the CPU, tiny
 #
 # Each line appends its record under $OUT before the next starts, so a call cut short
-# keeps what it measured. In order of what they decide:
+# keeps what it measured (the whole script: about 520 s on an H200, so give the call
+# timeout_s=590). In order of what they decide:
 #   1. the stacked scan (the default), profiled: where the device's 1.35 ms a step goes
 #      ($OUT/prof/kernels.json, the program's HLO, the trace);
 #   2. the same in bfloat16 (Keras' mixed_bfloat16): counted without a GPU, the step
-#      moves about 1.6 GB instead of 2.65 (the activations' bytes halved);
-#   3. the split packing and 4. flat moments, one compile each: the layouts counted with
-#      fewer kernels, against 1; 5. the stacked scan again: the machine's noise;
-#   6. the GPU check, as it is by default; 7. where 2 beat 1 and 5, the paper's epoch of
-#      the GPU check in bfloat16;
+#      moves at most 1.6 GB instead of 2.65 (`program_size --gpu_kernels`, "bytes");
+#   3. the split packing: 33 kernels fewer but 0.25 GB more a step, so the bytes say
+#      slower, the kernels faster;
+#   4. the scan at 96 x 48, the long shape: with 1, the line of a step's cost against
+#      the tokens it reads, as the GPU trains (`StepCosts.fit` of scan.jsonl); counted,
+#      9.9 GB a step, 3.7 times 1's;
+#   5. the stacked scan again: the machine's noise;
+#   6. the GPU check, as it is by default (its shapes now priced in one pass: squares);
+#   7. where 2 beat 1 and 5, the paper's epoch of the GPU check in bfloat16;
 #   8. matmuls by cuBLASLt instead of Triton (XLA fuses a bias and a ReLU into a
-#      cuBLASLt matmul; the FFN's bias add now reads and writes 2 x 29.5 MB on its own);
-#   9./10. float32 matmuls at full precision and at TF32: whether XLA's default already
-#      uses the tensor cores.
+#      cuBLASLt matmul: counted, 24 kernels fewer a step);
+#   9. float32 matmuls at full precision: slower than 1 where XLA's default already
+#      uses the tensor cores (TF32).
+# Flat moments are left out: counted, they move 0.45 GB more a step.
 set -o pipefail
 export PYTHONUNBUFFERED=1 KERAS_BACKEND=jax
 OUT=${OUT:?set OUT to a folder for the results}
@@ -49,7 +55,7 @@ step "1 stacked, profiled" 150 $scan --profile="$OUT/prof"
 rm -rf "$OUT/prof/plugins"  # four folders down: it would not come back (the copy does)
 step "2 bfloat16" 100 $scan --dtype_policy=mixed_bfloat16
 step "3 packed (split)" 100 $scan --packed
-step "4 flat moments" 100 $scan --flat_moments
+step "4 the long shape" 120 ${scan/23x24/96x48}
 step "5 stacked again" 100 $scan
 step "6 gpu check" 240 $PY -m experiments.gpu_check --setting=settings/snli25k_glove50.npz \
     $CHECK $STUDY --output="$OUT/gpu_check.json"
@@ -60,4 +66,3 @@ fi
 step "8 cublasLt matmuls" 100 env \
     XLA_FLAGS="--xla_gpu_enable_triton_gemm=false --xla_gpu_enable_cublaslt=true" $scan
 step "9 float32 matmuls" 100 env JAX_DEFAULT_MATMUL_PRECISION=float32 $scan
-step "10 tf32 matmuls" 100 env JAX_DEFAULT_MATMUL_PRECISION=tensorfloat32 $scan

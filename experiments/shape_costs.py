@@ -61,11 +61,13 @@ def training_model(task, flat_moments=False, vocab_size=VOCAB_SIZE):
     return model
 
 
-def _conditions(premise, hypothesis, batch_size, steps):
-    """What a measurement ran: its shape and steps, the encoder's weights packed or not,
-    XLA's flags, Keras' dtype policy and (JAX) the default precision of matmuls (None:
-    XLA's default)."""
-    record = {"premise": premise, "hypothesis": hypothesis, "batch_size": batch_size,
+def _conditions(task, premise, hypothesis, steps):
+    """What a measurement ran: its shape and steps, the batch size, whether the encoder
+    reads both sides in one pass (its step then reads 2 max(T1, T2) tokens a row), the
+    encoder's weights packed or not, XLA's flags, Keras' dtype policy and (JAX) the
+    default precision of matmuls (None: XLA's default)."""
+    record = {"premise": premise, "hypothesis": hypothesis,
+              "batch_size": task.config.data.batch_size, "one_pass": task.one_pass(),
               "packed_weights": stacking.packs(), "xla_flags": os.environ.get("XLA_FLAGS", ""),
               "dtype_policy": keras.config.dtype_policy().name, "steps": steps}
     if keras.backend.backend() == "jax":  # float32 matmuls: XLA's default, TF32 or full
@@ -245,7 +247,7 @@ def measure(task, premise, hypothesis, steps, steps_per_execution, compare_feeds
     feeds = _feeds(model, x, y, batch_size, steps) if compare_feeds else {}
     if compare_loops:
         feeds.update(_loops(model, x, y, batch_size, steps, compare_loops))
-    return {**feeds, **_conditions(premise, hypothesis, batch_size, steps),
+    return {**feeds, **_conditions(task, premise, hypothesis, steps),
             "flat_moments": flat_moments, "steps_per_execution": steps_per_execution,
             "first_train_step_s": round(compile_train, 2),
             "first_eval_step_s": round(compile_eval, 2),
@@ -270,7 +272,7 @@ def scan_cost(task, premise, hypothesis, steps, chunk, profile=None, flat_moment
     seconds = _device_loops(model, _weighted_batches(x, y, batch_size, steps), chunk,
                             bare_loop=False, profile=profile)
     profiled = seconds.pop("profile", None)
-    return {**_per_step(seconds, steps), **_conditions(premise, hypothesis, batch_size, steps),
+    return {**_per_step(seconds, steps), **_conditions(task, premise, hypothesis, steps),
             "flat_moments": flat_moments, **({"profile": profiled} if profiled else {})}
 
 
@@ -329,8 +331,8 @@ def plan(costs_path, profile_path, epochs=20, shapes_at_most=3, top=2):
 
 def faster(path, policy):
     """Whether the scans in `path` (`--scan_only` records) ran faster under the dtype
-    `policy` than every float32 run, all else the default (weights stacked, Keras' Adam,
-    XLA's flags and matmul precision); prints the two."""
+    `policy` than every float32 run of the same shape, all else the default (weights
+    stacked, Keras' Adam, XLA's flags and matmul precision); prints the two."""
     times = {}
     with open(path, encoding="utf-8") as stream:
         for record in map(json.loads, stream):
@@ -338,12 +340,18 @@ def faster(path, policy):
                            or record.get("xla_flags") or record.get("matmul_precision"))
             for key, value in record.items():
                 if default and key.startswith("scan") and key.endswith("_ms_per_step"):
-                    times.setdefault(record.get("dtype_policy", "float32"), []).append(value)
-    if not times.get(policy) or not times.get("float32"):
-        print(f"{path}: no scans of both float32 and {policy}")
+                    shape = (record.get("premise"), record.get("hypothesis"))
+                    times.setdefault(shape, {}).setdefault(
+                        record.get("dtype_policy", "float32"), []).append(value)
+    shape = next((shape for shape, runs in times.items()
+                  if runs.get(policy) and runs.get("float32")), None)
+    if shape is None:
+        print(f"{path}: no scans of one shape in both float32 and {policy}")
         return False
-    print(f"ms a step: {policy} {min(times[policy])}, float32 {times['float32']}")
-    return min(times[policy]) < min(times["float32"])
+    runs = times[shape]
+    print(f"ms a step at {shape[0]}x{shape[1]}: {policy} {min(runs[policy])}, float32 "
+          f"{runs['float32']}")
+    return min(runs[policy]) < min(runs["float32"])
 
 
 def _parser():

@@ -235,12 +235,14 @@ def test_shape_costs_plans_grids_from_a_record(capsys):
 def test_shape_costs_says_whether_a_precision_beat_float32(tmp_path, capsys):
     """`shape_costs --faster=FILE --dtype_policy=P` (the GPU session's script runs the
     bfloat16 GPU check only where it pays): exit 0 when P's best scan beats every float32
-    scan with the default layout; scans of other layouts, flags or precisions of matmuls
-    do not count, and a file without both says so and answers no."""
+    scan of the same shape with the default layout; scans of other layouts, flags,
+    precisions of matmuls or shapes do not count, and a file without both says so and
+    answers no."""
     from experiments import shape_costs
 
     def scan(ms, policy="float32", **others):
         return json.dumps({"scan32_first_call_s": 17.0, "scan32_ms_per_step": ms,
+                           "premise": 23, "hypothesis": 24,
                            "dtype_policy": policy, "packed_weights": False,
                            "flat_moments": False, "xla_flags": "",
                            "matmul_precision": None, **others})
@@ -249,19 +251,21 @@ def test_shape_costs_says_whether_a_precision_beat_float32(tmp_path, capsys):
     records.write_text("\n".join([
         json.dumps({"device": "jax: gpu", "preset": "dsan_snli"}),  # a header: no scan
         scan(1.35), scan(1.30, packed_weights=True), scan(1.10, flat_moments=True),
-        scan(1.00, matmul_precision="tensorfloat32"), scan(1.36)]) + "\n")
+        scan(1.00, matmul_precision="tensorfloat32"), scan(1.36),
+        scan(0.50, premise=16, hypothesis=16)]) + "\n")  # another shape: not compared
     ask = ["--faster", str(records), "--dtype_policy=mixed_bfloat16"]
     with records.open("a") as stream:
         stream.write(scan(1.40, "mixed_bfloat16") + "\n")
     assert shape_costs.main(ask) == 1  # slower than both float32 scans of the default
-    assert "mixed_bfloat16 1.4, float32 [1.35, 1.36]" in capsys.readouterr().out
+    assert "at 23x24: mixed_bfloat16 1.4, float32 [1.35, 1.36]" in capsys.readouterr().out
     with records.open("a") as stream:
         stream.write(scan(1.34, "mixed_bfloat16") + "\n")
     assert shape_costs.main(ask) == 0
     other = tmp_path / "float32_only.jsonl"
     other.write_text(scan(1.35) + "\n")
     assert shape_costs.main(["--faster", str(other), "--dtype_policy=mixed_bfloat16"]) == 1
-    assert "no scans of both float32 and mixed_bfloat16" in capsys.readouterr().out
+    assert "no scans of one shape in both float32 and mixed_bfloat16" in \
+        capsys.readouterr().out
 
 
 @pytest.mark.slow

@@ -301,11 +301,13 @@ class Shapes:
 
     @classmethod
     def choose(cls, pairs, batch_size, order, step_costs, passes, seed=0, max_length=None,
-               embedding_dim=None, most=3):
+               embedding_dim=None, most=3, one_pass=False):
         """The shapes that cost least over a run on a device (`dsan_tf.data.costs`): the
         padding grid of `fit` or 1 to `most` cells, whichever compiles plus steps in fewer
         seconds over `passes` passes of `pairs` (epochs x steps an epoch / steps a pass).
-        `chosen` records the choice, the costs and both predictions."""
+        `one_pass`: the encoder reads both sides as one batch padded to the longer, which
+        sets a shape's cost (`costs.choose_cells`); the padding is then of what it reads.
+        `chosen` records the choice, the costs, `one_pass` and both predictions."""
         from dsan_tf.data import costs  # NumPy only
 
         batches = batch_order(pairs, batch_size, order, np.random.default_rng(seed))
@@ -317,12 +319,15 @@ class Shapes:
         grid_cells = sorted({grid.widths(int(p), int(h)) for p, h in distinct},
                             key=lambda cell: (sum(cell), cell))
         grid_seconds, _, grid_tokens = costs.run_seconds(
-            grid_cells, distinct, counts, step_costs, passes, batch_size, embedding_dim)
+            grid_cells, distinct, counts, step_costs, passes, batch_size, embedding_dim,
+            one_pass)
         cell_seconds, cells, cell_tokens = costs.choose_cells(
-            distinct, counts, step_costs, passes, batch_size, embedding_dim, most)
+            distinct, counts, step_costs, passes, batch_size, embedding_dim, most,
+            one_pass=one_pass)
         real = float(sum(int(getattr(pairs, f"{side}_lengths").sum())
                          for side in ("premise", "hypothesis")))
         chosen = {"costs": step_costs.to_dict(), "passes": round(float(passes), 3),
+                  "one_pass": bool(one_pass),
                   "padding_grid": {"shapes": len(grid_cells), "seconds": round(grid_seconds, 1),
                                    "padding": round(1 - real / (grid_tokens * batch_size), 4)},
                   "cells": {"shapes": len(cells), "seconds": round(cell_seconds, 1),

@@ -42,23 +42,37 @@ class StepCosts:
     embedding_dim: int | None = None
     source: str = ""
 
-    def step_seconds(self, premise, hypothesis, batch_size=None, embedding_dim=None):
-        """Seconds of a training step of shape (batch_size, T1, T2); arrays broadcast."""
+    def step_seconds(self, premise, hypothesis, batch_size=None, embedding_dim=None,
+                     one_pass=False):
+        """Seconds of a training step of shape (batch_size, T1, T2); arrays broadcast.
+        `one_pass`: the encoder reads both sides as one batch of 2B padded to the longer
+        (`NLIClassifier`'s `one_pass`), so the step's tokens are 2 max(T1, T2)."""
         per_token = self.step_ms_per_token * (batch_size or self.batch_size) / self.batch_size
         if self.embedding_dim and embedding_dim:
             per_token *= (embedding_dim / self.embedding_dim) ** 2
-        return (self.step_ms + per_token * (np.asarray(premise) + np.asarray(hypothesis))) / 1e3
+        premise, hypothesis = np.asarray(premise), np.asarray(hypothesis)
+        tokens = 2 * np.maximum(premise, hypothesis) if one_pass else premise + hypothesis
+        return (self.step_ms + per_token * tokens) / 1e3
 
     @classmethod
     def fit(cls, rows, source=""):
         """From `experiments.shape_costs` lines (dicts; its header line gives the model's
-        `embedding_dim`, kept where the device is a CPU): the mean compile of a shape and a least-squares line through
-        (T1 + T2, training ms a step), its fixed part kept >= 0."""
+        `embedding_dim`, kept where the device is a CPU): the mean compile of a shape and
+        a least-squares line through (tokens, training ms a step), its fixed part kept
+        >= 0; the tokens are T1 + T2, or 2 max(T1, T2) where a line says `one_pass`.
+        Without lines of `steps_per_execution` 1, the lines of `--scan_only` (the step
+        of a K-step program, the training program's compile alone)."""
         header = next((row for row in rows if "device" in row), {})
-        rows = [row for row in rows if row.get("steps_per_execution") == 1]
+        measured = [row for row in rows if row.get("steps_per_execution") == 1]
+        if not measured:  # `--scan_only` lines: K steps as one program, as a GPU trains
+            measured = [_from_scan(row) for row in rows if _scan_key(row)]
+        rows = measured
         if not rows:
-            raise ValueError("no measurements of steps_per_execution 1 to fit")
-        tokens = np.array([row["premise"] + row["hypothesis"] for row in rows], float)
+            raise ValueError("no measurements of steps_per_execution 1, nor scans, to fit")
+        # The tokens the encoder read: both sides at the longer one's length where the
+        # measured model ran one pass (records say so since 2026-11-28), else T1 + T2.
+        tokens = np.array([2 * max(row["premise"], row["hypothesis"]) if row.get("one_pass")
+                           else row["premise"] + row["hypothesis"] for row in rows], float)
         times = np.array([row["train_ms_per_step"] for row in rows], float)
         slope, intercept = np.polyfit(tokens, times, 1) if len(set(tokens)) > 1 else (
             times.mean() / tokens.mean(), 0.0)
@@ -90,6 +104,24 @@ GPU = StepCosts(25.63, 2.0349, 0.0153, 64, None, "NVIDIA H200, dsan_snli, JAX 0.
 # A 2-core Xeon (AVX-512), JAX 0.10.2, the study's size (d_e 50, h 5, d_ff 200;
 # docs/runs/shape_costs_cpu.jsonl): the step is arithmetic, so it scales with d_e.
 CPU = StepCosts(9.8, 0.0, 1.72593, 64, 50, "2-core Xeon, d_e 50, JAX 0.10.2")
+
+
+def _scan_key(row):
+    """The "scanK" prefix of a `--scan_only` line's keys, or None."""
+    return next((key[:-len("_ms_per_step")] for key in row
+                 if key.startswith("scan") and key.endswith("_ms_per_step")), None)
+
+
+def _from_scan(row):
+    """A `--scan_only` line as a `fit` row: its step time, its first call as the compile
+    (the training program's; the evaluation step's few seconds are not measured)."""
+    key = _scan_key(row)
+    return {**row, "train_ms_per_step": row[f"{key}_ms_per_step"],
+            "first_train_step_s": row[f"{key}_first_call_s"], "first_eval_step_s": 0.0}
+
+
+# What a shape more must save to be chosen (`choose_cells`): 2% of the run's seconds.
+MARGIN = 0.02
 
 
 def device_costs(platform):
@@ -125,26 +157,36 @@ def _candidates(maxima, counts, how_many, longest):
     return sorted({min(p, longest) for p in picks} | {longest})
 
 
-def run_seconds(cells, maxima, counts, costs, steps_scale, batch_size, embedding_dim):
+def run_seconds(cells, maxima, counts, costs, steps_scale, batch_size, embedding_dim,
+                one_pass=False):
     """(seconds, used cells, padded tokens a pass) of batches with longest sentences
     `maxima` (int [U, 2], `counts` [U] batches each) in the cheapest of `cells` that holds
-    each: one compile per cell used, `steps_scale` passes of steps."""
+    each: one compile per cell used, `steps_scale` passes of steps (`one_pass`: as
+    `StepCosts.step_seconds`; the tokens are then those the encoder reads)."""
     cells = np.asarray(cells)
     fits = (cells[:, None, 0] >= maxima[None, :, 0]) & (cells[:, None, 1] >= maxima[None, :, 1])
-    step = costs.step_seconds(cells[:, 0], cells[:, 1], batch_size, embedding_dim)
+    step = costs.step_seconds(cells[:, 0], cells[:, 1], batch_size, embedding_dim, one_pass)
     per = np.where(fits, step[:, None], np.inf)
     choice = per.argmin(0)
     used = sorted({tuple(int(v) for v in cells[c]) for c in choice})
     seconds = len(used) * costs.compile_seconds + steps_scale * float(
         (per.min(0) * counts).sum())
-    tokens = float((cells[choice].sum(1) * counts).sum())
+    read = 2 * cells.max(1) if one_pass else cells.sum(1)
+    tokens = float((read[choice] * counts).sum())
     return seconds, used, tokens
 
 
 def choose_cells(maxima, counts, costs, steps_scale, batch_size, embedding_dim=None, most=3,
-                 lengths=8):
+                 lengths=8, one_pass=False, margin=MARGIN):
     """The set of 1 to `most` shapes (T1, T2) with the least compile plus step seconds over
-    a run, the largest (longest premise, longest hypothesis) always among them.
+    a run, the largest (longest premise, longest hypothesis) always among them. A set of
+    more shapes is taken only where it is predicted faster by more than `margin` (a
+    fraction) than the best of fewer: the costs are a straight line through a few
+    measurements, and each shape more is a compile before the first step.
+
+    With `one_pass` a shape costs what its longer side costs (`StepCosts.step_seconds`),
+    so the shapes are squares (L, L): L from the quantiles of the batches' longer
+    sentences, the largest the longest sentence of either side.
 
     Args:
         maxima: int [U, 2] distinct longest (premise, hypothesis) of a pass's batches.
@@ -154,23 +196,32 @@ def choose_cells(maxima, counts, costs, steps_scale, batch_size, embedding_dim=N
         batch_size, embedding_dim: the run's (`StepCosts.step_seconds`).
         most: at most this many shapes.
         lengths: candidate lengths per side.
+        one_pass: the encoder reads both sides as one batch (`StepCosts.step_seconds`).
+        margin: what a shape more must save, as a fraction of the run's seconds.
 
     Returns:
         `run_seconds` of the chosen set: (seconds, the shapes a pass uses (sorted),
         padded tokens a pass).
     """
     maxima, counts = np.asarray(maxima), np.asarray(counts, float)
-    top = (int(maxima[:, 0].max()), int(maxima[:, 1].max()))
-    candidates = [(p, h) for p in _candidates(maxima[:, 0], counts, lengths, top[0])
-                  for h in _candidates(maxima[:, 1], counts, lengths, top[1])
-                  if (p, h) != top]
+    if one_pass:
+        longest = int(maxima.max())
+        top = (longest, longest)
+        candidates = [(n, n) for n in _candidates(maxima.max(1), counts, lengths, longest)
+                      if n != longest]
+    else:
+        top = (int(maxima[:, 0].max()), int(maxima[:, 1].max()))
+        candidates = [(p, h) for p in _candidates(maxima[:, 0], counts, lengths, top[0])
+                      for h in _candidates(maxima[:, 1], counts, lengths, top[1])
+                      if (p, h) != top]
     best = None
     for size in range(most):
+        bound = np.inf if best is None else best[0] * (1 - margin)
         for others in itertools.combinations(candidates, size):
             run = run_seconds([*others, top], maxima, counts, costs, steps_scale,
-                              batch_size, embedding_dim)
-            if best is None or run[0] < best[0] - 1e-9:
-                best = run
+                              batch_size, embedding_dim, one_pass)
+            if run[0] < bound - 1e-9:
+                best, bound = run, run[0]
     return best
 
 

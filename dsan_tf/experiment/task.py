@@ -275,6 +275,13 @@ class NLITask:
         return bool(self.config.resolved().training.sentence_programs
                     and not family(self.config.model).pair_input)
 
+    def one_pass(self):
+        """Whether the model's encoder reads premise and hypothesis as one batch padded to
+        the longer side (`TrainingConfig.one_pass`, resolved; a sentence-encoder family):
+        a batch shape then costs what its longer side costs."""
+        return bool(self.config.resolved().training.one_pass
+                    and not family(self.config.model).pair_input)
+
     def training_shapes(self, pairs, steps=None):
         """The bounded shapes of training on `pairs` (`IdPairs`) in epochs of `steps`
         batches (None: a pass): by `DataConfig.shape_costs`, those that cost least in
@@ -305,7 +312,8 @@ class NLITask:
         passes = self.config.training.epochs * (steps or per_pass) / max(per_pass, 1)
         shapes = batching.Shapes.choose(
             pairs, settings.batch_size, settings.batching, step_costs, passes, settings.seed,
-            settings.max_length, getattr(self.config.model_config, "embedding_dim", None))
+            settings.max_length, getattr(self.config.model_config, "embedding_dim", None),
+            one_pass=self.one_pass())
         chosen = shapes.chosen
         self.log(f"batch shapes by {chosen['by'].replace('_', ' ')} ({step_costs.source}): "
                  f"{shapes.describe()}; predicted "
