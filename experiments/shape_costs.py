@@ -32,7 +32,7 @@ import time
 import keras
 import numpy as np
 
-from dsan_tf.data.costs import StepCosts
+from dsan_tf.data.costs import StepCosts, as_run
 from dsan_tf.experiment.config import PRECISIONS, ExperimentConfig
 from dsan_tf.experiment.task import NLITask
 from dsan_tf.layers import stacking
@@ -336,8 +336,7 @@ def faster(path, policy):
     times = {}
     with open(path, encoding="utf-8") as stream:
         for record in map(json.loads, stream):
-            default = not (record.get("packed_weights") or record.get("flat_moments")
-                           or record.get("xla_flags") or record.get("matmul_precision"))
+            default = as_run(record)
             for key, value in record.items():
                 if default and key.startswith("scan") and key.endswith("_ms_per_step"):
                     shape = (record.get("premise"), record.get("hypothesis"))

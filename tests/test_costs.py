@@ -53,6 +53,15 @@ def test_the_fit_goes_through_the_measured_points():
         (17.0 + (23 + 96) / 16, 0.5, 0.02), abs=0.005)
     with pytest.raises(ValueError, match="nor scans"):
         costs.StepCosts.fit(scans[:1])
+    # The script's A/Bs beside them (another layout, XLA's flags, a matmul precision,
+    # bfloat16) do not move the line: it is of the model as training runs it.
+    slower = {"scan32_ms_per_step": 9.0}
+    ab = [{**scans[1], "packed_weights": True, **slower},
+          {**scans[1], "xla_flags": "--xla_gpu_enable_triton_gemm=false", **slower},
+          {**scans[1], "matmul_precision": "float32", **slower},
+          {**scans[1], "dtype_policy": "mixed_bfloat16", **slower}]
+    assert costs.StepCosts.fit([*scans, *ab]) == line
+    assert not costs.as_run(ab[0]) and costs.as_run(scans[1])
     # The token part scales with rows and, on a CPU, with d_e squared.
     assert fitted.step_seconds(10, 6) == pytest.approx(0.013)
     assert fitted.step_seconds(10, 6, 64, 64) == pytest.approx((5 + 0.5 * 16 * 2 * 4) / 1e3)

@@ -61,11 +61,18 @@ class StepCosts:
         a least-squares line through (tokens, training ms a step), its fixed part kept
         >= 0; the tokens are T1 + T2, or 2 max(T1, T2) where a line says `one_pass`.
         Without lines of `steps_per_execution` 1, the lines of `--scan_only` (the step
-        of a K-step program, the training program's compile alone)."""
+        of a K-step program, the training program's compile alone). Lines of A/Bs
+        (`as_run` false: another layout, XLA's flags, a matmul precision) are left out,
+        and of several dtype policies the float32 lines are kept."""
         header = next((row for row in rows if "device" in row), {})
+        rows = [row for row in rows if as_run(row)]
         measured = [row for row in rows if row.get("steps_per_execution") == 1]
         if not measured:  # `--scan_only` lines: K steps as one program, as a GPU trains
             measured = [_from_scan(row) for row in rows if _scan_key(row)]
+        policies = {row.get("dtype_policy", "float32") for row in measured}
+        if len(policies) > 1:  # A/Bs of precision beside: the float32 lines
+            measured = [row for row in measured
+                        if row.get("dtype_policy", "float32") == "float32"]
         rows = measured
         if not rows:
             raise ValueError("no measurements of steps_per_execution 1, nor scans, to fit")
@@ -104,6 +111,14 @@ GPU = StepCosts(25.63, 2.0349, 0.0153, 64, None, "NVIDIA H200, dsan_snli, JAX 0.
 # A 2-core Xeon (AVX-512), JAX 0.10.2, the study's size (d_e 50, h 5, d_ff 200;
 # docs/runs/shape_costs_cpu.jsonl): the step is arithmetic, so it scales with d_e.
 CPU = StepCosts(9.8, 0.0, 1.72593, 64, 50, "2-core Xeon, d_e 50, JAX 0.10.2")
+
+
+def as_run(row):
+    """Whether an `experiments.shape_costs` line measured the model as training runs it:
+    the encoder's weights stacked, Keras' Adam, no XLA flags and XLA's own precision of
+    matmuls (lines from before those were recorded count as such)."""
+    return not (row.get("packed_weights") or row.get("flat_moments") or row.get("xla_flags")
+                or row.get("matmul_precision"))
 
 
 def _scan_key(row):
