@@ -20,7 +20,10 @@
 #      the tokens it reads, as the GPU trains (`StepCosts.fit` of scan.jsonl); counted,
 #      9.9 GB a step, 3.7 times 1's;
 #   5. the stacked scan again: the machine's noise;
-#   6. the GPU check, as it is by default (its shapes now priced in one pass: squares);
+#   6. the GPU check, as it is by default (its shapes now priced in one pass: squares),
+#      XLA's autotuning results written out ($OUT/autotune.txt): a later session can
+#      time the check's compile with them loaded (--xla_gpu_load_autotune_results_from;
+#      autotuning was 6-8 s of a 22 s training program's compile on the first H200);
 #   7. where 2 beat 1 and 5, the paper's epoch of the GPU check in bfloat16;
 #   8. matmuls by cuBLASLt instead of Triton (XLA fuses a bias and a ReLU into a
 #      cuBLASLt matmul: counted, 24 kernels fewer a step);
@@ -57,8 +60,9 @@ step "2 bfloat16" 100 $scan --dtype_policy=mixed_bfloat16
 step "3 packed (split)" 100 $scan --packed
 step "4 the long shape" 120 ${scan/23x24/96x48}
 step "5 stacked again" 100 $scan
-step "6 gpu check" 240 $PY -m experiments.gpu_check --setting=settings/snli25k_glove50.npz \
-    $CHECK $STUDY --output="$OUT/gpu_check.json"
+step "6 gpu check" 240 env XLA_FLAGS="--xla_gpu_dump_autotune_results_to=$OUT/autotune.txt" \
+    $PY -m experiments.gpu_check --setting=settings/snli25k_glove50.npz $CHECK $STUDY \
+    --output="$OUT/gpu_check.json"
 if $PY -m experiments.shape_costs --faster="$OUT/scan.jsonl" --dtype_policy=mixed_bfloat16; then
     step "7 gpu check, part 1 in bfloat16" 150 $PY -m experiments.gpu_check $CHECK \
         --mixed_precision=mixed_bfloat16 --output="$OUT/gpu_check_bf16.json"
