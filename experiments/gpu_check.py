@@ -81,7 +81,7 @@ def study(path, epochs, cpu_record, log):
     return record
 
 
-def main(argv=None):
+def _parser():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--setting", help="the study's encoded setting (.npz); "
                         "without it part 2 is skipped")
@@ -100,7 +100,11 @@ def main(argv=None):
     parser.add_argument("--packed", action="store_true", help="JAX: the encoder's "
                         "weights read from one buffer (dsan_tf.layers.stacking.packed), "
                         "not stacked one by one, for an A/B")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
     with stacking.packing(args.packed):
         return _check(args)
 

@@ -6,6 +6,7 @@
 #
 #     bash experiments/gpu_session.sh             # on the GPU machine; results under $OUT
 #     TINY=1 OUT=/tmp/out bash experiments/gpu_session.sh   # here, JAX on the CPU, tiny
+#     DRY=1 OUT=/tmp/out bash experiments/gpu_session.sh    # prints the commands alone
 #
 # Each line appends its record under $OUT before the next starts, so a call cut short
 # keeps what it measured (the whole script: about 550 s on an H200, so give the call
@@ -35,7 +36,9 @@
 set -o pipefail
 export PYTHONUNBUFFERED=1 KERAS_BACKEND=jax
 OUT=${OUT:?set OUT to a folder for the results}
-if [ -n "$TINY" ]; then
+if [ -n "$DRY" ]; then
+    PY=python STEPS=1024 CHUNK=32 SIZE="" CHECK="" STUDY=""
+elif [ -n "$TINY" ]; then
     PY=python STEPS=64 CHUNK=16 SIZE="--size=embedding_dim=32,num_heads=2,ffn_dim=64"
     CHECK="--size=embedding_dim=16,num_heads=2,ffn_dim=32 --pairs=4096 --dev_pairs=640"
     STUDY="--study_epochs=2"
@@ -53,11 +56,12 @@ started=$(date +%s)
 step() {  # step NAME SECONDS COMMAND...: runs it, logs its last lines and the time so far
     local name=$1 limit=$2
     shift 2
+    if [ -n "$DRY" ]; then printf "%q " "$@"; echo; return; fi
     timeout "$limit" "$@" 2>&1 | grep -v "^[IW]0000" | tail -n 4 | tee -a "$OUT/log.txt"
     echo "== $name done at $(( $(date +%s) - started )) s" | tee -a "$OUT/log.txt"
 }
 step "1 stacked, profiled" 150 $scan --profile="$OUT/prof"
-rm -rf "$OUT/prof/plugins"  # four folders down: it would not come back (the copy does)
+[ -n "$DRY" ] || rm -rf "$OUT/prof/plugins"  # four folders down: it would not come back (the copy does)
 step "2 bfloat16" 100 $scan --dtype_policy=mixed_bfloat16
 step "3 packed (split)" 100 $scan --packed
 step "4 the long shape" 120 ${scan/23x24/96x48}
@@ -65,14 +69,16 @@ step "5 stacked again" 100 $scan
 step "6 gpu check" 240 env XLA_FLAGS="--xla_gpu_dump_autotune_results_to=$OUT/autotune.txt" \
     $PY -m experiments.gpu_check --setting=settings/snli25k_glove50.npz $CHECK $STUDY \
     --output="$OUT/gpu_check.json"
-if $PY -m experiments.shape_costs --faster="$OUT/scan.jsonl" --dtype_policy=mixed_bfloat16; then
+if [ -n "$DRY" ] || \
+        $PY -m experiments.shape_costs --faster="$OUT/scan.jsonl" --dtype_policy=mixed_bfloat16
+then
     step "7 gpu check, part 1 in bfloat16" 150 $PY -m experiments.gpu_check $CHECK \
         --mixed_precision=mixed_bfloat16 --output="$OUT/gpu_check_bf16.json"
 fi
 step "8 cublasLt matmuls" 100 env \
     XLA_FLAGS="--xla_gpu_enable_triton_gemm=false --xla_gpu_enable_cublaslt=true" $scan
 step "9 float32 matmuls" 100 env JAX_DEFAULT_MATMUL_PRECISION=float32 $scan
-if [ -s "$OUT/autotune.txt" ]; then
+if [ -n "$DRY" ] || [ -s "$OUT/autotune.txt" ]; then
     step "10 autotuning loaded" 100 env \
         XLA_FLAGS="--xla_gpu_load_autotune_results_from=$OUT/autotune.txt" $scan
 fi

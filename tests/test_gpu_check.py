@@ -2,6 +2,7 @@
 what it records and prints. The figures themselves come from a GPU (docs/PERFORMANCE.md)."""
 
 import json
+import pathlib
 
 import pytest
 
@@ -73,3 +74,35 @@ def test_the_study_part_trains_the_setting_and_prints_the_cpus_accuracy_beside(t
         f"part 2: dev accuracy {record['dev_accuracy']:.4f} at epoch 1 (the CPU's JAX run: "
         f"0.7140 at epoch 9); compile ahead {record['compile_ahead']['seconds']:.1f} s, "
         f"median epoch {record['median_epoch_seconds']:.1f} s")
+
+
+def test_the_gpu_sessions_script_runs_commands_these_programs_accept():
+    """experiments/gpu_session.sh (the next GPU session's one call): every command it
+    runs, printed by `DRY=1`, parses with its program's own flags, so a flag renamed
+    here cannot cost a GPU session's minutes there; it measures what its header says."""
+    import os
+    import shlex
+    import subprocess
+
+    from experiments import shape_costs
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    printed = subprocess.run(["bash", "experiments/gpu_session.sh"], cwd=root,
+                             env=dict(os.environ, DRY="1", OUT="/tmp/out"),
+                             capture_output=True, text=True, timeout=60, check=True).stdout
+    commands = [shlex.split(line) for line in printed.strip().splitlines()]
+    parsers = {"experiments.shape_costs": shape_costs._parser(),
+               "experiments.gpu_check": gpu_check._parser()}
+    programs = []
+    for words in commands:
+        at = words.index("-m")
+        program, args = words[at + 1], words[at + 2:]
+        parsers[program].parse_args(args)  # exits (SystemExit) on a flag it lacks
+        programs.append((program, [arg.split("=")[0] for arg in args]))
+    scans = [args for program, args in programs if program == "experiments.shape_costs"]
+    assert len(scans) == 8 and all("--scan_only" in args for args in scans)
+    assert "--profile" in scans[0] and "--dtype_policy" in scans[1] and "--packed" in scans[2]
+    assert [program for program, _ in programs].count("experiments.gpu_check") == 2
+    assert any("--xla_gpu_dump_autotune_results_to=/tmp/out/autotune.txt" in word
+               for word in commands[5])
+    assert "96x48" in " ".join(commands[3])
