@@ -316,7 +316,7 @@ def _usable_target(path):
     return target
 
 
-def main(argv=None):
+def _parser():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[2],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--gpu_kernels", action="store_true", required=True,
@@ -334,7 +334,11 @@ def main(argv=None):
                         choices=("none", "mixed_bfloat16", "mixed_float16"),
                         help="Keras' dtype policy of the model (the training flag)")
     parser.add_argument("--output", help="append the JSON line to this file")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
     import keras
 
     from dsan_tf.experiment.config import ExperimentConfig

@@ -199,17 +199,22 @@ def _device_loops(model, host, chunk, bare_loop=True, profile=None):
             jax.block_until_ready(carried)
         result[f"{name}_ms_per_step"] = time.perf_counter() - started
     if profile:
-        calls = min(2, len(stacked))
-        path = device_profile.trace(loops[-1][1], (carried, stacked[0]), calls, profile)
-        summary = device_profile.summarize(path, calls * chunk)
-        device_profile.write(summary, profile)
-        started = time.perf_counter()
-        compiled = loops[-1][1].lower(carried, stacked[0]).compile()
-        print(f"the scan's HLO text: {time.perf_counter() - started:.1f} s", flush=True)
-        with open(os.path.join(profile, "scan_hlo.txt"), "w", encoding="utf-8") as stream:
-            stream.write(compiled.as_text())
-        result["profile"] = {k: v for k, v in summary.items() if k != "top"}
+        result["profile"] = _profile_scan(loops[-1][1], carried, stacked, chunk, profile)
     return result
+
+
+def _profile_scan(scan, carried, stacked, chunk, folder):
+    """A profiler trace of the compiled `scan`'s first 2 calls, its summary
+    (`experiments.device_profile`, kernels.json) and the program's HLO text
+    (scan_hlo.txt), in `folder`; returns the summary without its top instructions."""
+    calls = min(2, len(stacked))
+    path = device_profile.trace(scan, (carried, stacked[0]), calls, folder)
+    summary = device_profile.summarize(path, calls * chunk)
+    device_profile.write(summary, folder)
+    compiled = scan.lower(carried, stacked[0]).compile()  # the cached executable
+    with open(os.path.join(folder, "scan_hlo.txt"), "w", encoding="utf-8") as stream:
+        stream.write(compiled.as_text())
+    return {key: value for key, value in summary.items() if key != "top"}
 
 
 def measure(task, premise, hypothesis, steps, steps_per_execution, compare_feeds=False,
