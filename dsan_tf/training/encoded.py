@@ -70,9 +70,8 @@ def train_encoded(setting, epochs=None, patience=None, compile_ahead=True,
 
     Returns:
         A dict: backend, device, dtype policy, batches (padding, shapes), compile-ahead
-        seconds, the
-        epochs (seconds, metrics), the best epoch and its dev accuracy, and training pairs
-        per second of the median epoch (its dev pass included).
+        seconds, the epochs (seconds, metrics), the best epoch and its dev accuracy, and
+        training pairs per second of the median epoch (its dev pass included).
     """
     # The configuration's precision (the training program sets it in `steps.set_up`),
     # for this run only: Keras' dtype policy is global, and the caller's comes back after.
