@@ -9,7 +9,7 @@
 #     DRY=1 OUT=/tmp/out bash experiments/gpu_session.sh    # prints the commands alone
 #
 # Each line appends its record under $OUT before the next starts, so a call cut short
-# keeps what it measured (the whole script: about 550 s on an H200, so give the call
+# keeps what it measured (the whole script: about 570 s on an H200, so give the call
 # timeout_s=590). In order of what they decide:
 #   1. the stacked scan (the default), profiled: where the device's 1.35 ms a step goes
 #      ($OUT/prof/kernels.json, the program's HLO, the trace);
@@ -26,12 +26,12 @@
 #      time the check's compile with them loaded (--xla_gpu_load_autotune_results_from;
 #      autotuning was 6-8 s of a 22 s training program's compile on the first H200);
 #   7. where 2 beat 1 and 5, the paper's epoch of the GPU check in bfloat16;
-#   8. matmuls by cuBLASLt instead of Triton (XLA fuses a bias and a ReLU into a
+#   8. the scan with 6's autotuning results loaded: its first call (the compile) against
+#      1's and 5's, its step the same;
+#   9. matmuls by cuBLASLt instead of Triton (XLA fuses a bias and a ReLU into a
 #      cuBLASLt matmul: counted, 24 kernels fewer a step);
-#   9. float32 matmuls at full precision: slower than 1 where XLA's default already
-#      uses the tensor cores (TF32);
-#  10. the scan with 6's autotuning results loaded: its first call (the compile) against
-#      1's and 5's, its step the same.
+#  10. float32 matmuls at full precision: slower than 1 where XLA's default already
+#      uses the tensor cores (TF32).
 # Flat moments are left out: counted, they move 0.45 GB more a step.
 set -o pipefail
 export PYTHONUNBUFFERED=1 KERAS_BACKEND=jax
@@ -75,10 +75,10 @@ then
     step "7 gpu check, part 1 in bfloat16" 150 $PY -m experiments.gpu_check $CHECK \
         --mixed_precision=mixed_bfloat16 --output="$OUT/gpu_check_bf16.json"
 fi
-step "8 cublasLt matmuls" 100 env \
-    XLA_FLAGS="--xla_gpu_enable_triton_gemm=false --xla_gpu_enable_cublaslt=true" $scan
-step "9 float32 matmuls" 100 env JAX_DEFAULT_MATMUL_PRECISION=float32 $scan
 if [ -n "$DRY" ] || [ -s "$OUT/autotune.txt" ]; then
-    step "10 autotuning loaded" 100 env \
+    step "8 autotuning loaded" 100 env \
         XLA_FLAGS="--xla_gpu_load_autotune_results_from=$OUT/autotune.txt" $scan
 fi
+step "9 cublasLt matmuls" 100 env \
+    XLA_FLAGS="--xla_gpu_enable_triton_gemm=false --xla_gpu_enable_cublaslt=true" $scan
+step "10 float32 matmuls" 100 env JAX_DEFAULT_MATMUL_PRECISION=float32 $scan
