@@ -50,7 +50,7 @@ def _on_gpu():
 
 
 def _events(path):
-    """(plane, line, name, hlo_op, start_ns, duration_ns) of every timed event: a GPU's
+    """(line, name, hlo_op, start_ns, duration_ns) of every timed event: a GPU's
     kernels where there is a device plane, else the CPU runtime's XLA thunks."""
     from jax._src.lib import _profile_data
 
@@ -63,9 +63,8 @@ def _events(path):
                 stats = dict(event.stats)
                 if not devices and "hlo_op" not in stats:
                     continue  # on a CPU only XLA's thunks stand for kernels
-                rows.append((plane.name, line.name, event.name,
-                             str(stats.get("hlo_op", "")), event.start_ns,
-                             event.duration_ns))
+                rows.append((line.name, event.name, str(stats.get("hlo_op", "")),
+                             event.start_ns, event.duration_ns))
     return rows
 
 
@@ -74,27 +73,27 @@ def _median(values):
     return values[len(values) // 2] if values else 0.0
 
 
-def _gaps(intervals):
-    """The idle stretches between the union's covered stretches, in ns."""
-    gaps, end = [], None
+def _merged(intervals):
+    """The stretches (start, end) covered by the union of (start, end) intervals, in
+    order: their lengths sum to the busy time, the spaces between them are the gaps."""
+    stretches = []
     for start, stop in sorted(intervals):
-        if end is not None and start > end:
-            gaps.append(start - end)
-        end = stop if end is None else max(end, stop)
-    return gaps
+        if stretches and start <= stretches[-1][1]:
+            stretches[-1][1] = max(stretches[-1][1], stop)
+        else:
+            stretches.append([start, stop])
+    return stretches
 
 
 def _union(intervals):
     """Nanoseconds covered by the union of (start, end) intervals."""
-    covered, end = 0.0, None
-    for start, stop in sorted(intervals):
-        if end is None or start > end:
-            covered += stop - start
-            end = stop
-        elif stop > end:
-            covered += stop - end
-            end = stop
-    return covered
+    return sum(stop - start for start, stop in _merged(intervals))
+
+
+def _gaps(intervals):
+    """The idle stretches between the union's covered stretches, in ns."""
+    stretches = _merged(intervals)
+    return [later[0] - earlier[1] for earlier, later in zip(stretches, stretches[1:])]
 
 
 def summarize(path, steps, top=60):
@@ -105,17 +104,17 @@ def summarize(path, steps, top=60):
     'XLA Ops'/'XLA Modules' timelines) are left out of the sums."""
     rows = _events(path)
     derived = ("XLA Ops", "XLA Modules", "Steps", "Framework", "Source", "TraceMe")
-    kernels = [row for row in rows if not row[1].startswith(derived)]
+    kernels = [row for row in rows if not row[0].startswith(derived)]
     if not kernels:
         return {"kernels": 0, "note": "no device events in the trace"}
     intervals = [(start, start + duration) for *_, start, duration in kernels]
     by_op = collections.defaultdict(lambda: [0, 0.0, ""])
-    for _, _, name, op, _, duration in kernels:
+    for _, name, op, _, duration in kernels:
         entry = by_op[op or name]
         entry[0] += 1
         entry[1] += duration
         entry[2] = name
-    lines = collections.Counter(row[1] for row in kernels)
+    lines = collections.Counter(row[0] for row in kernels)
     ranked = sorted(by_op.items(), key=lambda item: -item[1][1])
     per_step = lambda ns: round(ns / 1e6 / steps, 4)  # noqa: E731
     return {
@@ -123,7 +122,7 @@ def summarize(path, steps, top=60):
         "kernel_ms": per_step(sum(duration for *_, duration in kernels)),
         "busy_ms": per_step(_union(intervals)),
         "span_ms": per_step(max(e for _, e in intervals) - min(s for s, _ in intervals)),
-        "median_kernel_us": round(_median([row[5] for row in kernels]) / 1e3, 2),
+        "median_kernel_us": round(_median([row[-1] for row in kernels]) / 1e3, 2),
         "median_gap_us": round(_median(_gaps(intervals)) / 1e3, 2),
         "lines": {line: round(count / steps, 1) for line, count in lines.items()},
         "top": [{"op": op, "kernel": kernel[:80], "calls": round(calls / steps, 2),

@@ -62,7 +62,7 @@ step() {  # step NAME SECONDS COMMAND...: runs it, logs its last lines and the t
 }
 step "1 stacked, profiled" 150 $scan --profile="$OUT/prof"
 [ -n "$DRY" ] || rm -rf "$OUT/prof/plugins"  # four folders down: it would not come back (the copy does)
-step "2 bfloat16" 100 $scan --dtype_policy=mixed_bfloat16
+step "2 bfloat16" 100 $scan --mixed_precision=mixed_bfloat16
 step "3 packed (split)" 100 $scan --packed
 step "4 the long shape" 120 ${scan/23x24/96x48}
 step "5 stacked again" 100 $scan
@@ -70,7 +70,8 @@ step "6 gpu check" 240 env XLA_FLAGS="--xla_gpu_dump_autotune_results_to=$OUT/au
     $PY -m experiments.gpu_check --setting=settings/snli25k_glove50.npz $CHECK $STUDY \
     --output="$OUT/gpu_check.json"
 if [ -n "$DRY" ] || \
-        $PY -m experiments.shape_costs --faster="$OUT/scan.jsonl" --dtype_policy=mixed_bfloat16
+        $PY -m experiments.shape_costs --faster="$OUT/scan.jsonl" \
+            --mixed_precision=mixed_bfloat16
 then
     step "7 gpu check, part 1 in bfloat16" 150 $PY -m experiments.gpu_check $CHECK \
         --mixed_precision=mixed_bfloat16 --output="$OUT/gpu_check_bf16.json"

@@ -317,6 +317,8 @@ def _usable_target(path):
 
 
 def _parser():
+    from dsan_tf.experiment.config import PRECISIONS
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[2],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--gpu_kernels", action="store_true", required=True,
@@ -330,8 +332,7 @@ def _parser():
     parser.add_argument("--packed", action="store_true", help="the encoder's weights "
                         "read from one buffer (dsan_tf.layers.stacking.packed), not "
                         "stacked one by one as a GPU runs them")
-    parser.add_argument("--mixed_precision", default="none",
-                        choices=("none", "mixed_bfloat16", "mixed_float16"),
+    parser.add_argument("--mixed_precision", default="none", choices=PRECISIONS,
                         help="Keras' dtype policy of the model (the training flag)")
     parser.add_argument("--output", help="append the JSON line to this file")
     return parser

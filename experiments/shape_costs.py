@@ -32,7 +32,7 @@ import time
 import keras
 import numpy as np
 
-from dsan_tf.data.costs import StepCosts, as_run
+from dsan_tf.data.costs import StepCosts, as_run, scan_key
 from dsan_tf.experiment.config import PRECISIONS, ExperimentConfig
 from dsan_tf.experiment.task import NLITask
 from dsan_tf.layers import stacking
@@ -341,12 +341,12 @@ def faster(path, policy):
     times = {}
     with open(path, encoding="utf-8") as stream:
         for record in map(json.loads, stream):
-            default = as_run(record)
-            for key, value in record.items():
-                if default and key.startswith("scan") and key.endswith("_ms_per_step"):
-                    shape = (record.get("premise"), record.get("hypothesis"))
-                    times.setdefault(shape, {}).setdefault(
-                        record.get("dtype_policy", "float32"), []).append(value)
+            key = scan_key(record)
+            if key and as_run(record):
+                shape = (record.get("premise"), record.get("hypothesis"))
+                times.setdefault(shape, {}).setdefault(
+                    record.get("dtype_policy", "float32"), []).append(
+                        record[f"{key}_ms_per_step"])
     shape = next((shape for shape, runs in times.items()
                   if runs.get(policy) and runs.get("float32")), None)
     if shape is None:
@@ -386,11 +386,11 @@ def _parser():
     parser.add_argument("--packed", action="store_true", help="JAX: the encoder's "
                         "weights read from one buffer (dsan_tf.layers.stacking.packed), "
                         "not stacked one by one, for an A/B")
-    parser.add_argument("--dtype_policy", default="float32", choices=("float32", *PRECISIONS[1:]),
-                        help="Keras' dtype policy of the measured models (the training "
-                        "program's --mixed_precision)")
-    parser.add_argument("--faster", metavar="FILE", help="exit 0 where FILE's scans under "
-                        "--dtype_policy beat every float32 scan in it, else 1")
+    parser.add_argument("--mixed_precision", default="none", choices=PRECISIONS,
+                        help="the measured models' precision (the training program's flag; "
+                        "records name Keras' dtype policy)")
+    parser.add_argument("--faster", metavar="FILE", help="exit 0 where FILE's scans in "
+                        "--mixed_precision beat every float32 scan in it, else 1")
     parser.add_argument("--plan", help="Plan grids from this file of measurements instead.")
     parser.add_argument("--length_profile", default=str(LENGTH_PROFILE))
     return parser
@@ -402,13 +402,14 @@ def main(argv=None):
     if args.plan:
         plan(args.plan, args.length_profile)
         return 0
+    policy = "float32" if args.mixed_precision == "none" else args.mixed_precision
     if args.faster:
-        return 0 if faster(args.faster, args.dtype_policy) else 1
+        return 0 if faster(args.faster, policy) else 1
     if not args.output:
         parser.error("give --output (or --plan)")
     fields = dict(item.split("=") for item in args.size.split(",") if item)
     fields = {k: int(v) for k, v in fields.items()}
-    keras.config.set_dtype_policy(args.dtype_policy)
+    keras.config.set_dtype_policy(policy)
     task = NLITask(ExperimentConfig.named(args.config, **fields), log=lambda *a: None)
     device = keras.backend.backend()
     if device == "jax":

@@ -233,7 +233,7 @@ def test_shape_costs_plans_grids_from_a_record(capsys):
 
 
 def test_shape_costs_says_whether_a_precision_beat_float32(tmp_path, capsys):
-    """`shape_costs --faster=FILE --dtype_policy=P` (the GPU session's script runs the
+    """`shape_costs --faster=FILE --mixed_precision=P` (the GPU session's script runs the
     bfloat16 GPU check only where it pays): exit 0 when P's best scan beats every float32
     scan of the same shape with the default layout; scans of other layouts, flags,
     precisions of matmuls or shapes do not count, and a file without both says so and
@@ -253,7 +253,7 @@ def test_shape_costs_says_whether_a_precision_beat_float32(tmp_path, capsys):
         scan(1.35), scan(1.30, packed_weights=True), scan(1.10, flat_moments=True),
         scan(1.00, matmul_precision="tensorfloat32"), scan(1.36),
         scan(0.50, premise=16, hypothesis=16)]) + "\n")  # another shape: not compared
-    ask = ["--faster", str(records), "--dtype_policy=mixed_bfloat16"]
+    ask = ["--faster", str(records), "--mixed_precision=mixed_bfloat16"]
     with records.open("a") as stream:
         stream.write(scan(1.40, "mixed_bfloat16") + "\n")
     assert shape_costs.main(ask) == 1  # slower than both float32 scans of the default
@@ -263,7 +263,7 @@ def test_shape_costs_says_whether_a_precision_beat_float32(tmp_path, capsys):
     assert shape_costs.main(ask) == 0
     other = tmp_path / "float32_only.jsonl"
     other.write_text(scan(1.35) + "\n")
-    assert shape_costs.main(["--faster", str(other), "--dtype_policy=mixed_bfloat16"]) == 1
+    assert shape_costs.main(["--faster", str(other), "--mixed_precision=mixed_bfloat16"]) == 1
     assert "no scans of one shape in both float32 and mixed_bfloat16" in \
         capsys.readouterr().out
 
@@ -422,8 +422,8 @@ def test_the_quick_gpu_ab_times_the_scan_alone_and_layouts_interleaved(tmp_path)
     result = subprocess.run(
         [sys.executable, "-c", SCAN_AND_LAYOUTS, "--shapes=6x5", "--steps=5",
          "--scan_only=2", "--packed", "--size=embedding_dim=8,num_heads=2,ffn_dim=16",
-         f"--output={output}", f"--profile={profile}"], cwd=ROOT, env=dict(ENV, KERAS_BACKEND="jax"),
-        capture_output=True, text=True, timeout=600)
+         f"--output={output}", f"--profile={profile}"], cwd=ROOT,
+        env=dict(ENV, KERAS_BACKEND="jax"), capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     header, line = (json.loads(text) for text in output.read_text().splitlines())
     assert header["device"] == "jax: cpu" and header["embedding_dim"] == 8

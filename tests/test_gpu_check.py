@@ -101,7 +101,7 @@ def test_the_gpu_sessions_script_runs_commands_these_programs_accept():
         programs.append((program, [arg.split("=")[0] for arg in args]))
     scans = [args for program, args in programs if program == "experiments.shape_costs"]
     assert len(scans) == 8 and all("--scan_only" in args for args in scans)
-    assert "--profile" in scans[0] and "--dtype_policy" in scans[1] and "--packed" in scans[2]
+    assert "--profile" in scans[0] and "--mixed_precision" in scans[1] and "--packed" in scans[2]
     assert [program for program, _ in programs].count("experiments.gpu_check") == 2
     assert any("--xla_gpu_dump_autotune_results_to=/tmp/out/autotune.txt" in word
                for word in commands[5])

@@ -68,7 +68,7 @@ class StepCosts:
         rows = [row for row in rows if as_run(row)]
         measured = [row for row in rows if row.get("steps_per_execution") == 1]
         if not measured:  # `--scan_only` lines: K steps as one program, as a GPU trains
-            measured = [_from_scan(row) for row in rows if _scan_key(row)]
+            measured = [_from_scan(row) for row in rows if scan_key(row)]
         policies = {row.get("dtype_policy", "float32") for row in measured}
         if len(policies) > 1:  # A/Bs of precision beside: the float32 lines
             measured = [row for row in measured
@@ -121,7 +121,7 @@ def as_run(row):
                 or row.get("matmul_precision"))
 
 
-def _scan_key(row):
+def scan_key(row):
     """The "scanK" prefix of a `--scan_only` line's keys, or None."""
     return next((key[:-len("_ms_per_step")] for key in row
                  if key.startswith("scan") and key.endswith("_ms_per_step")), None)
@@ -130,7 +130,7 @@ def _scan_key(row):
 def _from_scan(row):
     """A `--scan_only` line as a `fit` row: its step time, its first call as the compile
     (the training program's; the evaluation step's few seconds are not measured)."""
-    key = _scan_key(row)
+    key = scan_key(row)
     return {**row, "train_ms_per_step": row[f"{key}_ms_per_step"],
             "first_train_step_s": row[f"{key}_first_call_s"], "first_eval_step_s": 0.0}
 
