@@ -14,12 +14,12 @@
 #   1. the stacked scan (the default), profiled: where the device's 1.35 ms a step goes
 #      ($OUT/prof/kernels.json, the program's HLO, the trace);
 #   2. the same in bfloat16 (Keras' mixed_bfloat16): counted without a GPU, the step
-#      moves at most 1.6 GB instead of 2.65 (`program_size --gpu_kernels`, "bytes");
-#   3. the split packing: 33 kernels fewer but 0.25 GB more a step, so the bytes say
-#      slower, the kernels faster;
+#      moves about 1.47 GB instead of 2.37 (`program_size --gpu_kernels`, "bytes");
+#   3. the split packing: 33 kernels fewer, about the same bytes (2.35 GB), and 7%
+#      slower on the fifteenth session's H200: 1's profile against this one;
 #   4. the scan at 96 x 48, the long shape: with 1, the line of a step's cost against
 #      the tokens it reads, as the GPU trains (`StepCosts.fit` of scan.jsonl); counted,
-#      9.9 GB a step, 3.7 times 1's;
+#      8.8 GB a step, 3.7 times 1's;
 #   5. the stacked scan again: the machine's noise;
 #   6. the GPU check, as it is by default (its shapes now priced in one pass: squares),
 #      XLA's autotuning results written out ($OUT/autotune.txt): a later session can
@@ -32,7 +32,7 @@
 #      cuBLASLt matmul: counted, 24 kernels fewer a step);
 #  10. float32 matmuls at full precision: slower than 1 where XLA's default already
 #      uses the tensor cores (TF32).
-# Flat moments are left out: counted, they move 0.45 GB more a step.
+# Flat moments are left out: counted, they move 0.48 GB more a step.
 set -o pipefail
 export PYTHONUNBUFFERED=1 KERAS_BACKEND=jax
 OUT=${OUT:?set OUT to a folder for the results}

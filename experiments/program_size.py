@@ -10,8 +10,8 @@ costs: what issue 48 follows without a GPU (a smaller program compiles faster ev
 
 And what a GPU would run, without one (`--gpu_kernels`, JAX with its CUDA plugin: `pip
 install "jax[cuda13]"`, no GPU or driver needed): the training step of a configuration
-compiled by XLA for an H100 (deviceless compilation), and the kernels it launches a step,
-with Adam's moments a variable each (Keras') and flat (`dsan_tf.models.optimizers`'
+compiled by XLA for an H100 (deviceless compilation), the kernels it launches a step and
+about the bytes they move, with Adam's moments a variable each (Keras') and flat (`dsan_tf.models.optimizers`'
 `flat_moments`). On a GPU a step of this model is bound by its kernels, not their
 arithmetic (docs/PERFORMANCE.md, "What a GPU runs"):
 
@@ -24,6 +24,7 @@ import argparse
 import collections
 import json
 import math
+import os
 import re
 import sys
 import time
@@ -193,6 +194,44 @@ def _bytes(shape):
     return total
 
 
+_SLICING = {"slice", "dynamic-slice", "gather"}
+
+
+def _operands(text):
+    """[(shape or "", name)] of an instruction's operand list: "%a, %b" as XLA prints an
+    optimised module, "f32[2,3]{1,0} %a" with shapes, "/*index=5*/%f" past the fifth."""
+    text = re.sub(r"/\*.*?\*/", "", text)
+    return [(shape or "", name) for shape, name in
+            re.findall(r"((?:\([^)]*\)|\w+\[[\d,]*\](?:\{[^}]*\})?)\s+)?%?([\w.\-]+)", text)]
+
+
+def _sliced_reads(computations, fused):
+    """{parameter index: bytes read} of the parameters of the fused computation `fused`
+    that it reads only through slices (after free bitcasts): the slices' bytes."""
+    users, parameters = collections.defaultdict(list), {}
+    for op, line, shape, operands in computations.get(fused, ()):
+        name = _INSTRUCTION.match(line).group(1)
+        if op == "parameter":
+            parameters[name] = int(operands)
+            continue
+        for position, (_, operand) in enumerate(_operands(operands)):
+            users[operand].append((name, op, shape, position))
+    reads = {}
+    for name, index in parameters.items():
+        total, frontier, only_slices = 0, [name], bool(users[name])
+        while frontier and only_slices:
+            for user, op, shape, position in users[frontier.pop()]:
+                if op == "bitcast":
+                    frontier.append(user)
+                elif op in _SLICING and position == 0:
+                    total += _bytes(shape)
+                else:
+                    only_slices = False
+        if only_slices:
+            reads[index] = total
+    return reads
+
+
 def gpu_kernels(hlo_text):
     """The kernels of one run of an optimised GPU module (`compiled.as_text()`): the entry
     computation's instructions but bookkeeping, a loop's body counted once (a scan of K
@@ -201,9 +240,11 @@ def gpu_kernels(hlo_text):
     Returns:
         {"kernels": the entry's and each loop body's once, "loop_body": the loops'
          bodies' alone, "by_kind": {"fusion:kLoop": n, "custom-call:TARGET": n, ...},
-         "bytes": what those kernels move at most, each reading its operands whole and
-         writing its output once (a fusion may read a slice of an operand, so the true
-         figure is lower)}.
+         "bytes": about what those kernels move: each writes its output once and reads
+         its operands whole, but an operand that a fusion only slices (slice,
+         dynamic-slice, gather: a step's batch out of the scan's stack, one direction's
+         half of a projection) counts the slices it reads; a fusion may still read less,
+         and a matmul rereads its tiles, so this is an estimate, not a measurement}.
     """
     computations, current, entry, shapes = {}, None, None, {}
     for line in hlo_text.splitlines():
@@ -231,11 +272,12 @@ def gpu_kernels(hlo_text):
             elif op == "fusion":
                 op += ":" + re.search(r"kind=(\w+)", line).group(1)
             counter[op] += 1
-            # An operand is "%name" in XLA's printout, or "f32[2]{0} %name" with its shape.
-            moved[0] += _bytes(shape) + sum(
-                _bytes(operand) if "[" in operand else
-                _bytes(shapes.get(operand.strip().lstrip("%"), ""))
-                for operand in operands.split(","))
+            sizes = [_bytes(given or shapes.get(operand, ""))
+                     for given, operand in _operands(operands)]
+            sliced = _sliced_reads(computations, re.search(
+                r"calls=%?([\w.\-]+)", line).group(1)) if op.startswith("fusion") else {}
+            moved[0] += _bytes(shape) + sum(min(size, sliced.get(index, size))
+                                            for index, size in enumerate(sizes))
 
     visit(entry, kinds)
     return {"kernels": sum(kinds.values()) + sum(body.values()),
@@ -368,7 +410,8 @@ def main(argv=None):
     record = {"config": args.config, "size": fields, "shape": args.shape,
               "batch_size": size, "steps": args.steps, "packed_weights": args.packed,
               "dtype_policy": keras.config.dtype_policy().name,
-              "target": described.group(1) if described else args.target, **kernels}
+              "target": described.group(1) if described else args.target,
+              "xla_flags": os.environ.get("XLA_FLAGS", ""), **kernels}
     line = json.dumps(record)
     print(line)
     if args.output:

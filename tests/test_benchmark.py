@@ -203,6 +203,47 @@ ENTRY %main (a: f32[2]) -> f32[2] {
     assert program_size.gpu_kernels(unshaped)["bytes"] == 60
 
 
+def test_gpu_kernels_count_the_slices_a_fusion_reads_not_the_whole_operand():
+    """An operand that a fusion reads only through slices (a step's batch out of the scan's
+    stack) counts the slices' bytes; one read otherwise counts whole, and so does an
+    operand XLA prints past the fifth ("/*index=5*/%name")."""
+    from experiments import program_size
+
+    hlo = """HloModule jit_step
+%fused_take (p0: f32[32,64], p1: s32[], p2: f32[64]) -> f32[64] {
+  %p0 = f32[32,64]{1,0} parameter(0)
+  %b = f32[32,64]{1,0} bitcast(%p0)
+  %p1 = s32[] parameter(1)
+  %z = s32[] constant(0)
+  %d = f32[1,64]{1,0} dynamic-slice(%b, %p1, %z), dynamic_slice_sizes={1,64}
+  %r = f32[64]{0} bitcast(%d)
+  %p2 = f32[64]{0} parameter(2)
+  ROOT %a = f32[64]{0} add(%r, %p2)
+}
+%fused_sum (q0: f32[32,64], q1: f32[64]) -> f32[64] {
+  %q0 = f32[32,64]{1,0} parameter(0)
+  %s = f32[1,64]{1,0} slice(%q0), slice={[0:1], [0:64]}
+  %q1 = f32[64]{0} parameter(1)
+  %t = f32[64]{0} bitcast(%s)
+  %n = f32[] constant(0)
+  %w = f32[64]{0} reduce(%q0, %n), dimensions={0}, to_apply=%add
+  ROOT %u = f32[64]{0} add(%t, %w)
+}
+ENTRY %main (xs: f32[32,64], i: s32[], v: f32[64]) -> f32[64] {
+  %xs = f32[32,64]{1,0} parameter(0)
+  %i = s32[] parameter(1)
+  %v = f32[64]{0} parameter(2)
+  %f = f32[64]{0} fusion(%xs, %i, %v), kind=kLoop, calls=%fused_take
+  %g = f32[64]{0} fusion(%xs, %f), kind=kLoop, calls=%fused_sum
+  ROOT %c = f32[6,64]{1,0} concatenate(%v, %v, %v, %v, %v, /*index=5*/%g), dimensions={0}
+}"""
+    # %f: one row of 256 bytes of the 8,192, the index 4, %v 256, writes 256;
+    # %g: %xs whole (it is reduced too) 8,192, %f 256, writes 256;
+    # %c: six operands of 256 (the sixth printed past the fifth), writes 1,536.
+    assert program_size.gpu_kernels(hlo)["bytes"] == (
+        256 + 4 + 256 + 256) + (8192 + 256 + 256) + (6 * 256 + 1536)
+
+
 def test_a_gpu_checks_record_describes_its_gpu_for_deviceless_compiles(tmp_path):
     """`program_size.read_target`: the GPU check's `target_config` (XLA's description of
     the GPU it ran on) or a text file of one; a record made on a CPU is refused, saying
