@@ -232,6 +232,23 @@ def _sliced_reads(computations, fused):
     return reads
 
 
+def _computations(hlo_text):
+    """A module's text as ({computation: [(op, line, shape, operands)]}, the entry's name,
+    {instruction: its shape})."""
+    computations, current, entry, shapes = {}, None, None, {}
+    for line in hlo_text.splitlines():
+        opened = None if line.startswith(" ") else _COMPUTATION.match(line)
+        if opened:
+            current = opened.group(2)
+            computations[current] = []
+            entry = current if opened.group(1) else entry
+        elif current and (found := _INSTRUCTION.match(line)):
+            name, shape, op, operands = found.groups()
+            shapes[name] = shape
+            computations[current].append((op, line, shape, operands))
+    return computations, entry, shapes
+
+
 def gpu_kernels(hlo_text):
     """The kernels of one run of an optimised GPU module (`compiled.as_text()`): the entry
     computation's instructions but bookkeeping, a loop's body counted once (a scan of K
@@ -246,17 +263,7 @@ def gpu_kernels(hlo_text):
          half of a projection) counts the slices it reads; a fusion may still read less,
          and a matmul rereads its tiles, so this is an estimate, not a measurement}.
     """
-    computations, current, entry, shapes = {}, None, None, {}
-    for line in hlo_text.splitlines():
-        opened = None if line.startswith(" ") else _COMPUTATION.match(line)
-        if opened:
-            current = opened.group(2)
-            computations[current] = []
-            entry = current if opened.group(1) else entry
-        elif current and (found := _INSTRUCTION.match(line)):
-            name, shape, op, operands = found.groups()
-            shapes[name] = shape
-            computations[current].append((op, line, shape, operands))
+    computations, entry, shapes = _computations(hlo_text)
     kinds, body = collections.Counter(), collections.Counter()
     moved = [0]
 
