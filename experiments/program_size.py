@@ -11,9 +11,10 @@ costs: what issue 48 follows without a GPU (a smaller program compiles faster ev
 And what a GPU would run, without one (`--gpu_kernels`, JAX with its CUDA plugin: `pip
 install "jax[cuda13]"`, no GPU or driver needed): the training step of a configuration
 compiled by XLA for an H100 (deviceless compilation), the kernels it launches a step and
-about the bytes they move, with Adam's moments a variable each (Keras') and flat (`dsan_tf.models.optimizers`'
-`flat_moments`). On a GPU a step of this model is bound by its kernels, not their
-arithmetic (docs/PERFORMANCE.md, "What a GPU runs"):
+about the bytes they move, with Adam's moments a variable each (Keras') and flat
+(`dsan_tf.models.optimizers`' `flat_moments`). On a GPU a step of this model is bound by
+its kernels and what they move, not their arithmetic (docs/PERFORMANCE.md, "What a GPU
+runs"):
 
     JAX_PLATFORMS=cpu KERAS_BACKEND=jax python -m experiments.program_size --gpu_kernels \
         [--shape=23x24] [--steps=32] [--config=dsan_snli] [--size=field=integer,...] \
@@ -209,8 +210,7 @@ def _sliced_reads(computations, fused):
     """{parameter index: bytes read} of the parameters of the fused computation `fused`
     that it reads only through slices (after free bitcasts): the slices' bytes."""
     users, parameters = collections.defaultdict(list), {}
-    for op, line, shape, operands in computations.get(fused, ()):
-        name = _INSTRUCTION.match(line).group(1)
+    for name, op, _, shape, operands in computations.get(fused, ()):
         if op == "parameter":
             parameters[name] = int(operands)
             continue
@@ -233,8 +233,8 @@ def _sliced_reads(computations, fused):
 
 
 def _computations(hlo_text):
-    """A module's text as ({computation: [(op, line, shape, operands)]}, the entry's name,
-    {instruction: its shape})."""
+    """A module's text as ({computation: [(name, op, line, shape, operands)]}, the entry's
+    name, {instruction: its shape})."""
     computations, current, entry, shapes = {}, None, None, {}
     for line in hlo_text.splitlines():
         opened = None if line.startswith(" ") else _COMPUTATION.match(line)
@@ -245,7 +245,7 @@ def _computations(hlo_text):
         elif current and (found := _INSTRUCTION.match(line)):
             name, shape, op, operands = found.groups()
             shapes[name] = shape
-            computations[current].append((op, line, shape, operands))
+            computations[current].append((name, op, line, shape, operands))
     return computations, entry, shapes
 
 
@@ -268,7 +268,7 @@ def gpu_kernels(hlo_text):
     moved = [0]
 
     def visit(name, counter):
-        for op, line, shape, operands in computations[name]:
+        for _, op, line, shape, operands in computations[name]:
             if op in BOOKKEEPING:
                 continue
             if op == "while":  # its condition is evaluated on the device, its body run
