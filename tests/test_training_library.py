@@ -131,13 +131,13 @@ def test_a_run_interrupted_mid_epoch_resumes_to_the_uninterrupted_result(
     assert resumed.results["dev_accuracy"] == whole.results["dev_accuracy"]
 
 
-def test_a_resumed_runs_batch_steps_are_written_once(tmp_path):
-    """Issue 50, item 14: the batch summaries an interrupted sitting wrote past the restored
-    step are dropped from its event files before the steps are trained again; epoch
-    summaries and earlier steps stay."""
+def test_a_resumed_runs_summaries_past_its_record_are_dropped(tmp_path):
+    """The batch summaries an interrupted sitting wrote past the committed step, and the
+    epoch summaries past the committed epochs, are dropped from the event files before
+    they are trained again; earlier ones stay, and a record cut off by a kill goes."""
     import tensorflow as tf
 
-    from dsan_tf.training.callbacks import drop_batch_steps_after
+    from dsan_tf.training.run_state import trim_events
 
     def steps_of(tag):
         return sorted(event.step for path in sorted(tmp_path.glob("events.out.tfevents.*"))
@@ -149,39 +149,51 @@ def test_a_resumed_runs_batch_steps_are_written_once(tmp_path):
     with writer.as_default(), tf.summary.record_if(True):
         for step in range(1, 11):
             tf.summary.scalar("batch_loss", 1.0 / step, step=step)
-        tf.summary.scalar("epoch_loss", 0.5, step=0)
+        for epoch in range(3):
+            tf.summary.scalar("epoch_loss", 0.5, step=epoch)
     writer.close()
-    assert drop_batch_steps_after(str(tmp_path), 6) == 4
+    (path,) = tmp_path.glob("events.out.tfevents.*")
+    with open(path, "ab") as stream:  # a record cut off by a kill
+        stream.write(b"\x20\x00\x00\x00\x00\x00\x00\x00abc")
+    assert trim_events(str(tmp_path), 2, 6) == 5
     assert steps_of("batch_loss") == [1, 2, 3, 4, 5, 6]
-    assert steps_of("epoch_loss") == [0]
+    assert steps_of("epoch_loss") == [0, 1]
     assert sorted(p.name for p in tmp_path.iterdir() if "tfevents" not in p.name) == []
 
 
-def test_best_keras_holds_the_best_epoch_not_the_last(tmp_path):
-    """best.keras and best.json hold the first epoch of the highest dev accuracy: a later
-    epoch that is worse, or only as good, leaves them; a resumed run remembers the best."""
-    import keras
-    import numpy as np
-
+def test_the_best_epoch_is_the_first_of_the_highest_dev_accuracy():
+    """A later epoch that is worse, or only as good, is not the best; a restored best
+    stays until beaten."""
     from dsan_tf.training.callbacks import KeepBest
 
-    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1, use_bias=False)])
-    paths = str(tmp_path / "best.keras"), str(tmp_path / "best.json")
-    keep = KeepBest(*paths)
-    keep.set_model(model)
-    keep.on_train_begin()
-    for epoch, accuracy in enumerate((0.5, 0.7, 0.6, 0.7)):
-        model.layers[0].kernel.assign([[float(epoch + 1)]])  # the epoch, in the weights
+    keep = KeepBest()
+    improved = []
+    for epoch, accuracy in enumerate((0.5, 0.7, 0.6, 0.7, float("nan"))):
         keep.on_epoch_end(epoch, {"val_accuracy": accuracy})
-    assert json.loads((tmp_path / "best.json").read_text()) == {
-        "epoch": 2, "monitor": "val_accuracy", "value": 0.7}
-    assert np.asarray(keras.saving.load_model(paths[0]).layers[0].kernel).item() == 2.0
-    resumed = KeepBest(*paths)
-    resumed.set_model(model)
-    resumed.on_train_begin()
-    resumed.on_epoch_end(4, {"val_accuracy": 0.65})
-    assert (resumed.best, resumed.best_epoch) == (0.7, 2)
-    assert np.asarray(keras.saving.load_model(paths[0]).layers[0].kernel).item() == 2.0
+        improved.append(keep.improved)
+    assert improved == [True, True, False, False, False]
+    assert keep.info() == {"epoch": 2, "monitor": "val_accuracy", "value": 0.7}
+    keep.restore(0.7, 2)
+    keep.on_epoch_end(5, {"val_accuracy": 0.65})
+    assert (keep.best, keep.best_epoch, keep.improved) == (0.7, 2, False)
+
+
+def test_best_keras_holds_the_best_epoch_not_the_last(tmp_path):
+    """best.keras and best.json hold the best epoch's model (the weights' SHA-256 that
+    results.json records)."""
+    workdir = tmp_path / "run"
+    outcome = steps.train_run(str(workdir), _config(4).replace(learning_rate=0.05))
+    rows = steps.run_files.read_history(str(workdir / "history.csv"))
+    accuracies = [row["val_accuracy"] for row in rows]
+    best = accuracies.index(max(accuracies))
+    assert json.loads((workdir / "best.json").read_text()) == {
+        "epoch": best + 1, "monitor": "val_accuracy", "value": accuracies[best]}
+    assert outcome.results["best_epoch"] == best + 1
+    import keras
+
+    from dsan_tf.training.steps import weights_digest
+    assert weights_digest(keras.saving.load_model(str(workdir / "best.keras"))) == \
+        outcome.results["best_weights_sha256"]
 
 
 def test_a_finished_run_is_exported_when_asked(tmp_path):

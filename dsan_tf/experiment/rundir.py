@@ -9,7 +9,12 @@ and the file names of an export (`dsan_tf.saving.export` writes it): every name,
                              (together: dsan_tf.data.NLIPreprocessor)
     WORKDIR/best.keras       the model with the best dev accuracy; best.json says when
     WORKDIR/history.csv      per-epoch metrics and seconds
-    WORKDIR/backup/          BackupAndRestore state for resuming a killed run
+    WORKDIR/checkpoints/     the record of what is done: epoch-N/ holds the state after
+                             epoch N (weights, optimizer, random states, the history rows
+                             and the best epoch); the newest complete one is the truth, and
+                             history.csv, best.keras and TensorBoard are rewritten from it
+                             when a killed run resumes (`dsan_tf.training.run_state`)
+    WORKDIR/lock             held (an OS file lock) by the process training the run
     WORKDIR/tensorboard/     TensorBoard logs (train, validation, hparams)
     WORKDIR/results.json     final dev (and test) metrics of the best model
     WORKDIR/MODEL_CARD.md    what the model is, how well it did, how to repeat it
@@ -23,13 +28,19 @@ Nothing here loads TensorFlow until a model is loaded (the study tools read hist
 
 import csv
 import dataclasses
+import errno
+import fcntl
+import hashlib
+import io
 import json
 import os
 import shutil
 import subprocess
 import sys
+import zipfile
 
 from dsan_tf import data
+from dsan_tf.common import atomic
 from dsan_tf.common.errors import UsageError
 from dsan_tf.experiment.config import ExperimentConfig
 from dsan_tf.models.config import described_fields
@@ -40,10 +51,20 @@ CONFIG, BEST, BEST_INFO = "config.json", "best.keras", "best.json"
 VOCAB, PREPROCESSOR = data.VOCABULARY_FILE, data.PREPROCESSOR_FILE
 MODEL, MEMBERS = "model.keras", "members"  # an export's model and ensemble members
 HISTORY, RESULTS, FLAGFILE = "history.csv", "results.json", "flags.txt"
-CARD, BACKUP, TENSORBOARD = "MODEL_CARD.md", "backup", "tensorboard"
-# Everything train writes into a run directory (--overwrite removes these, nothing else).
+CARD, CHECKPOINTS, TENSORBOARD = "MODEL_CARD.md", "checkpoints", "tensorboard"
+LOCK = "lock"
+# A checkpoint's files (CHECKPOINTS/epoch-N/): the record, the training state (weights and
+# optimizer), the layers' random states and the best model so far.
+RECORD, STATE, SEEDS = "record.json", "state.weights.h5", "seeds.npz"
+# Where dsan_tf 0.4 and earlier kept Keras' BackupAndRestore state (removed by --overwrite).
+LEGACY_BACKUP = "backup"
+# Everything train writes into a run directory (--overwrite removes these, nothing else;
+# the lock stays: another process may be waiting on it).
 RUN_FILES = (FLAGFILE, CONFIG, VOCAB, PREPROCESSOR, BEST, BEST_INFO, HISTORY, RESULTS, CARD,
-             BACKUP, TENSORBOARD)
+             CHECKPOINTS, LEGACY_BACKUP, TENSORBOARD)
+# The records a program other than train must never write over (`--output`).
+RECORDS = (FLAGFILE, CONFIG, VOCAB, PREPROCESSOR, BEST, BEST_INFO, HISTORY, RESULTS, CARD,
+           LOCK)
 # The configuration's parts in config.json (`ExperimentConfig.to_dict`); the rest of it is
 # what the run found.
 CONFIG_PARTS = ("model", "model_config", "data", "training")
@@ -82,12 +103,47 @@ def flag_lines(config, options=None):
     return [line for line in (as_flag(n, v) for n, v in values.items()) if line]
 
 
-def recorded_config(values):
+def recorded_config(values, path=CONFIG):
     """The `ExperimentConfig` a config.json's `values` hold, or None where it holds none
-    (a run directory of dsan_tf 0.2 and earlier)."""
-    if not all(part in values for part in CONFIG_PARTS):
+    (a run directory of dsan_tf 0.2 and earlier); `UsageError` naming `path` where a part
+    is not what a configuration holds (a file edited by hand)."""
+    if not isinstance(values, dict) or not all(part in values for part in CONFIG_PARTS):
         return None
-    return ExperimentConfig.from_dict({part: values[part] for part in CONFIG_PARTS})
+    try:
+        return ExperimentConfig.from_dict({part: values[part] for part in CONFIG_PARTS})
+    except (TypeError, ValueError, KeyError, AttributeError) as error:
+        raise UsageError(f"{path} does not hold a run's configuration ({error}); was it "
+                         "edited by hand?") from None
+
+
+@dataclasses.dataclass(frozen=True)
+class Checkpoint:
+    """A committed epoch (`RunDirectory.checkpoint`): its folder and its record.json
+    ({"epochs", "steps", "history", "best", "files"})."""
+
+    path: str
+    record: dict
+
+    @property
+    def epochs(self):
+        return self.record["epochs"]
+
+    def file(self, name):
+        return os.path.join(self.path, name)
+
+
+def checkpoint_name(epochs):
+    """The folder of the checkpoint after `epochs` epochs (sorts by epoch)."""
+    return f"epoch-{epochs:06d}"
+
+
+def file_digest(path):
+    """SHA-256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 class RunDirectory:
@@ -101,6 +157,7 @@ class RunDirectory:
         if not workdir:
             raise UsageError("give --workdir, the run directory of experiments.train.")
         self.workdir = workdir
+        self._lock = None
 
     def path(self, name):
         return os.path.join(self.workdir, name)
@@ -114,9 +171,91 @@ class RunDirectory:
     def read_json(self, name):
         return read_json(self.path(name))
 
+    # The lock: one process trains a run directory at a time.
+
+    def lock(self):
+        """Takes the run's lock (an OS file lock on WORKDIR/lock, which the kernel releases
+        when this process ends, however it ends), making the directory; `UsageError`
+        naming the process that holds it. Held until `unlock`."""
+        os.makedirs(self.workdir, exist_ok=True)
+        path = self.path(LOCK)
+        while True:
+            descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(descriptor)
+                raise UsageError(f"workdir {self.workdir} is being trained by "
+                                 f"{self.holder() or 'another process'}; wait for it to "
+                                 "end, or give another workdir.",
+                                 fields=("workdir",)) from None
+            # A process that removed the lock file (an emptied first run) before we locked
+            # it leaves us holding a file nobody else sees: lock the one there now.
+            if os.path.exists(path) and os.path.samestat(os.fstat(descriptor), os.stat(path)):
+                break
+            os.close(descriptor)
+        os.ftruncate(descriptor, 0)
+        os.write(descriptor, f"process {os.getpid()} ({' '.join(sys.argv)[:200]})\n".encode())
+        self._lock = descriptor
+
+    def unlock(self, remove=False):
+        """Releases the lock (`remove`: and its file, before the folder goes)."""
+        if self._lock is not None:
+            if remove and os.path.exists(self.path(LOCK)):
+                os.remove(self.path(LOCK))
+            os.close(self._lock)
+            self._lock = None
+
+    def holder(self):
+        """"process PID (command)" of the process that holds the lock, or None when none
+        does (the run is not being trained)."""
+        path = self.path(LOCK)
+        if self._lock is not None or not os.path.isfile(path):
+            return None
+        descriptor = os.open(path, os.O_RDONLY)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return None
+        except BlockingIOError:
+            return os.read(descriptor, 400).decode("utf-8", "replace").strip() or \
+                "another process"
+        finally:
+            os.close(descriptor)
+
+    # The record of what is done.
+
+    def checkpoint(self, say=print):
+        """The newest complete checkpoint (`Checkpoint`), or None before any epoch is
+        committed. A checkpoint whose files are not those its record lists (damaged after
+        it was written) is moved aside to epoch-N.damaged, saying so, and the previous
+        one is the run's state: the epochs after it are trained again."""
+        folder = self.path(CHECKPOINTS)
+        names = sorted((name for name in os.listdir(folder) if name.startswith("epoch-")
+                        and name[6:].isdigit()), reverse=True) if os.path.isdir(folder) else []
+        for name in names:
+            path = os.path.join(folder, name)
+            fault = _checkpoint_fault(path)
+            if fault is None:
+                return Checkpoint(path, read_json(os.path.join(path, RECORD)))
+            aside = path + ".damaged"
+            shutil.rmtree(aside, ignore_errors=True)
+            os.replace(path, aside)
+            say(f"checkpoint {path} is damaged ({fault}); moved to {aside}, and the run "
+                "goes on from the checkpoint before it.")
+        return None
+
+    def epochs_done(self):
+        """Epochs the run has committed (its newest checkpoint's record); for a run of
+        dsan_tf 0.4 and earlier, which kept no record, its history.csv's rows."""
+        checkpoint = self.checkpoint()
+        if checkpoint is not None:
+            return checkpoint.epochs
+        return len(read_history(self.path(HISTORY))) if self.exists(LEGACY_BACKUP) else 0
+
     def claim(self, config, options=None, overwrite=False):
         """Makes this directory the run of `config` (`ExperimentConfig`, resolved), before
-        anything else is written. A new or emptied directory gets config.json (the
+        anything else is written; the caller holds the lock (`lock`). A new or emptied
+        directory, or one whose run committed no epoch, gets config.json (the
         configuration) and flags.txt (the same as flags, and `options`' own). A directory
         whose config.json holds the same configuration, field by field but `MAY_CHANGE`,
         is that run: "resume" (no results.json yet), "finished", or "extend" (finished
@@ -127,11 +266,12 @@ class RunDirectory:
 
         Returns: "new", "resume", "extend" or "finished".
         """
-        if overwrite:
-            self.discard()
-        elif self.exists(CONFIG):
+        if not overwrite and self.exists(CONFIG) and (
+                self.exists(RESULTS) or self.epochs_done()):
             return self._same_run(config, options)
-        elif any(self.exists(name) for name in (FLAGFILE, BEST, HISTORY, BACKUP)):
+        if overwrite or self.exists(CONFIG):  # nothing committed: nothing to keep
+            self.discard()
+        elif any(self.exists(name) for name in (FLAGFILE, BEST, HISTORY, LEGACY_BACKUP)):
             raise UsageError(f"workdir {self.workdir} holds files of a run but no "
                              f"{CONFIG}, so it cannot be resumed safely; give another "
                              "workdir, or overwrite to replace it.",
@@ -144,12 +284,11 @@ class RunDirectory:
         """Writes config.json's configuration (keeping what the run found) and flags.txt."""
         found = self.read_json(CONFIG) if self.exists(CONFIG) else {}
         self.write_json(CONFIG, {**found, **config.to_dict()})
-        with open(self.path(FLAGFILE), "w", encoding="utf-8") as stream:
-            stream.write("\n".join(flag_lines(config, options)) + "\n")
+        atomic.write_text(self.path(FLAGFILE), "\n".join(flag_lines(config, options)) + "\n")
 
     def _same_run(self, config, options):
         """`claim` of a directory that holds a run: its state, or the refusal."""
-        recorded = recorded_config(self.read_json(CONFIG))
+        recorded = recorded_config(self.read_json(CONFIG), self.path(CONFIG))
         if recorded is None:
             raise UsageError(f"workdir {self.workdir} holds a run of dsan_tf 0.2 or earlier, "
                              f"whose {CONFIG} does not record its whole configuration, so a "
@@ -160,7 +299,7 @@ class RunDirectory:
                                                  and not config.training.epochs_may_change())]
         if any(name == "model" for name, _, _ in changed):
             # Another family: its hyperparameters differ as a matter of course, and the
-            # one line a user needs is the model's (issue 50, item 15).
+            # one line a user needs is the model's.
             hyperparameters = {field.name for model in (recorded, config)
                                for field in dataclasses.fields(model.model_config)}
             changed = [item for item in changed if item[0] not in hyperparameters]
@@ -171,10 +310,9 @@ class RunDirectory:
                 f"workdir {self.workdir} holds a run of another configuration ({shown}); "
                 "give another workdir for a new run, or overwrite to replace this one.",
                 fields=("workdir", "overwrite", *(name for name, _, _ in changed)))
-        done = len(read_history(self.path(HISTORY)))
+        done = self.epochs_done()
         if config.training.epochs < done:
-            # Its best model may come from a later epoch (issue 50, item 13: the longer
-            # model came back as "finished" without a word).
+            # Its best model may come from a later epoch.
             raise UsageError(
                 f"workdir {self.workdir} holds {done} trained epoch(s): epochs="
                 f"{config.training.epochs} asks for fewer, and a run cannot be made shorter; "
@@ -184,56 +322,130 @@ class RunDirectory:
         if self.exists(RESULTS):
             ran_all = done >= recorded.training.epochs  # not stopped early by patience
             state = "extend" if ran_all and config.training.epochs > done else "finished"
+        if state != "finished" and self.checkpoint() is None:
+            raise UsageError(f"workdir {self.workdir} was trained by dsan_tf 0.4 or earlier, "
+                             "whose checkpoint cannot be resumed exactly; give another "
+                             "workdir, or overwrite to train afresh.",
+                             fields=("workdir", "overwrite"))
         if state != "finished":
             self.record(config, options)
         return state
 
     def discard(self, remove_directory=False):
         """Removes what train writes here (`RUN_FILES`), and the directory itself when
-        `remove_directory` and nothing else is left in it."""
+        `remove_directory` and nothing else is left in it. A symbolic link among them is
+        removed itself, never what it points to."""
         for name in RUN_FILES:
             path = self.path(name)
-            if os.path.isdir(path):
+            if os.path.isdir(path) and not os.path.islink(path):
                 shutil.rmtree(path)
-            elif os.path.exists(path):
+            elif os.path.lexists(path):
                 os.remove(path)
-        if remove_directory and os.path.isdir(self.workdir) and not os.listdir(self.workdir):
-            os.rmdir(self.workdir)
+        if (remove_directory and os.path.isdir(self.workdir)
+                and set(os.listdir(self.workdir)) <= {LOCK}):
+            self.unlock(remove=True)
+            if not os.listdir(self.workdir):
+                os.rmdir(self.workdir)
 
-    def require_finished(self):
+    def require_finished(self, unfinished_ok=True):
+        """`UsageError` unless this directory holds a trained model. A run still training
+        (its lock held) or stopped before its end (no results.json) holds its best model
+        so far: `unfinished_ok` False refuses it, True says so on stderr."""
         for name in (CONFIG, VOCAB, PREPROCESSOR, BEST):
             if not self.exists(name):
                 raise UsageError(f"{self.path(name)} does not exist: is {self.workdir} a "
                                  "finished experiments.train run (--workdir)?")
+        unfinished = self.unfinished()
+        if unfinished and not unfinished_ok:
+            raise UsageError(f"{self.workdir} is {unfinished}: its best.keras is the best "
+                             "model so far, not the run's; export it when the run is done, "
+                             "or give unfinished to export it now.", fields=("unfinished",))
+        if unfinished:
+            print(f"note: {self.workdir} is {unfinished}; this is its best model so far.",
+                  file=sys.stderr)
 
-    def load(self):
-        """(`NLIClassifier`, its `NLIPreprocessor`, config dict) of a finished run: its
+    def unfinished(self):
+        """Why the run is not finished ("still being trained by process P (...)", or
+        "unfinished: no results.json, its training stopped before its end"), or None."""
+        holder = self.holder()
+        if holder:
+            return f"still being trained by {holder}"
+        if not self.exists(RESULTS):
+            return "unfinished (no results.json: its training stopped before its end)"
+        return None
+
+    def load(self, unfinished_ok=True):
+        """(`NLIClassifier`, its `NLIPreprocessor`, config dict) of a trained run: its
         model from the one loader (`dsan_tf.models.preset.load`, for inference: the
         optimizer's state, a loss-scale wrapper under mixed_float16, is not read)."""
         from dsan_tf.models import preset  # Keras loads here
 
-        self.require_finished()
+        self.require_finished(unfinished_ok)
         model = preset.load(self.workdir, compile=False)
         return model, model.preprocessor, self.read_json(CONFIG)
+
+
+def _checkpoint_fault(path):
+    """What is wrong with the checkpoint folder `path` (its record unreadable, a file
+    missing, or of other size or bytes than the record lists), or None."""
+    try:
+        record = read_json(os.path.join(path, RECORD))
+        files = record["files"]
+        for name, (size, digest) in files.items():
+            file = os.path.join(path, name)
+            if not os.path.isfile(file):
+                return f"{name} is missing"
+            if os.path.getsize(file) != size or file_digest(file) != digest:
+                return f"{name} is not the file its {RECORD} lists"
+        missing = [key for key in ("epochs", "history", "best") if key not in record]
+        if missing:
+            return f"its {RECORD} has no {', '.join(missing)}"
+    except (UsageError, OSError, KeyError, TypeError, ValueError) as error:
+        return str(error)
+    return None
 
 
 def write_json(path, value):
     """Writes atomically (a reader never sees half a file), making the directory."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path + ".partial", "w", encoding="utf-8") as stream:
-        json.dump(value, stream, indent=2, sort_keys=True)
-    os.replace(path + ".partial", path)
+    atomic.write_text(path, json.dumps(value, indent=2, sort_keys=True))
+
+
+def history_columns(rows):
+    """history.csv's columns: "epoch", then every other key of `rows`, sorted."""
+    return ["epoch", *sorted({key for row in rows for key in row} - {"epoch"})]
+
+
+def history_text(rows):
+    """The text of history.csv holding `rows` (dicts with "epoch" from 1)."""
+    stream = io.StringIO()
+    writer = csv.DictWriter(stream, history_columns(rows), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return stream.getvalue()
+
+
+def write_history(path, rows):
+    """Writes history.csv (atomically) holding `rows`."""
+    atomic.write_text(path, history_text(rows))
 
 
 def read_history(path):
     """Rows of history.csv as dicts of floats (epoch and steps as int), epochs counted from
     1; [] when there is none. Files written before epochs were counted from 1 (their first
-    epoch is 0) are read the same way."""
+    epoch is 0) are read the same way. `UsageError` naming the file and line of a row that
+    is not numbers (a file cut off or edited by hand)."""
     if not os.path.exists(path):
         return []
-    with open(path, newline="") as stream:
-        rows = [{k: (int(float(v)) if k in ("epoch", "steps") else float(v))
-                 for k, v in row.items()} for row in csv.DictReader(stream)]
+    rows = []
+    with open(path, newline="", encoding="utf-8", errors="replace") as stream:
+        for line, row in enumerate(csv.DictReader(stream), 2):
+            try:
+                rows.append({k: (int(float(v)) if k in ("epoch", "steps") else float(v))
+                             for k, v in row.items()})
+            except (TypeError, ValueError):
+                raise UsageError(f"{path}, line {line}, is not a row of numbers under the "
+                                 "header's columns: was the file cut off or edited?") from None
     if rows and rows[0].get("epoch") == 0:
         for row in rows:
             row["epoch"] += 1
@@ -243,8 +455,13 @@ def read_history(path):
 def read_json(path):
     """The JSON value in `path`; `UsageError` naming the file and where it breaks when it
     is not JSON (a file cut off by a killed process, or edited by hand)."""
-    with open(path, encoding="utf-8") as stream:
-        text = stream.read()
+    try:
+        with open(path, encoding="utf-8") as stream:
+            text = stream.read()
+    except UnicodeDecodeError:
+        raise UsageError(f"{path} is not JSON: it is not even UTF-8 text.") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path} is a directory, not a JSON file.") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:

@@ -1,13 +1,10 @@
 """Keras callbacks of the training command (what `model.fit` does not do by itself)."""
 
 import dataclasses
-import json
 import math
-import os
 import time
 
 import keras
-import numpy as np
 import tensorflow as tf
 from tensorboard.plugins.hparams import api as hp
 
@@ -39,14 +36,6 @@ class EpochLog(keras.callbacks.Callback):
         logs["steps"] = int(keras.ops.convert_to_numpy(optimizer.iterations))
 
 
-class HistoryCSV(keras.callbacks.CSVLogger):
-    """Keras' CSVLogger (history.csv, appended to on resume) with epochs counted from 1, as
-    the log, results.json and the model card count them."""
-
-    def on_epoch_end(self, epoch, logs=None):
-        super().on_epoch_end(epoch + 1, logs)
-
-
 class TensorBoard(keras.callbacks.TensorBoard):
     """Keras' TensorBoard callback whose epoch summaries (`epoch_loss`, `epoch_accuracy`,
     `epoch_learning_rate` under train/, and `epoch_loss`, `epoch_accuracy` under
@@ -59,17 +48,19 @@ class TensorBoard(keras.callbacks.TensorBoard):
     """
 
     def on_train_begin(self, logs=None):
-        # A resumed run continues its steps: BackupAndRestore, earlier in the callbacks,
-        # has restored the optimizer's step count (Keras starts from 0 in every process).
-        # The steps an interrupted sitting wrote past it are trained again now: dropped
-        # from its event files first, so that each step has one value (issue 50, item 14).
-        restored = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
-        if restored:
-            drop_batch_steps_after(os.path.join(self.log_dir, "train"), restored)
+        # A resumed run continues its steps: `RunState.restore` has restored the
+        # optimizer's step count (Keras starts from 0 in every process) and dropped the
+        # summaries an interrupted sitting wrote past it.
         super().on_train_begin(logs)
-        self._global_train_batch = restored
+        self._global_train_batch = int(keras.ops.convert_to_numpy(
+            self.model.optimizer.iterations))
         self._pop_writer()
         self._push_writer(self._train_writer, self._global_train_batch)
+
+    def flush(self):
+        """Flushes the event files (before an epoch is committed: `RunState`)."""
+        for writer in self._writers.values():
+            writer.flush()
 
     def _log_epoch_metrics(self, epoch, logs):
         # Keras writes its own epoch_learning_rate; the step count is not a metric.
@@ -77,74 +68,6 @@ class TensorBoard(keras.callbacks.TensorBoard):
                 if name not in NOT_METRICS}
         with self.summary.record_if(True):
             super()._log_epoch_metrics(epoch, logs)
-
-
-def drop_batch_steps_after(directory, step):
-    """Rewrites the event files in `directory` without the batch summaries (`batch_*`
-    tags) of steps after `step`; other events stay as they are. Returns how many summary
-    values were dropped."""
-    from tensorboard.compat.proto import event_pb2
-
-    dropped = 0
-    if not os.path.isdir(directory):
-        return dropped
-    for name in sorted(os.listdir(directory)):
-        if not name.startswith("events.out.tfevents."):
-            continue
-        path = os.path.join(directory, name)
-        kept, changed = [], False
-        for record in tf.data.TFRecordDataset(path):
-            event = event_pb2.Event.FromString(record.numpy())
-            values = event.summary.value
-            if event.step > step and any(value.tag.startswith("batch_") for value in values):
-                others = [value for value in values if not value.tag.startswith("batch_")]
-                changed, dropped = True, dropped + len(values) - len(others)
-                if not others:
-                    continue
-                del values[:]
-                values.extend(others)
-            kept.append(event.SerializeToString())
-        if changed:
-            # Written aside under a name TensorBoard does not read (no "tfevents" in it).
-            partial = os.path.join(directory, "rewriting.partial")
-            with tf.io.TFRecordWriter(partial) as writer:
-                for record in kept:
-                    writer.write(record)
-            os.replace(partial, path)
-    return dropped
-
-
-class SeedStates(keras.callbacks.Callback):
-    """Keeps the random states of the model's layers (dropout's seed generators) beside
-    BackupAndRestore's checkpoint, which holds weights only, and puts them back when a run
-    resumes: a resumed or extended run draws the dropout masks that a run from the start
-    draws. Place it after `keras.callbacks.BackupAndRestore`.
-
-    Args:
-        path: the `.npz` file (in the backup directory).
-    """
-
-    def __init__(self, path):
-        super().__init__()
-        self.path = path
-
-    def _states(self):
-        return [v for v in self.model.variables if "seed_generator_state" in v.path]
-
-    def on_train_begin(self, logs=None):
-        if os.path.exists(self.path):
-            saved = np.load(self.path)
-            states = self._states()
-            if len(saved.files) == len(states):
-                for index, variable in enumerate(states):
-                    variable.assign(saved[f"state_{index}"])
-
-    def on_epoch_end(self, epoch, logs=None):
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        partial = self.path + ".partial.npz"
-        np.savez(partial, **{f"state_{index}": keras.ops.convert_to_numpy(variable.value)
-                             for index, variable in enumerate(self._states())})
-        os.replace(partial, self.path)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,36 +104,30 @@ class StopOnNaN(keras.callbacks.Callback):
 
 
 class KeepBest(keras.callbacks.Callback):
-    """Saves the model whenever dev accuracy improves; remembers the best across resumes
-    (a fresh ModelCheckpoint would forget it and overwrite a better model). `best` and
-    `best_epoch` (from 1; 0 before any) are what the other callbacks and the run's results
-    read; `info_path` (best.json) keeps them for a resumed run.
-    """
+    """Follows the best dev accuracy across the run (a resumed one included: `RunState`
+    restores it): `best`, `best_epoch` (from 1; 0 before any) and `improved` (whether the
+    epoch just ended is a new best), which `RunState` commits (best.keras, best.json) and
+    `EarlyStopping` reads. Place it before both."""
 
-    def __init__(self, model_path, info_path, monitor="val_accuracy"):
+    def __init__(self, monitor="val_accuracy"):
         super().__init__()
-        self.model_path, self.info_path, self.monitor = model_path, info_path, monitor
-        self._load()
+        self.monitor = monitor
+        self.restore(None, 0)
 
-    def _load(self):
-        self.best, self.best_epoch = -math.inf, 0
-        if os.path.exists(self.info_path):
-            with open(self.info_path) as stream:
-                info = json.load(stream)
-            self.best, self.best_epoch = info["value"], info["epoch"]
+    def restore(self, value, epoch):
+        self.best = -math.inf if value is None else value
+        self.best_epoch, self.improved = epoch, False
 
-    def on_train_begin(self, logs=None):
-        self._load()
+    def info(self):
+        """best.json's content (None before any epoch had a finite value)."""
+        return ({"epoch": self.best_epoch, "monitor": self.monitor, "value": self.best}
+                if self.best_epoch else None)
 
     def on_epoch_end(self, epoch, logs=None):
         value = (logs or {}).get(self.monitor)
-        if value is None or not math.isfinite(value) or value <= self.best:
-            return
-        self.best, self.best_epoch = float(value), epoch + 1
-        self.model.save(self.model_path)
-        with open(self.info_path + ".partial", "w") as stream:
-            json.dump({"epoch": epoch + 1, "monitor": self.monitor, "value": self.best}, stream)
-        os.replace(self.info_path + ".partial", self.info_path)
+        self.improved = value is not None and math.isfinite(value) and value > self.best
+        if self.improved:
+            self.best, self.best_epoch = float(value), epoch + 1
 
 
 class HParams(keras.callbacks.Callback):
@@ -238,10 +155,12 @@ class ProbeFigures(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         figures = plots.sentence_figures(self.tokens,
                                          analysis.sentence_analysis(self.model.backbone, self.ids))
-        with tf.summary.create_file_writer(self.logdir).as_default():
+        writer = tf.summary.create_file_writer(self.logdir)
+        with writer.as_default():
             for name, figure in figures.items():
                 image = tf.image.decode_png(plots.png_bytes(figure), channels=4)
                 tf.summary.image(name, image[None], step=epoch + 1)
+        writer.close()  # on disk before the epoch is committed
 
 
 class EarlyStopping(keras.callbacks.Callback):
@@ -271,11 +190,19 @@ class EarlyStopping(keras.callbacks.Callback):
 class HalveOnDevDrop(keras.callbacks.Callback):
     """Halves the learning rate after an epoch whose dev accuracy is below the previous
     epoch's (AF-DMN, Section 5.2: "halved when the accuracy on the development set drops").
+    A resumed run compares its first epoch with the last committed one.
+
+    Args:
+        run_state: the run's `RunState` (its committed history rows).
     """
 
-    def __init__(self):
+    def __init__(self, run_state):
         super().__init__()
-        self.previous = None
+        self.run_state, self.previous = run_state, None
+
+    def on_train_begin(self, logs=None):
+        rows = self.run_state.rows
+        self.previous = rows[-1].get("val_accuracy") if rows else None
 
     def on_epoch_end(self, epoch, logs=None):
         accuracy = (logs or {}).get("val_accuracy")

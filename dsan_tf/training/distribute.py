@@ -11,7 +11,7 @@
 `model.fit` under MultiWorkerMirroredStrategy fails in Keras 3 ("Attempt to convert a value
 (PerReplica...) to a Tensor", keras-team/keras#20585), so `fit_multi_worker` trains with
 `strategy.run` inside a `tf.function` instead, with the same model, optimizer, datasets and
-Keras callbacks (history, best model, TensorBoard), and tf.train checkpoints for resuming.
+Keras callbacks (history, best model, TensorBoard, the run's record of each epoch).
 
 Under JAX, `mirrored` is Keras' own `keras.distribution.DataParallel` over every local
 device (GPUs, or the logical CPUs of --logical_cpus): the same global batch split the same
@@ -119,13 +119,14 @@ def worker_dir(workdir):
     return workdir if chief else os.path.join(workdir, f"{task.get('type')}{task.get('index')}")
 
 
-def fit_multi_worker(model, strategy, train_ds, dev_ds, epochs, callbacks, backup_dir):
-    """Trains `model` (compiled in `strategy.scope()`) like `model.fit` would.
+def fit_multi_worker(model, strategy, train_ds, dev_ds, initial_epoch, epochs, callbacks):
+    """Trains `model` (compiled in `strategy.scope()`) like `model.fit` would, from epoch
+    `initial_epoch` (the epochs a resumed run has done: its `RunState`, among the
+    callbacks, restored the model and commits each epoch).
 
     Every step averages the loss over the global batch exactly (also for a partial last
     batch); the callbacks see the same logs as under `fit` (loss, accuracy, val_loss,
-    val_accuracy). `backup_dir` holds the checkpoint of the last finished epoch, from
-    which a restarted run continues.
+    val_accuracy).
 
     Returns:
         the per-epoch logs (a list of dicts).
@@ -133,17 +134,10 @@ def fit_multi_worker(model, strategy, train_ds, dev_ds, epochs, callbacks, backu
     train_dist = strategy.experimental_distribute_dataset(train_ds)
     dev_dist = strategy.experimental_distribute_dataset(dev_ds)
     train_step, eval_step = _steps(model, strategy, train_dist, dev_dist)
-    epoch_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="epoch")
-    checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer, epoch=epoch_var)
-    manager = tf.train.CheckpointManager(checkpoint, backup_dir, max_to_keep=1)
-    if manager.latest_checkpoint:
-        checkpoint.restore(manager.latest_checkpoint)
-        print(f"resuming after epoch {int(epoch_var.numpy())} from {manager.latest_checkpoint}")
-
     callback_list = keras.callbacks.CallbackList(callbacks, model=model)
     callback_list.on_train_begin()
     history = []
-    for epoch in range(int(epoch_var.numpy()), epochs):
+    for epoch in range(initial_epoch, epochs):
         callback_list.on_epoch_begin(epoch)
         totals = tf.zeros(3)
         for batch_index, batch in enumerate(train_dist):
@@ -157,8 +151,6 @@ def fit_multi_worker(model, strategy, train_ds, dev_ds, epochs, callbacks, backu
         dev = sum(tf.stack(eval_step(batch)) for batch in dev_dist).numpy()
         logs = {"loss": float(loss / count), "accuracy": float(correct / count),
                 "val_loss": float(dev[0] / dev[2]), "val_accuracy": float(dev[1] / dev[2])}
-        epoch_var.assign(epoch + 1)
-        manager.save()
         callback_list.on_epoch_end(epoch, logs)
         history.append(logs)
         if model.stop_training:

@@ -25,6 +25,7 @@ from dsan_tf.models import load_model, registry
 from dsan_tf.saving import model_card
 from dsan_tf.saving.export import export_run, exported_version
 from dsan_tf.training import callbacks, compilation, distribute
+from dsan_tf.training import run_state as run_state_lib
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,23 +79,36 @@ def train_run(workdir, config, options=RunOptions(), overwrite=False):
         workdir = distribute.worker_dir(workdir)
     created = not os.path.isdir(workdir)
     run = run_files.RunDirectory(workdir)
-    state = run.claim(config, options, overwrite=overwrite)
-    done = len(run_files.read_history(run.path(run_files.HISTORY)))
+    run.lock()  # released when this process ends, however it ends
+    try:
+        return _train_locked(run, config, options, overwrite, created)
+    finally:
+        run.unlock()
+
+
+def _train_locked(run, config, options, overwrite, created):
+    """`train_run` in the claimed run directory, holding its lock."""
+    try:
+        state = run.claim(config, options, overwrite=overwrite)
+    except BaseException:
+        if created:
+            run.discard(remove_directory=True)
+        raise
+    done = run.epochs_done()
     if state == "finished":
         if options.export_dir:
             _export_finished(run, options.export_dir)
-        return TrainOutcome(state, workdir, run.read_json(run_files.RESULTS))
+        return TrainOutcome(state, run.workdir, run.read_json(run_files.RESULTS))
     _continue(run, state, done, config.training.epochs)
     try:
         results = train(config, run, options)
     except BaseException:
-        # No epoch finished (history.csv absent, or its header alone): nothing to keep, so
-        # nothing is left (issue 50, item 11: an interrupted first epoch left config.json
-        # and an empty history.csv, which then refused a new configuration).
-        if state == "new" and not run_files.read_history(run.path(run_files.HISTORY)):
+        # No epoch committed: nothing to keep, so nothing is left (an interrupted first
+        # epoch would leave config.json, which then refused a new configuration).
+        if state == "new" and not run.epochs_done():
             run.discard(remove_directory=created)
         raise
-    return TrainOutcome(state, workdir, results)
+    return TrainOutcome(state, run.workdir, results)
 
 
 def _export_finished(run, export_dir):
@@ -127,7 +141,7 @@ def _continue(run, state, done, epochs):
 
 def interrupted_message(workdir, command):
     """What Ctrl-C during `train_run` leaves, for the user: the command that resumes."""
-    done = len(run_files.read_history(os.path.join(workdir, run_files.HISTORY)))
+    done = run_files.RunDirectory(workdir).epochs_done()
     if not done:
         return f"no epoch had finished, so nothing was kept; `{command}` starts it again."
     return (f"{done} epoch(s) of {workdir} are kept; `{command}` resumes from epoch "
@@ -147,7 +161,7 @@ def train(config, run, options):
     prepared = prepare_data(task, run)
     inputs = make_inputs(task, prepared, options.strategy)
     padding = describe_batches(inputs, prepared.preprocessor.vocabulary_size)
-    done = len(run_files.read_history(run.path(run_files.HISTORY)))
+    done = run.epochs_done()
     # Resumed or extended: the batch order a run from the start has there (`skipped` lives
     # until `fit` has made its iterator).
     skipped = task.skip_epochs(inputs["train"], done) if done else None
@@ -158,11 +172,11 @@ def train(config, run, options):
     one_device = options.strategy == "default"
     ahead = compile_ahead(task, prepared, model, strategy, options, inputs) \
         if options.compile_ahead and one_device else None
-    shared, nan_guard, keep_best = make_callbacks(
+    shared, nan_guard, run_state = make_callbacks(
         run, task, prepared, inputs, options.log_every_steps, options.probe_sentence)
-    fit(model, strategy, options.strategy, inputs, shared, run, config.training.epochs)
+    fit(model, strategy, options.strategy, inputs, shared, run_state, config.training.epochs)
     del skipped
-    return finish(run, model if one_device else None, inputs, nan_guard, keep_best,
+    return finish(run, model if one_device else None, inputs, nan_guard, run_state,
                   options.export_dir, ahead)
 
 
@@ -325,52 +339,57 @@ def write_config(run, task, prepared, model, strategy, padding, strategy_name):
 
 def make_callbacks(run, task, prepared, inputs, log_every_steps, probe_sentence=None):
     """(callbacks shared by fit and the multi-worker loop, the `StopOnNaN` guard, the
-    `KeepBest`): the last two say how the run ended, as objects."""
+    `RunState`): the last two say how the run ended, as objects."""
     config = task.config
     nan_guard = callbacks.StopOnNaN()
-    keep_best = callbacks.KeepBest(run.path(run_files.BEST), run.path(run_files.BEST_INFO))
+    keep_best = callbacks.KeepBest()
     hparams = dict(dataclasses.asdict(config.model_config), model=config.model,
                    learning_rate=config.training.learning_rate,
                    batch_size=config.data.batch_size, embeddings=prepared.embeddings["source"],
                    seed=config.data.seed, mixed_precision=config.training.mixed_precision)
+    tensorboard = callbacks.TensorBoard(run.path(run_files.TENSORBOARD),
+                                        update_freq=log_every_steps)
+    run_state = run_state_lib.RunState(run, keep_best, flush=[tensorboard.flush])
     shared = [
         callbacks.EpochLog(),
         nan_guard,
         keep_best,
-        callbacks.HistoryCSV(run.path(run_files.HISTORY), append=True),
-        callbacks.TensorBoard(run.path("tensorboard"), update_freq=log_every_steps),
-        callbacks.HParams(run.path("tensorboard"), hparams,
+        tensorboard,
+        callbacks.HParams(run.path(run_files.TENSORBOARD), hparams,
                           trial=os.path.basename(os.path.abspath(run.workdir))),
     ]
     if probe_sentence:
         preprocessor = prepared.preprocessor
         ids = preprocessor.token_ids([probe_sentence]).to_list()[0]
-        shared.append(callbacks.ProbeFigures(run.path("tensorboard/probe"),
+        shared.append(callbacks.ProbeFigures(run.path(f"{run_files.TENSORBOARD}/probe"),
                                              preprocessor.tokens(probe_sentence), ids))
     if config.training.halve_on_dev_drop:
-        shared.append(callbacks.HalveOnDevDrop())
+        shared.append(callbacks.HalveOnDevDrop(run_state))
     if config.training.patience:
         shared.append(callbacks.EarlyStopping(config.training.patience,
                                               config.training.restart_epochs, keep_best))
+    # The epoch's commit after everything that writes or changes something at its end.
+    shared.append(run_state)
     # Last: the epoch's line shows what the others added to the logs (seconds).
     shared.append(callbacks.TrainingProgress(config.training.epochs,
                                             progress.cardinality(inputs["train"]),
                                             progress.cardinality(inputs["dev"])))
-    return shared, nan_guard, keep_best
+    return shared, nan_guard, run_state
 
 
-def fit(model, strategy, strategy_name, inputs, shared, run, epochs):
-    """`model.fit` with BackupAndRestore; the multi-worker loop where fit fails."""
-    backup = run.path("backup")
+def fit(model, strategy, strategy_name, inputs, shared, run_state, epochs):
+    """`model.fit` from the run's record (`RunState.restore`: the epochs it has done); the
+    multi-worker loop where fit fails."""
+    with strategy.scope():
+        done = run_state.restore(model)
     if strategy_name == "multi_worker":  # model.fit fails there (keras-team/keras#20585)
-        distribute.fit_multi_worker(model, strategy, inputs["train"], inputs["dev"], epochs,
-                                    shared, backup)
+        distribute.fit_multi_worker(model, strategy, inputs["train"], inputs["dev"], done,
+                                    epochs, shared)
         return
     model.fit(inputs["train"], validation_data=inputs["dev"], epochs=epochs, shuffle=False,
+              initial_epoch=done,
               verbose=0,  # progress.TrainingProgress shows it, in a terminal or a log file
-              callbacks=[keras.callbacks.BackupAndRestore(backup, delete_checkpoint=False),
-                         callbacks.SeedStates(os.path.join(backup, "seed_states.npz")),
-                         *shared])
+              callbacks=shared)
 
 
 def weights_digest(model):
@@ -381,7 +400,7 @@ def weights_digest(model):
     return digest.hexdigest()
 
 
-def finish(run, model, inputs, nan_guard, keep_best, export_dir=None, compiled_ahead=None):
+def finish(run, model, inputs, nan_guard, run_state, export_dir=None, compiled_ahead=None):
     """Evaluates the best epoch's model on dev (and test) with the trained `model`'s
     compiled steps (None: the loaded best model's own), writes results.json (with what
     `compile_ahead` did, when it ran), exports it when asked. Returns the results dict."""
@@ -391,7 +410,7 @@ def finish(run, model, inputs, nan_guard, keep_best, export_dir=None, compiled_a
         raise UsageError("no epoch finished with a finite dev accuracy; nothing saved in "
                          f"{run.workdir}.")
     best = load_model(run.path(run_files.BEST))
-    results = {"best_epoch": keep_best.best_epoch,
+    results = {"best_epoch": run_state.keep_best.best_epoch,
                "parameters": best.parameter_breakdown(),
                "best_weights_sha256": weights_digest(best)}
     if model is not None:
@@ -405,7 +424,7 @@ def finish(run, model, inputs, nan_guard, keep_best, export_dir=None, compiled_a
                                                 progress.cardinality(inputs[split]))
             results[f"{split}_accuracy"] = model.evaluate(
                 inputs[split], verbose=0, return_dict=True, callbacks=[shown])["accuracy"]
-    history = run_files.read_history(run.path(run_files.HISTORY))
+    history = run_state.rows
     seconds = [row["seconds"] for row in history if not math.isnan(row.get("seconds", math.nan))]
     results["seconds_per_epoch"] = sum(seconds) / len(seconds) if seconds else None
     results["epochs"] = len(history)
