@@ -1,0 +1,184 @@
+"""A run directory survives a kill at every write point, a second process, a damaged record:
+a tiny run (3 epochs, dropout, batch summaries every 5 steps) is stopped at each point of
+an epoch's commit sequence (`dsan_tf.common.atomic.WRITE_POINTS`, listed there once), resumed
+with the same call, and compared for exact equality with a run never interrupted: every
+history row (but the seconds), every TensorBoard value with its step, best.json,
+results.json's accuracies and the best weights' SHA-256."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from dsan_tf.common import atomic
+from dsan_tf.common.errors import UsageError
+from dsan_tf.experiment import rundir
+from helpers import ENV, ROOT
+
+pytestmark = pytest.mark.tensorflow
+
+TAGS_THAT_TIME = ("epoch_seconds",)
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL in this process (a child's real SIGKILL is tested below)."""
+
+
+def _config(epochs=3):
+    import dsan_tf
+    from dsan_tf.experiment.config import DataConfig, ExperimentConfig, TrainingConfig
+
+    return ExperimentConfig(
+        model="cbow", model_config=dsan_tf.model_config("cbow", embedding_dim=16,
+                                                        trainable_embeddings=True,
+                                                        dropout=0.3),
+        data=DataConfig(train_data="synthetic:word_order/train",
+                        dev_data="synthetic:word_order/dev", embeddings="random",
+                        batch_size=32, max_length=32, bounded_shapes=True),
+        training=TrainingConfig(epochs=epochs, learning_rate=3e-4, jit_compile=False))
+
+
+def _options():
+    from dsan_tf.experiment.config import RunOptions
+
+    return RunOptions(log_every_steps=5, compile_ahead=False)
+
+
+def observed(workdir):
+    """Everything a user reads of a run that must not depend on interruptions."""
+    import tensorflow as tf
+
+    history = [{k: v for k, v in row.items() if k != "seconds"}
+               for row in rundir.read_history(os.path.join(workdir, "history.csv"))]
+    points = []
+    for folder in ("train", "validation"):
+        for path in sorted((pathlib.Path(workdir) / "tensorboard" / folder).glob("*tfevents*")):
+            for event in tf.compat.v1.train.summary_iterator(str(path)):
+                for value in event.summary.value:
+                    if value.tag not in TAGS_THAT_TIME:
+                        points.append((folder, value.tag, event.step,
+                                       float(tf.make_ndarray(value.tensor))))
+    results = json.loads((pathlib.Path(workdir) / "results.json").read_text())
+    checkpoints = sorted(os.listdir(os.path.join(workdir, "checkpoints")))
+    return {"history": history, "tensorboard": sorted(points), "checkpoints": checkpoints,
+            "best": json.loads((pathlib.Path(workdir) / "best.json").read_text()),
+            "results": {k: results[k] for k in ("best_epoch", "dev_accuracy", "epochs",
+                                                "best_weights_sha256")}}
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    from dsan_tf.training import steps
+
+    workdir = str(tmp_path_factory.mktemp("whole") / "run")
+    steps.train_run(workdir, _config(), _options())
+    return observed(workdir)
+
+
+def _kill_in_process(point, count):
+    """A fault hook raising `Killed` at the `count`-th time `point` is reached."""
+    seen = []
+
+    def hook(reached):
+        if reached == point:
+            seen.append(point)
+            if len(seen) == count:
+                raise Killed(point)
+    return hook
+
+
+def _close_event_writers(monkeypatch):
+    """Collects the TensorBoard callbacks a run makes; returns a function that closes
+    their writers (what a kill leaves is what the OS had: the test then flushes what the
+    process had buffered, the harder case for the resumed run)."""
+    from dsan_tf.training import steps
+
+    made, original = [], steps.make_callbacks
+
+    def recording(*args, **kwargs):
+        result = original(*args, **kwargs)
+        made.extend(c for c in result[0] if hasattr(c, "_close_writers"))
+        return result
+
+    monkeypatch.setattr(steps, "make_callbacks", recording)
+    return lambda: [callback._close_writers() for callback in made]
+
+
+# Every point in epoch 2 (dev accuracy improves in epochs 1 and 2: "best" is reached);
+# the last epoch's commit and the step after it (then only the results are left to write).
+KILLS = [(point, 2) for point in atomic.WRITE_POINTS["epoch"]] + [("commit", 3), ("prune", 3)]
+
+
+@pytest.mark.parametrize("point,count", KILLS)
+def test_a_kill_at_any_write_point_resumes_to_the_uninterrupted_run(
+        point, count, uninterrupted, tmp_path, monkeypatch):
+    """Killed at `point` in epoch `count`, then the same call: the run ends exactly as the
+    one never interrupted, with each epoch's row and point once."""
+    from dsan_tf.training import steps
+
+    workdir = str(tmp_path / "run")
+    close = _close_event_writers(monkeypatch)
+    previous = atomic.set_fault_hook(_kill_in_process(point, count))
+    try:
+        with pytest.raises(Killed):
+            steps.train_run(workdir, _config(), _options())
+    finally:
+        atomic.set_fault_hook(previous)
+    close()
+    run = rundir.RunDirectory(workdir)
+    assert run.epochs_done() == count - (point not in ("prune",))
+    assert run.holder() is None  # the lock went with the process
+    steps.train_run(workdir, _config(), _options())
+    assert observed(workdir) == uninterrupted
+
+
+def test_a_sigkill_at_a_commit_then_at_a_write_resumes_to_the_uninterrupted_run(
+        uninterrupted, tmp_path):
+    """Real SIGKILLs of a child process (`atomic.kill_at`): in epoch 1 before its best
+    model is written (history.csv and TensorBoard hold the epoch, nothing is committed),
+    then before the rename that commits epoch 2; the third run says what it trains and
+    ends as the run never interrupted."""
+    workdir = str(tmp_path / "run")
+    child = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(ROOT / 'tests')!r})
+        from dsan_tf.common import atomic
+        from test_crash_safety import _config, _options
+        if len(sys.argv) > 1:
+            atomic.set_fault_hook(atomic.kill_at(sys.argv[1], int(sys.argv[2])))
+        from dsan_tf.training import steps
+        steps.train_run({workdir!r}, _config(), _options())
+        """)
+    runs = [subprocess.run([sys.executable, "-c", child, *kill], cwd=ROOT, env=ENV,
+                           capture_output=True, text=True, timeout=300)
+            for kill in (["best", "1"], ["commit", "2"], [])]
+    assert [run.returncode for run in runs] == [-9, -9, 0], runs[-1].stderr[-2000:]
+    assert "resuming" not in runs[1].stdout  # nothing was committed: a new run
+    assert f"resuming {workdir}: 1 epoch(s) done, training from epoch 2" in runs[2].stdout
+    assert observed(workdir) == uninterrupted
+
+
+def test_a_second_training_of_a_run_is_refused_naming_the_first(tmp_path):
+    """The lock: while one process trains a run directory, another is refused in one
+    sentence naming it; the kernel releases it when that process ends, however."""
+    workdir = tmp_path / "run"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom dsan_tf.experiment import rundir\n"
+         f"rundir.RunDirectory({str(workdir)!r}).lock()\nprint('locked', flush=True)\n"
+         "time.sleep(60)"], cwd=ROOT, env=ENV, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        from dsan_tf.training import steps
+
+        with pytest.raises(UsageError, match=rf"workdir {workdir} is being trained by "
+                                             rf"process {holder.pid} \("):
+            steps.train_run(str(workdir), _config(1), _options())
+        assert rundir.RunDirectory(str(workdir)).holder().startswith(f"process {holder.pid}")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert rundir.RunDirectory(str(workdir)).holder() is None
