@@ -182,3 +182,37 @@ def test_a_second_training_of_a_run_is_refused_naming_the_first(tmp_path):
         holder.kill()
         holder.wait()
     assert rundir.RunDirectory(str(workdir)).holder() is None
+
+
+FLAGS = ["--model=cbow", "--embedding_dim=16", "--trainable_embeddings", "--dropout=0.3",
+         "--train_data=synthetic:word_order/train", "--dev_data=synthetic:word_order/dev",
+         "--embeddings=random", "--batch_size=32", "--max_length=32", "--bounded_shapes",
+         "--epochs=3", "--learning_rate=3e-4", "--nojit_compile", "--log_every_steps=5",
+         "--nocompile_ahead"]
+
+
+def test_a_full_disk_is_one_sentence_and_the_run_resumes(uninterrupted, tmp_path):
+    """No space left while epoch 2's checkpoint is written: one sentence naming the file,
+    the fault and what is kept, no traceback, no temporary folder left; the same command
+    then resumes to the uninterrupted run."""
+    from helpers import cli
+
+    workdir = tmp_path / "run"
+
+    def full(point):
+        if point == "checkpoint_weights" and (workdir / "checkpoints" / "epoch-000001").exists():
+            raise OSError(28, "No space left on device", str(workdir / "checkpoints"))
+
+    previous = atomic.set_fault_hook(full)
+    try:
+        failed = cli("train", f"--workdir={workdir}", *FLAGS)
+    finally:
+        atomic.set_fault_hook(previous)
+    assert failed.returncode == 1
+    (line,) = failed.stderr.strip().splitlines()[-1:]
+    assert line.startswith(f"error: could not write {workdir}/checkpoints: No space left on "
+                           f"device; 1 epoch(s) of {workdir} are kept; `")
+    assert "Traceback" not in failed.stderr
+    assert not [name for name in os.listdir(workdir / "checkpoints") if name.startswith(".")]
+    assert cli("train", f"--workdir={workdir}", *FLAGS).returncode == 0
+    assert observed(str(workdir)) == uninterrupted

@@ -21,9 +21,9 @@ WRITE_POINTS = {
     # temporary folder, renamed into place (the commit), then older checkpoints pruned.
     "epoch": ("history", "tensorboard", "best", "checkpoint_weights", "checkpoint_files",
               "commit", "prune"),
-    # An export: the SavedModel and the model files into a temporary folder, renamed to
+    # An export: the model files and the SavedModel into a temporary folder, renamed to
     # the next free version (`publish`).
-    "export": ("export_savedmodel", "export_files", "publish"),
+    "export": ("export_files", "export_savedmodel", "publish"),
 }
 _ALL = {point for points in WRITE_POINTS.values() for point in points}
 _hook = None

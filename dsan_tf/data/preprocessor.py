@@ -11,6 +11,7 @@ import keras
 import numpy as np
 import tensorflow as tf  # strings are TensorFlow's (tf.strings, tf.data) on every backend
 
+from dsan_tf.common import atomic
 from dsan_tf.common.labels import LABEL_IDS
 from dsan_tf.data import PREPROCESSOR_FILE as SETTINGS_FILE, VOCABULARY_FILE
 from dsan_tf.data.examples import DataError
@@ -177,8 +178,8 @@ class NLIPreprocessor(keras.layers.Layer):
     def save(self, directory):
         """Writes `vocab.json` and `preprocessor.json` into `directory` (a run directory)."""
         self.vocabulary.save(os.path.join(directory, VOCABULARY_FILE))
-        with open(os.path.join(directory, SETTINGS_FILE), "w", encoding="utf-8") as stream:
-            json.dump({"max_length": self.max_length}, stream)
+        atomic.write_text(os.path.join(directory, SETTINGS_FILE),
+                          json.dumps({"max_length": self.max_length}))
 
     @classmethod
     def load(cls, directory):

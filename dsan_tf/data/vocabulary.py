@@ -13,6 +13,7 @@ import os
 import keras
 import tensorflow as tf
 
+from dsan_tf.common import atomic
 from dsan_tf.data.examples import DataError
 from dsan_tf.data.tokenizer import tokenize
 from dsan_tf.layers.masks import PAD_ID
@@ -89,10 +90,9 @@ class Vocabulary:
         return digest.hexdigest()[:16]
 
     def save(self, path):
-        with open(path, "w", encoding="utf-8") as stream:
-            json.dump({"format": _FORMAT, "lowercase": self.lowercase,
-                       "min_count": self.min_count, "words": self.words,
-                       "counts": self.counts}, stream, ensure_ascii=False)
+        atomic.write_text(path, json.dumps({"format": _FORMAT, "lowercase": self.lowercase,
+                                            "min_count": self.min_count, "words": self.words,
+                                            "counts": self.counts}, ensure_ascii=False))
 
     @classmethod
     def load(cls, path):

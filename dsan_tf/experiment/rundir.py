@@ -28,7 +28,6 @@ Nothing here loads TensorFlow until a model is loaded (the study tools read hist
 
 import csv
 import dataclasses
-import errno
 import fcntl
 import hashlib
 import io
@@ -37,7 +36,6 @@ import os
 import shutil
 import subprocess
 import sys
-import zipfile
 
 from dsan_tf import data
 from dsan_tf.common import atomic
@@ -101,6 +99,26 @@ def flag_lines(config, options=None):
         values.update({f.name: getattr(options, f.name) for f in dataclasses.fields(options)
                        if getattr(options, f.name) != getattr(defaults, f.name)})
     return [line for line in (as_flag(n, v) for n, v in values.items()) if line]
+
+
+def is_run_directory(path):
+    """Whether `path` is a run directory of experiments.train (its config.json and what
+    training writes beside it)."""
+    return os.path.isfile(os.path.join(path, CONFIG)) and any(
+        os.path.lexists(os.path.join(path, name))
+        for name in (BEST, HISTORY, CHECKPOINTS, LOCK, LEGACY_BACKUP))
+
+
+def enclosing_run(path):
+    """The run directory that holds `path` (itself or a folder above it), or None."""
+    path = os.path.abspath(path)
+    while True:
+        if is_run_directory(path):
+            return path
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
 
 
 def recorded_config(values, path=CONFIG):

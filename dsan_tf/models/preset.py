@@ -24,6 +24,7 @@ import zipfile
 
 import keras
 
+from dsan_tf.common.errors import UsageError
 from dsan_tf.common.labels import LABELS
 from dsan_tf.models import registry
 from dsan_tf.version import __version__
@@ -110,7 +111,7 @@ def _backbone_objects(model):
             *([model.optimizer] if model.optimizer is not None else [])]
 
 
-class NoModel(ValueError):
+class NoModel(UsageError, ValueError):
     """A directory holds no model `load` reads."""
 
 
@@ -154,7 +155,11 @@ def load(path, compile=True):
     compiled as it was trained (its optimizer and learning rate; the paper's setup when
     its files do not say) unless `compile` is False. `NoModel`, a ValueError of one
     sentence naming `path`, when it holds none."""
-    path = newest_version(locate(path))
+    path = locate(path)
+    if not any(os.path.exists(os.path.join(path, name)) for name in (METADATA, *MODEL_FILES)):
+        # An export's folder: its newest version. A run directory's or a preset's own model
+        # comes first, whatever folders someone put beside it.
+        path = newest_version(path)
     if os.path.exists(os.path.join(path, METADATA)):
         model, compile_config = _load_preset(path)
     elif any(os.path.exists(os.path.join(path, name)) for name in MODEL_FILES):
@@ -213,13 +218,20 @@ def _load_model_file(path):
     before the classifier held it)."""
     file = next(os.path.join(path, name) for name in MODEL_FILES
                 if os.path.exists(os.path.join(path, name)))
-    # Compiled afterwards, from the file's compile config: loading the training
-    # optimizer's state (a loss-scale wrapper under mixed_float16) is not needed.
-    model = registry.load_model(file, compile=False)
+    if not zipfile.is_zipfile(file):
+        raise NoModel(f"{file} is not a .keras file (a zip archive) or is cut short: was "
+                      "it damaged, or copied while it was written?")
+    try:
+        with zipfile.ZipFile(file) as archive:
+            compile_config = json.loads(archive.read("config.json")).get("compile_config")
+        # Compiled afterwards, from the file's compile config: loading the training
+        # optimizer's state (a loss-scale wrapper under mixed_float16) is not needed.
+        model = registry.load_model(file, compile=False)
+    except (zipfile.BadZipFile, KeyError, EOFError, json.JSONDecodeError) as error:
+        raise NoModel(f"{file} is a damaged .keras file ({type(error).__name__}: "
+                      f"{error}).") from None
     if model.preprocessor is None:
         from dsan_tf.data.preprocessor import NLIPreprocessor
 
         model.preprocessor = NLIPreprocessor.load(path)
-    with zipfile.ZipFile(file) as archive:
-        compile_config = json.loads(archive.read("config.json")).get("compile_config")
     return model, compile_config

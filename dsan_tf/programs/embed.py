@@ -38,6 +38,7 @@ def define_flags():
     project_flags.require_existing("input")
     flags.DEFINE_string("field", "sentence1", "The field of each .jsonl line to embed.")
     flags.DEFINE_string("output", None, "The .npy file to write ([N, E] float32).")
+    project_flags.require_output_file("output")
     flags.DEFINE_string("projector_dir", None, "Also write a TensorBoard projector view here.")
     flags.DEFINE_integer("projector_sample", 1000, "Sentences in the projector view (the "
                          "first N).", lower_bound=1)

@@ -31,6 +31,8 @@ def define_flags():
     project_flags.define_evaluation_flags()
     flags.DEFINE_string("export_dir", None, "Also write the ensemble as one SavedModel in "
                         "EXPORT_DIR/<next version>/ (TF Serving's layout).")
+    project_flags.require_output_directory("export_dir")
+    project_flags.refuse_other_runs("export_dir")
 
 
 @program.main

@@ -28,8 +28,13 @@ def define_flags():
     project_flags.define_finished_workdir_flag()
     flags.DEFINE_string("export_dir", None, "TF Serving's model directory: the SavedModel "
                         "goes to EXPORT_DIR/<version>/.")
+    project_flags.require_output_directory("export_dir")
+    project_flags.refuse_other_runs("export_dir")
     flags.DEFINE_integer("version", None, "The export's version (default: one more than the "
                          "largest there).", lower_bound=1)
+    flags.DEFINE_boolean("unfinished", False, "Export the best model so far of a run that "
+                         "is still training, or was stopped before its end (refused "
+                         "without it).")
 
 
 @program.main
@@ -39,7 +44,7 @@ def main(argv):
     from dsan_tf.saving import export  # TensorFlow loads here, after --help
 
     target = export.export_run(rundir.RunDirectory(FLAGS.workdir), FLAGS.export_dir,
-                               FLAGS.version)
+                               FLAGS.version, unfinished=FLAGS.unfinished)
     print(f"SavedModel, model.keras, the preprocessor and {rundir.CARD}: {target}")
 
 

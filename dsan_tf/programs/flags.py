@@ -86,6 +86,78 @@ def require_existing(name, directory=False, prefixes=(), values=()):
     flags.register_validator(name, check)
 
 
+def _writable_folder(path):
+    """Why files cannot be made at `path` (a folder to be, or one that exists), or None:
+    a file in its place or among its parents, or its nearest existing folder read-only."""
+    path = probe = os.path.abspath(path)
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    named = "" if probe == path else f"{probe} is "
+    if not os.path.isdir(probe):
+        return f"{named}a file, not a directory"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"{named}a directory that cannot be written (permission denied or read-only)"
+    return None
+
+
+def require_output_directory(name):
+    """Checks, when flags are parsed, that --name is a folder a program may write in:
+    none there yet (it is made) or a folder, in a place that can be written."""
+    def check(value):
+        if value is None:
+            return True
+        fault = _writable_folder(value)
+        if fault:
+            raise flags.ValidationError(fault)
+        return True
+    flags.register_validator(name, check)
+
+
+def require_output_file(name):
+    """Checks, when flags are parsed, that --name is a file a program may write: not a
+    folder, in a folder that exists and can be written, and not one of a run directory's
+    records (another program's output would replace the run's own)."""
+    from dsan_tf.experiment import rundir
+
+    def check(value):
+        if value is None or value == "-":
+            return True
+        folder = os.path.dirname(os.path.abspath(value))
+        if os.path.isdir(value):
+            raise flags.ValidationError("a directory, not a file")
+        if not os.path.isdir(folder):
+            raise flags.ValidationError(f"no such directory {folder}"
+                                        if not os.path.exists(folder) else
+                                        f"{folder} is a file, not a directory")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise flags.ValidationError(f"the directory {folder} cannot be written")
+        if rundir.is_run_directory(folder) and os.path.basename(value) in rundir.RECORDS:
+            raise flags.ValidationError(f"that is the {os.path.basename(value)} of the run "
+                                        f"{folder}, which only train writes; write elsewhere")
+        return True
+    flags.register_validator(name, check)
+
+
+def refuse_other_runs(name, workdir="workdir"):
+    """Checks, when flags are parsed, that --name (a folder written to) is not inside a
+    run directory other than the --workdir(s) given: an export inside another run would
+    be loaded as that run's model."""
+    from dsan_tf.experiment import rundir
+
+    def check(values):
+        target, own = values[name], values.get(workdir)
+        if target is None:
+            return True
+        own = [os.path.realpath(path) for path in (own if isinstance(own, list) else [own])
+               if path]
+        inside = rundir.enclosing_run(target)
+        if inside and os.path.realpath(inside) not in own:
+            raise flags.ValidationError(f"--{name} is inside the run directory {inside}, "
+                                        f"which is not --{workdir}; write it elsewhere")
+        return True
+    flags.register_multi_flags_validator([name, workdir], check)
+
+
 def check_config_paths(config, values=FLAGS):
     """A --config's file paths (its data and word vectors) checked before TensorFlow loads,
     as a flag's are (`require_existing`): a missing one is one sentence naming the config,
@@ -243,6 +315,7 @@ def define_training_flags():
 def define_workdir_flag():
     flags.DEFINE_string("workdir", None, "Run directory of experiments.train: configuration, "
                         "vocabulary, checkpoints, TensorBoard logs, best model.")
+    require_output_directory("workdir")
 
 
 @_once("training")
@@ -279,6 +352,7 @@ def define_finished_workdir_flag():
 @_once("output")
 def define_output_flag():
     flags.DEFINE_string("output", None, "Write the results to this JSON file.")
+    require_output_file("output")
 
 
 def as_flags(message, fields=()):

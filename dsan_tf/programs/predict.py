@@ -45,6 +45,7 @@ def define_flags():
                         "header (pairID kept when present).")
     project_flags.require_existing("input")
     flags.DEFINE_string("output", None, "Write the predictions here (default: stdout).")
+    project_flags.require_output_file("output")
     flags.DEFINE_enum("format", "jsonl", ["jsonl", "csv"], "jsonl: one JSON object per pair; "
                       "csv: pairID,gold_label (MultiNLI leaderboard, HANS).")
 

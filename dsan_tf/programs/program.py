@@ -16,7 +16,7 @@ import sys
 
 from absl import app, flags, logging
 
-from dsan_tf.common import quiet
+from dsan_tf.common import atomic, quiet
 from dsan_tf.common.errors import UsageError
 from dsan_tf.data.examples import DataError
 from dsan_tf.programs import flags as project_flags
@@ -52,6 +52,17 @@ def fail(message):
     sys.exit(f"error: {message}")
 
 
+def system_fault(error, kept=None):
+    """One sentence for an `OSError` of the machine (a full disk, a read-only folder):
+    the path, the fault, and what was kept (`kept`; by default that every file is written
+    whole or not at all, so what was there before stays)."""
+    where = " -> ".join(str(name) for name in (error.filename, error.filename2) if name)
+    fault = error.strerror or str(error)
+    kept = kept or ("every file is written whole or not at all, so the files there before "
+                    "are kept as they were")
+    return sentence(f"could not write {where or 'a file'}: {fault}; {kept}")
+
+
 def check_start(argv, **required):
     """No positional arguments, and each required flag given (`name="what to give"`)."""
     if len(argv) > 1:
@@ -65,8 +76,7 @@ def write_output(results):
     """Writes `results` as JSON to --output, when the program has that flag and it is
     given, and says where."""
     if "output" in FLAGS and FLAGS.output:
-        with open(FLAGS.output, "w", encoding="utf-8") as stream:
-            json.dump(results, stream, indent=2)
+        atomic.write_text(FLAGS.output, json.dumps(results, indent=2))
         print(f"metrics: {FLAGS.output}")
 
 
@@ -111,6 +121,8 @@ def main(function=None, *, tensorflow=True):
         except (UsageError, DataError, flags.ValidationError) as error:
             # The library names configuration fields; here they are flags.
             fail(project_flags.as_flags(str(error), getattr(error, "fields", ())))
+        except OSError as error:  # a full disk, a read-only folder, a file gone meanwhile
+            fail(system_fault(error))
         except (KeyboardInterrupt, Interrupted) as error:
             # Ctrl-C: one line, no traceback, the shell's status for SIGINT.
             print(f"interrupted{': ' + str(error) if str(error) else '.'}", file=sys.stderr,

@@ -36,6 +36,8 @@ def define_flags():
     project_flags.define_training_flags()
     project_flags.define_workdir_flag()
     project_flags.define_run_flags()
+    project_flags.require_output_directory("export_dir")
+    project_flags.refuse_other_runs("export_dir")
     flags.DEFINE_boolean("overwrite", False, "Replace what an earlier run left in --workdir "
                          "(its files only) and train afresh; without it, a --workdir holding "
                          "a run of another configuration is refused.")
@@ -60,6 +62,9 @@ def main(argv):
     except KeyboardInterrupt:
         raise program.Interrupted(steps.interrupted_message(
             FLAGS.workdir, program.command_line())) from None
+    except OSError as error:  # a full disk, a read-only folder
+        program.fail(program.system_fault(error, steps.interrupted_message(
+            FLAGS.workdir, program.command_line()).rstrip(".")))
     if outcome.state == "finished":
         print(f"{outcome.workdir} is a finished run of this configuration: nothing trained "
               "(add --overwrite to train it again, or a higher --epochs to train on).")

@@ -15,6 +15,7 @@ import json
 
 from absl import flags
 
+from dsan_tf.common import atomic
 from dsan_tf.experiment.config import TrainingConfig
 from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program
@@ -53,8 +54,7 @@ def main(argv):
     record = train_encoded(setting, FLAGS.epochs, FLAGS.patience, FLAGS.compile_ahead,
                            FLAGS.compilation_cache)
     if FLAGS.output:
-        with open(FLAGS.output, "w", encoding="utf-8") as stream:
-            json.dump(record, stream, indent=2)
+        atomic.write_text(FLAGS.output, json.dumps(record, indent=2))
     print(f"dev accuracy {record['dev_accuracy']:.4f} (best epoch {record['best_epoch']}); "
           f"median epoch {record['median_epoch_seconds']:.1f} s "
           f"({record['train_pairs_per_second']:,.0f} training pairs/s) on {record['device']}")

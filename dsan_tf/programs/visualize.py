@@ -21,6 +21,7 @@ import os
 
 from absl import flags
 
+from dsan_tf.common import atomic
 from dsan_tf.experiment import rundir
 from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program
@@ -48,6 +49,7 @@ def define_flags():
     flags.DEFINE_integer("distance_sentences", 2000, "How many of --distance_data's first "
                          "pairs (both sentences of each) that figure reads.", lower_bound=1)
     flags.DEFINE_string("output_dir", None, "Where to write the PNG files.")
+    project_flags.require_output_directory("output_dir")
     flags.DEFINE_multi_string("evaluation", None,
                               "Figure 6: an experiments.evaluate JSON file, optionally "
                               "NAME=FILE.")
@@ -105,13 +107,11 @@ def main(argv):
             runs, project_flags.reading_config(), FLAGS.distance_data, FLAGS.distance_sentences)
         figures["attention_by_distance"] = analysis_figures.distance_figure(profiles)
         path = os.path.join(FLAGS.output_dir, "attention_by_distance.json")
-        with open(path, "w", encoding="utf-8") as stream:
-            json.dump(profiles, stream, indent=2)
+        atomic.write_text(path, json.dumps(profiles, indent=2))
         print(path)
     for stem, figure in figures.items():
         path = os.path.join(FLAGS.output_dir, f"{stem}.png")
-        with open(path, "wb") as stream:
-            stream.write(plots.png_bytes(figure))
+        atomic.write_bytes(path, plots.png_bytes(figure))
         print(path)
 
 

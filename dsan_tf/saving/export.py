@@ -2,12 +2,19 @@
 --export_dir` and `export` alike) and of an ensemble of runs (`export_ensemble`). Each
 writes, in TF Serving's layout EXPORT_DIR/<version>/, a SavedModel of raw strings that
 needs TensorFlow only, plus what a Keras user reloads (file names: `dsan_tf.experiment.rundir`).
+
+A version appears whole or not at all: the export is written into a temporary folder in
+EXPORT_DIR (a name TF Serving does not take for a version) and renamed to the next free
+version number, taken by the rename itself, so that two exporters never share a version
+and a watcher never sees half of one (write points: `atomic.WRITE_POINTS["export"]`).
 """
 
+import errno
 import filecmp
 import os
 import shutil
 
+from dsan_tf.common import atomic
 from dsan_tf.common.errors import UsageError
 from dsan_tf.experiment import rundir as run_files
 from dsan_tf.models import preset
@@ -16,20 +23,13 @@ from dsan_tf.saving import model_card
 from dsan_tf.saving.serving import export, version_dir
 
 
-def _target(export_dir, version=None):
-    target = version_dir(export_dir, version)
-    if os.path.exists(target):
-        raise UsageError(f"{target} exists: choose another --version or leave it out.")
-    return target
-
-
 def _copy_model_files(run, target):
     """model.keras (the run's best.keras), vocab.json, preprocessor.json and the model
     card of `run` into `target`."""
     os.makedirs(target, exist_ok=True)
-    shutil.copy(run.path(run_files.BEST), os.path.join(target, run_files.MODEL))
+    shutil.copyfile(run.path(run_files.BEST), os.path.join(target, run_files.MODEL))
     for name in (run_files.VOCAB, run_files.PREPROCESSOR):
-        shutil.copy(run.path(name), os.path.join(target, name))
+        shutil.copyfile(run.path(name), os.path.join(target, name))
     model_card.write(run, target)
 
 
@@ -48,15 +48,76 @@ def exported_version(run, export_dir):
     return None
 
 
-def export_run(run, export_dir, version=None):
+def _building(export_dir, version):
+    """A new temporary folder in `export_dir` to build an export in; `UsageError` when the
+    asked `version` exists already."""
+    if version is not None and os.path.exists(version_dir(export_dir, version)):
+        raise UsageError(f"{version_dir(export_dir, version)} exists: choose another "
+                         "--version or leave it out.", fields=("version",))
+    os.makedirs(export_dir, exist_ok=True)
+    partial = os.path.join(export_dir, f".export.{os.getpid()}.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    os.makedirs(partial)
+    return partial
+
+
+def _publish(partial, export_dir, version):
+    """Renames the complete export `partial` to EXPORT_DIR/<version> (the next free one
+    when None: a version another exporter took meanwhile makes the rename fail, and the
+    next number is tried). Returns the version's directory."""
+    for folder, _, names in os.walk(partial):
+        for name in names:
+            atomic.fsync_path(os.path.join(folder, name))
+    atomic.write_point("publish")
+    while True:
+        target = version_dir(export_dir, version)
+        try:
+            os.rename(partial, target)  # fails onto a version that holds files
+        except OSError as error:
+            if error.errno not in (errno.ENOTEMPTY, errno.EEXIST) or version is not None:
+                shutil.rmtree(partial, ignore_errors=True)
+                if version is not None:
+                    raise UsageError(f"{target} exists: choose another --version or leave "
+                                     "it out.", fields=("version",)) from None
+                raise
+            continue
+        atomic.fsync_path(export_dir)
+        return target
+
+
+def _build(export_dir, version, write):
+    """`write(partial)` into a new temporary folder, published as a version; the folder
+    goes when `write` fails (a full disk, Ctrl-C)."""
+    import tensorflow as tf
+
+    partial = _building(export_dir, version)
+    try:
+        write(partial)
+    except tf.errors.OpError as error:  # the SavedModel's writer: a full disk, ...
+        shutil.rmtree(partial, ignore_errors=True)
+        raise OSError(None, error.message.split("\n")[0], export_dir) from None
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    return _publish(partial, export_dir, version)
+
+
+def export_run(run, export_dir, version=None, unfinished=False):
     """Exports the best model of the finished `RunDirectory` `run` to
     EXPORT_DIR/<version>/ (the next free version by default): the SavedModel, model.keras,
-    the preprocessor and the model card. Returns the version's directory."""
-    target = _target(export_dir, version)
-    model, _, _ = run.load()
-    export(model, target, keras_file=False)  # the run's best.keras is copied instead
-    _copy_model_files(run, target)
-    return target
+    the preprocessor and the model card. A run still training or stopped before its end
+    is refused unless `unfinished`. Returns the version's directory."""
+    run.require_finished(unfinished_ok=unfinished)
+
+    def write(partial):
+        atomic.write_point("export_files")
+        # The model files first, and the SavedModel of that copy: a run still training
+        # may replace its best.keras meanwhile.
+        _copy_model_files(run, partial)
+        atomic.write_point("export_savedmodel")
+        export(preset.load(partial, compile=False), partial, keras_file=False)
+
+    return _build(export_dir, version, write)
 
 
 def export_ensemble(members, export_dir, results=None, version=None):
@@ -74,10 +135,15 @@ def export_ensemble(members, export_dir, results=None, version=None):
     Returns:
         The version's directory.
     """
-    target = _target(export_dir, version)
-    # Each member's files go into members/<i>/, which `dsan_tf.load` reads.
-    export(NLIEnsemble([member.model for member in members]), target, keras_file=False)
-    for number, member in enumerate(members, 1):
-        _copy_model_files(member.run, os.path.join(target, run_files.MEMBERS, str(number)))
-    model_card.write_ensemble([member.run for member in members], results or {}, target)
-    return target
+    def write(partial):
+        atomic.write_point("export_files")
+        # Each member's files go into members/<i>/, which `dsan_tf.load` reads.
+        for number, member in enumerate(members, 1):
+            _copy_model_files(member.run, os.path.join(partial, run_files.MEMBERS,
+                                                       str(number)))
+        model_card.write_ensemble([member.run for member in members], results or {},
+                                  partial)
+        atomic.write_point("export_savedmodel")
+        export(NLIEnsemble([member.model for member in members]), partial, keras_file=False)
+
+    return _build(export_dir, version, write)

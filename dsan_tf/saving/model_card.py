@@ -7,7 +7,7 @@ every export (`dsan_tf.saving.export`) writes it beside the SavedModel.
 import dataclasses
 import os
 
-from dsan_tf.common import progress
+from dsan_tf.common import atomic, progress
 from dsan_tf.common.errors import UsageError
 from dsan_tf.experiment import rundir as run_files
 from dsan_tf.experiment.config import ExperimentConfig
@@ -125,8 +125,7 @@ def text(run):
 def write(run, directory=None):
     """Writes the run's card into `directory` (the run directory by default); its path."""
     path = os.path.join(directory or run.workdir, CARD)
-    with open(path, "w", encoding="utf-8") as stream:
-        stream.write(text(run))
+    atomic.write_text(path, text(run))
     return path
 
 
@@ -146,6 +145,5 @@ def write_ensemble(runs, results, directory):
         card = ("\n" + text(run)).replace("\n# ", "\n#### ").replace("\n## ", "\n#### ")
         lines += [f"### {run.workdir}", card]
     path = os.path.join(directory, CARD)
-    with open(path, "w", encoding="utf-8") as stream:
-        stream.write("\n".join(lines))
+    atomic.write_text(path, "\n".join(lines))
     return path

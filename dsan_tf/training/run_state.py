@@ -110,10 +110,7 @@ class RunState(keras.callbacks.Callback):
         for name in (run_files.BEST, run_files.BEST_INFO, run_files.HISTORY):
             if not (best or self.rows) and os.path.lexists(run.path(name)):
                 os.remove(run.path(name))  # written by a first epoch that was not committed
-        folder = run.path(run_files.CHECKPOINTS)
-        for name in os.listdir(folder) if os.path.isdir(folder) else ():
-            if name.startswith("."):  # a checkpoint never committed
-                shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
+        _prune(run.path(run_files.CHECKPOINTS))
 
     def on_epoch_end(self, epoch, logs=None):
         run = self.run
@@ -143,6 +140,22 @@ class RunState(keras.callbacks.Callback):
         partial = os.path.join(folder, f".{name}.{os.getpid()}.partial")
         shutil.rmtree(partial, ignore_errors=True)
         os.makedirs(partial)
+        try:
+            record = self._write_checkpoint(partial, epochs, steps, rows)
+        except BaseException:  # a full disk, Ctrl-C: the epoch is not committed
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
+        atomic.write_point("commit")
+        final = os.path.join(folder, name)
+        os.rename(partial, final)
+        atomic.fsync_path(folder)
+        self.checkpoint = run_files.Checkpoint(final, record)
+        atomic.write_point("prune")
+        _prune(folder)
+
+    def _write_checkpoint(self, partial, epochs, steps, rows):
+        """Writes the checkpoint's files and its record.json, flushed, into the folder
+        `partial`; returns the record."""
         atomic.write_point("checkpoint_weights")
         self.model.save_weights(os.path.join(partial, run_files.STATE))
         atomic.write_point("checkpoint_files")
@@ -160,16 +173,17 @@ class RunState(keras.callbacks.Callback):
         record = {"epochs": epochs, "steps": steps, "history": rows,
                   "best": self.keep_best.info(), "files": files}
         run_files.write_json(os.path.join(partial, run_files.RECORD), record)
-        atomic.write_point("commit")
-        final = os.path.join(folder, name)
-        os.rename(partial, final)
-        atomic.fsync_path(folder)
-        previous, self.checkpoint = self.checkpoint, run_files.Checkpoint(final, record)
-        atomic.write_point("prune")
-        for old in sorted(os.listdir(folder)):
-            path = os.path.join(folder, old)
-            if old.startswith("epoch-") and path not in (final, previous and previous.path):
-                shutil.rmtree(path, ignore_errors=True)
+        return record
+
+
+def _prune(folder):
+    """Removes the checkpoints before the newest two (the newest and the one it falls back
+    to) and any never committed (temporary folders)."""
+    names = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+    committed = [name for name in names if name.startswith("epoch-") and name[6:].isdigit()]
+    for name in names:
+        if name.startswith(".") or name in committed[:-2]:
+            shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
 
 
 def seed_states(model):
