@@ -456,7 +456,7 @@ def perform(run, settings, record_dir):
     record = summarize(run, workdir, shared)
     wall = time.perf_counter() - started
     # Epochs trained by an earlier invocation count too: all of them when this one only
-    # evaluated, those before the backup when this one resumed the run.
+    # evaluated, those before the checkpoint this one resumed from.
     epochs_time = record["seconds_per_epoch"] * record["epochs"]
     wall = max(wall, epochs_time) if trained_here else wall + epochs_time
     record.update(command=shown(train), wall_seconds=wall, config_digest=digest,

@@ -216,3 +216,177 @@ def test_a_full_disk_is_one_sentence_and_the_run_resumes(uninterrupted, tmp_path
     assert not [name for name in os.listdir(workdir / "checkpoints") if name.startswith(".")]
     assert cli("train", f"--workdir={workdir}", *FLAGS).returncode == 0
     assert observed(str(workdir)) == uninterrupted
+
+
+def test_two_exports_never_share_a_version_and_a_killed_one_leaves_none(demo, tmp_path):
+    """An exporter that finds version 1 taken when it publishes (another took it
+    meanwhile) publishes 2; one killed before its rename leaves no numbered folder, and
+    its temporary folder goes with the next export."""
+    from dsan_tf.saving import export
+
+    workdir, _ = demo
+    run, exports = rundir.RunDirectory(str(workdir)), str(tmp_path / "exports")
+    nested = []
+
+    def race(point):
+        if point == "publish" and not nested:
+            nested.append(None)
+            nested[0] = export.export_run(run, exports)  # the other exporter
+
+    previous = atomic.set_fault_hook(race)
+    try:
+        first = export.export_run(run, exports)
+    finally:
+        atomic.set_fault_hook(previous)
+    assert (nested[0], first) == (f"{exports}/1", f"{exports}/2")
+    for version in ("1", "2"):
+        assert {"saved_model.pb", "model.keras", "vocab.json", "MODEL_CARD.md"} <= set(
+            os.listdir(os.path.join(exports, version)))
+    # A kill (here: a process that died) half-way through an export.
+    stale = os.path.join(exports, ".export.999999999.abc.partial")
+    os.makedirs(os.path.join(stale, "variables"))
+    atomic.set_fault_hook(_kill_in_process("export_savedmodel", 1))
+    try:
+        with pytest.raises(Killed):
+            export.export_run(run, exports)
+    finally:
+        atomic.set_fault_hook(previous)
+    assert sorted(os.listdir(exports)) == ["1", "2"]
+
+
+def test_an_unfinished_run_is_exported_only_when_asked_and_evaluated_with_a_note(
+        demo, tmp_path):
+    """A run stopped before its end (no results.json) or still training (its lock held)
+    is refused by export, naming the flag that exports it anyway; evaluate scores its best
+    model so far, saying so."""
+    import shutil
+
+    from helpers import cli
+
+    workdir = tmp_path / "run"
+    shutil.copytree(demo[0], workdir, ignore=shutil.ignore_patterns("export", "lock"))
+    (workdir / "results.json").unlink()
+    refused = cli("export", f"--workdir={workdir}", f"--export_dir={tmp_path / 'e'}")
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines()[-1] == (
+        f"error: {workdir} stopped before its end (it has no results.json): its best.keras "
+        "is the best model so far, not the run's; export it when the run is done, or give "
+        "--unfinished to export it now.")
+    assert not (tmp_path / "e").exists() or not os.listdir(tmp_path / "e")
+    holder = rundir.RunDirectory(str(workdir))
+    holder.lock()
+    try:
+        evaluated = cli("evaluate", f"--workdir={workdir}", "--data=synthetic:word_order/dev")
+    finally:
+        holder.unlock()
+    assert evaluated.returncode == 0
+    assert f"note: {workdir} is still being trained by process {os.getpid()}" in \
+        evaluated.stderr
+    done = cli("export", f"--workdir={workdir}", f"--export_dir={tmp_path / 'e'}",
+               "--unfinished")
+    assert done.returncode == 0 and os.listdir(tmp_path / "e") == ["1"]
+
+
+def test_no_program_writes_into_another_run(demo, tmp_path):
+    """An export inside another run directory, an --output naming a run's record: refused
+    while flags are parsed, one sentence each; a run directory with a numbered folder
+    put inside it still loads its own best.keras."""
+    import shutil
+
+    from helpers import cli
+
+    other = tmp_path / "other"
+    shutil.copytree(demo[0], other, ignore=shutil.ignore_patterns("export", "lock"))
+    refused = cli("export", f"--workdir={demo[0]}", f"--export_dir={other / 'export'}")
+    assert refused.stderr.strip().splitlines()[-1].endswith(
+        f"--export_dir is inside the run directory {other}, which is not --workdir; write "
+        "it elsewhere.")
+    for program, flags in (("evaluate", ["--data=synthetic:word_order/dev"]),
+                           ("predict", ["--premise=a b", "--hypothesis=a b"])):
+        for record in ("results.json", "history.csv", "config.json"):
+            done = cli(program, f"--workdir={demo[0]}", *flags,
+                       f"--output={other / record}")
+            assert done.returncode == 1 and done.stderr.strip().endswith(
+                f"that is the {record} of the run {other}, which only train writes; write "
+                "elsewhere."), done.stderr[-500:]
+    for flag, target, fault in (("--workdir", tmp_path / "file", "a file, not a directory"),
+                                ("--workdir", tmp_path / "file" / "run",
+                                 f"{tmp_path / 'file'} is a file, not a directory")):
+        (tmp_path / "file").write_text("x")
+        done = cli("train", "--config=demo", f"{flag}={target}")
+        assert done.stderr.strip() == f"error: flag {flag}={target}: {fault}."
+    # Someone put an export of another model into this run: its own model is loaded.
+    shutil.copytree(demo[0] / "export" / "1", other / "7")
+    (other / "7" / "model.keras").write_bytes(b"not this run's model")
+    import dsan_tf
+
+    assert dsan_tf.load(str(other)).predict("a dog ran", "a dog ran")["labels"]
+
+
+def test_a_damaged_checkpoint_falls_back_to_the_previous_and_cut_views_are_rewritten(
+        uninterrupted, tmp_path, monkeypatch, capsys):
+    """After epoch 2 is committed, its checkpoint's weights are cut short and history.csv
+    is cut mid-row: the resumed run says it falls back to epoch 1's checkpoint (keeping
+    the damaged one aside), trains epochs 2 and 3 again, and ends as the run never
+    interrupted."""
+    from dsan_tf.training import steps
+
+    workdir = tmp_path / "run"
+    close = _close_event_writers(monkeypatch)
+    previous = atomic.set_fault_hook(_kill_in_process("prune", 2))
+    try:
+        with pytest.raises(Killed):
+            steps.train_run(str(workdir), _config(), _options())
+    finally:
+        atomic.set_fault_hook(previous)
+    close()
+    weights = workdir / "checkpoints" / "epoch-000002" / "state.weights.h5"
+    weights.write_bytes(weights.read_bytes()[:5000])
+    history = workdir / "history.csv"
+    history.write_text(history.read_text()[:-40])
+    capsys.readouterr()
+    steps.train_run(str(workdir), _config(), _options())
+    printed = capsys.readouterr().out
+    assert (f"checkpoint {weights.parent} is damaged (state.weights.h5 is not the file its "
+            f"record.json lists); moved to {weights.parent}.damaged, and the run goes on from "
+            "the checkpoint before it.") in printed
+    assert f"resuming {workdir}: 1 epoch(s) done, training from epoch 2" in printed
+    seen = observed(str(workdir))
+    seen["checkpoints"].remove("epoch-000002.damaged")  # kept aside, not deleted
+    assert seen == uninterrupted
+
+
+@pytest.mark.parametrize("damage, fault", [
+    (lambda path: path.write_bytes(path.read_bytes()[:30000]),
+     "is not a .keras file (a zip archive) or is cut short"),
+    (lambda path: path.write_bytes(path.read_bytes().replace(b"config.json", b"cOnfig.json")),
+     "is a damaged .keras file"),
+])
+def test_a_damaged_best_model_is_one_sentence_naming_it(demo, tmp_path, damage, fault):
+    import shutil
+
+    from helpers import cli
+
+    workdir = tmp_path / "run"
+    shutil.copytree(demo[0], workdir, ignore=shutil.ignore_patterns("export", "lock"))
+    damage(workdir / "best.keras")
+    done = cli("evaluate", f"--workdir={workdir}", "--data=synthetic:word_order/dev")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith(
+        f"error: {workdir / 'best.keras'} {fault}"), done.stderr[-800:]
+
+
+def test_a_config_json_of_the_wrong_shape_is_one_sentence_naming_it(demo, tmp_path):
+    import shutil
+
+    from helpers import cli
+
+    workdir = tmp_path / "run"
+    shutil.copytree(demo[0], workdir, ignore=shutil.ignore_patterns("export", "lock"))
+    config = json.loads((workdir / "config.json").read_text())
+    config["training"] = 5
+    (workdir / "config.json").write_text(json.dumps(config))
+    done = cli("train", "--config=demo", f"--workdir={workdir}")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip().startswith(
+        f"error: {workdir / 'config.json'} does not hold a run's configuration ("), done.stderr

@@ -88,6 +88,29 @@ def test_malformed_lines_name_file_and_line(tmp_path, content, message):
         read_examples(str(path))
 
 
+@pytest.mark.parametrize("suffix", [".jsonl", ".tsv"])
+def test_every_malformed_line_is_reported_in_one_pass(tmp_path, suffix):
+    """A long file with bad lines deep inside: one read reports them all (the first 20,
+    each with its line, and how many more), not one per read."""
+    path = tmp_path / f"data{suffix}"
+    good = json.dumps(pair("neutral")) if suffix == ".jsonl" else "a\tb\tneutral"
+    bad = "{not json" if suffix == ".jsonl" else "a\tb"
+    lines = [good] * 3000
+    for number in range(100, 3000, 100):  # 29 bad lines
+        lines[number] = bad
+    lines[2550] = "\xff"  # raw bytes below: not UTF-8
+    header = [] if suffix == ".jsonl" else ["sentence1\tsentence2\tgold_label"]
+    content = "\n".join(header + lines).encode().replace("\xff".encode(), b"\xff")
+    path.write_bytes(content + b"\n")
+    with pytest.raises(DataError) as raised:
+        read_examples(str(path))
+    shown = str(raised.value).splitlines()
+    assert shown[0] == f"{path} has 30 malformed lines; fix or remove them:"
+    offset = len(header) + 1
+    assert shown[1].startswith(f"  {path}:{100 + offset}: ")
+    assert len(shown) == 22 and shown[-1] == "  ... and 10 more."
+
+
 def test_non_utf8_bytes_name_the_line(tmp_path):
     path = tmp_path / "data.jsonl"
     path.write_bytes(json.dumps(pair("neutral")).encode() + b"\n" + b'{"sentence1": "caf\xe9"}\n')

@@ -76,16 +76,21 @@ def read_examples(spec, tfds_data_dir=None):
         DataError: missing file, unknown format, malformed line, unknown label, failed download.
     """
     report = ReadReport(source=spec)
+    faults = []  # every malformed line, reported together after one pass
     if spec.startswith(TFDS_PREFIX):
         records = _tfds_records(spec[len(TFDS_PREFIX):], tfds_data_dir)
     elif spec.startswith(SYNTHETIC_PREFIX):
         records = _synthetic_records(spec[len(SYNTHETIC_PREFIX):])
     else:
-        records = _file_records(spec)
+        records = _file_records(spec, faults)
     examples = []
     for where, premise, hypothesis, label, extra in records:
-        _check_types(where, premise, hypothesis, label)
-        label_id = _label_id(label, where)
+        try:
+            _check_types(where, premise, hypothesis, label)
+            label_id = _label_id(label, where)
+        except DataError as error:
+            faults.append(str(error))
+            continue
         if label_id is None:
             report.dropped[NO_GOLD_LABEL] += 1
         elif not premise.strip() or not hypothesis.strip():
@@ -93,8 +98,24 @@ def read_examples(spec, tfds_data_dir=None):
         else:
             examples.append(Example(premise, hypothesis, label_id,
                                     tuple(sorted(extra.items()))))
+    if faults:
+        raise DataError(_faults_message(spec, faults))
     report.kept = len(examples)
     return examples, report
+
+
+SHOWN_FAULTS = 20
+
+
+def _faults_message(spec, faults):
+    """One malformed line's sentence; for several, their count and the first
+    `SHOWN_FAULTS`, a line each."""
+    if len(faults) == 1:
+        return faults[0]
+    more = len(faults) - SHOWN_FAULTS
+    return (f"{spec} has {len(faults):,} malformed lines; fix or remove them:\n  "
+            + "\n  ".join(faults[:SHOWN_FAULTS])
+            + (f"\n  ... and {more:,} more." if more > 0 else ""))
 
 
 def _check_types(where, premise, hypothesis, label):
@@ -133,58 +154,64 @@ def _extra(record, used):
             if name not in used and isinstance(value, str) and "parse" not in name}
 
 
-def _lines(path):
-    """Yields (line number, text) of a UTF-8 file, plain or gzipped, any line ending."""
+def _lines(path, faults):
+    """Yields (line number, text) of a UTF-8 file, plain or gzipped, any line ending; a
+    line that is not UTF-8 is added to `faults` instead."""
     opener = gzip.open if path.endswith(".gz") else open
     number = 0
     try:
         with opener(path, "rb") as stream:
             for number, raw in enumerate(stream, start=1):
                 try:
-                    yield number, raw.decode("utf-8").rstrip("\r\n")
+                    text = raw.decode("utf-8").rstrip("\r\n")
                 except UnicodeDecodeError as error:
-                    raise DataError(f"{path}:{number}: not valid UTF-8 (byte {error.start}); "
-                                    "convert the file to UTF-8.") from None
+                    faults.append(f"{path}:{number}: not valid UTF-8 (byte {error.start}); "
+                                  "convert the file to UTF-8.")
+                    continue
+                yield number, text
     except (gzip.BadGzipFile, EOFError, zlib.error) as error:
         raise DataError(f"{path} is not a valid gzip file (after line {number}: "
                         f"{error}).") from None
 
 
-def _file_records(path):
+def _file_records(path, faults):
+    """The records of a local file; a malformed line is added to `faults` instead."""
     if not os.path.isfile(path):
         raise DataError(f"data file {path} does not exist.")
     name = path[:-3] if path.endswith(".gz") else path
     if name.endswith(".jsonl"):
-        return _jsonl_records(path)
+        return _jsonl_records(path, faults)
     if name.endswith((".txt", ".tsv", ".csv")):
-        return _table_records(path, "," if name.endswith(".csv") else "\t")
+        return _table_records(path, "," if name.endswith(".csv") else "\t", faults)
     raise DataError(f"unknown data format of {path}: expected .jsonl or .jsonl.gz "
                     "(SNLI/MultiNLI), tab-separated .txt/.tsv (SICK, SNLI), .csv, "
                     "tfds:NAME/SPLIT or synthetic:word_order/SPLIT.")
 
 
-def _jsonl_records(path):
-    for number, line in _lines(path):
+def _jsonl_records(path, faults):
+    for number, line in _lines(path, faults):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError as error:
             # json's msg alone can end mid-phrase ("Unterminated string starting at").
-            raise DataError(f"{path}:{number}: malformed JSON ({error.msg}: column "
-                            f"{error.colno}).") from None
+            faults.append(f"{path}:{number}: malformed JSON ({error.msg}: column "
+                          f"{error.colno}).")
+            continue
         missing = [f for f in ("sentence1", "sentence2", "gold_label")
                    if not isinstance(record, dict) or f not in record]
         if missing:
-            raise DataError(f"{path}:{number}: missing field {missing[0]!r}.")
+            faults.append(f"{path}:{number}: missing field {missing[0]!r}.")
+            continue
         yield (f"{path}:{number}", record["sentence1"], record["sentence2"],
                record["gold_label"], _extra(record, ("sentence1", "sentence2", "gold_label")))
 
 
-def _table_records(path, delimiter):
+def _table_records(path, delimiter, faults):
     """Records of a table with a header: tab-separated lines as they are (SNLI's text has
     quotes in it), or CSV with its quoting."""
-    lines = _lines(path)
+    lines = _lines(path, faults)
     rows = ((number, line.split("\t")) for number, line in lines) if delimiter == "\t" else \
         _csv_rows(lines)
     try:
@@ -206,8 +233,9 @@ def _table_records(path, delimiter):
             continue
         if len(values) != len(fields):
             kind = "tab-separated" if delimiter == "\t" else "comma-separated"
-            raise DataError(f"{path}:{number}: expected {len(fields)} {kind} fields, "
-                            f"found {len(values)}.")
+            faults.append(f"{path}:{number}: expected {len(fields)} {kind} fields, "
+                          f"found {len(values)}.")
+            continue
         premise, hypothesis, label = (values[found[c]] for c in ("premise", "hypothesis",
                                                                   "label"))
         yield (f"{path}:{number}", premise, hypothesis, label,

@@ -375,21 +375,21 @@ class RunDirectory:
                                  "finished experiments.train run (--workdir)?")
         unfinished = self.unfinished()
         if unfinished and not unfinished_ok:
-            raise UsageError(f"{self.workdir} is {unfinished}: its best.keras is the best "
-                             "model so far, not the run's; export it when the run is done, "
-                             "or give unfinished to export it now.", fields=("unfinished",))
+            raise UsageError(f"{unfinished}: its best.keras is the best model so far, not "
+                             "the run's; export it when the run is done, or give "
+                             "unfinished to export it now.", fields=("unfinished",))
         if unfinished:
-            print(f"note: {self.workdir} is {unfinished}; this is its best model so far.",
-                  file=sys.stderr)
+            print(f"note: {unfinished}; this is its best model so far.", file=sys.stderr)
 
     def unfinished(self):
-        """Why the run is not finished ("still being trained by process P (...)", or
-        "unfinished: no results.json, its training stopped before its end"), or None."""
+        """Why the run is not finished, as a clause ("WORKDIR is still being trained by
+        process P (...)", "WORKDIR stopped before its end (it has no results.json)"), or
+        None."""
         holder = self.holder()
         if holder:
-            return f"still being trained by {holder}"
+            return f"{self.workdir} is still being trained by {holder}"
         if not self.exists(RESULTS):
-            return "unfinished (no results.json: its training stopped before its end)"
+            return f"{self.workdir} stopped before its end (it has no results.json)"
         return None
 
     def load(self, unfinished_ok=True):

@@ -13,6 +13,7 @@ import errno
 import filecmp
 import os
 import shutil
+import tempfile
 
 from dsan_tf.common import atomic
 from dsan_tf.common.errors import UsageError
@@ -55,10 +56,24 @@ def _building(export_dir, version):
         raise UsageError(f"{version_dir(export_dir, version)} exists: choose another "
                          "--version or leave it out.", fields=("version",))
     os.makedirs(export_dir, exist_ok=True)
-    partial = os.path.join(export_dir, f".export.{os.getpid()}.partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    os.makedirs(partial)
-    return partial
+    for name in os.listdir(export_dir):  # left by an exporter killed meanwhile
+        parts = name.split(".")
+        if (name.startswith(".export.") and name.endswith(".partial") and len(parts) > 3
+                and parts[2].isdigit() and not _alive(int(parts[2]))):
+            shutil.rmtree(os.path.join(export_dir, name), ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f".export.{os.getpid()}.", suffix=".partial",
+                            dir=export_dir)
+
+
+def _alive(pid):
+    """Whether process `pid` runs (on this machine)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _publish(partial, export_dir, version):
