@@ -71,12 +71,25 @@ def observed(workdir):
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory):
+def finished(tmp_path_factory):
+    """The run never interrupted (its directory: tests that change it work on a copy)."""
     from dsan_tf.training import steps
 
-    workdir = str(tmp_path_factory.mktemp("whole") / "run")
-    steps.train_run(workdir, _config(), _options())
-    return observed(workdir)
+    workdir = tmp_path_factory.mktemp("whole") / "run"
+    steps.train_run(str(workdir), _config(), _options())
+    return workdir
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(finished):
+    return observed(str(finished))
+
+
+def _copy(run, workdir):
+    import shutil
+
+    shutil.copytree(run, workdir, ignore=shutil.ignore_patterns("lock"))
+    return workdir
 
 
 def _kill_in_process(point, count):
@@ -108,40 +121,44 @@ def _close_event_writers(monkeypatch):
     return lambda: [callback._close_writers() for callback in made]
 
 
-# Every point in epoch 2 (dev accuracy improves in epochs 1 and 2: "best" is reached);
-# the last epoch's commit and the step after it (then only the results are left to write).
-KILLS = [(point, 2) for point in atomic.WRITE_POINTS["epoch"]] + [("commit", 3), ("prune", 3)]
+# Every point of epoch 2's commit, each in turn: a kill before the commit leaves epoch 2 to
+# train again, where the next kill comes; then the last epoch's commit and the step after it
+# (only the results are left to write then). Each: (point, epochs committed after the kill).
+KILLS = [*((point, 1) for point in atomic.WRITE_POINTS["epoch"][:-1]), ("prune", 2),
+         ("commit", 2), ("prune", 3)]
 
 
-@pytest.mark.parametrize("point,count", KILLS)
-def test_a_kill_at_any_write_point_resumes_to_the_uninterrupted_run(
-        point, count, uninterrupted, tmp_path, monkeypatch):
-    """Killed at `point` in epoch `count`, then the same call: the run ends exactly as the
-    one never interrupted, with each epoch's row and point once."""
+def test_a_kill_at_every_write_point_resumes_to_the_uninterrupted_run(
+        uninterrupted, tmp_path, monkeypatch):
+    """Killed at every point of an epoch's commit sequence in turn, each time resumed by
+    the same call: the run ends exactly as the one never interrupted, with each epoch's
+    row and point once, and after each kill the record says what is done."""
     from dsan_tf.training import steps
 
     workdir = str(tmp_path / "run")
     close = _close_event_writers(monkeypatch)
-    previous = atomic.set_fault_hook(_kill_in_process(point, count))
-    try:
-        with pytest.raises(Killed):
-            steps.train_run(workdir, _config(), _options())
-    finally:
-        atomic.set_fault_hook(previous)
-    close()
-    run = rundir.RunDirectory(workdir)
-    assert run.epochs_done() == count - (point not in ("prune",))
-    assert run.holder() is None  # the lock went with the process
+    # The first run is killed in epoch 2 (the second time a point is reached).
+    for number, (point, committed) in enumerate(KILLS):
+        previous = atomic.set_fault_hook(_kill_in_process(point, 2 if number == 0 else 1))
+        try:
+            with pytest.raises(Killed):
+                steps.train_run(workdir, _config(), _options())
+        finally:
+            atomic.set_fault_hook(previous)
+        close()
+        run = rundir.RunDirectory(workdir)
+        assert (point, run.epochs_done()) == (point, committed)
+        assert run.holder() is None  # the lock went with the process
+        # Ctrl-C or any exception leaves the views as the record says at once.
+        assert len(rundir.read_history(run.path("history.csv"))) == committed
     steps.train_run(workdir, _config(), _options())
     assert observed(workdir) == uninterrupted
 
 
-def test_a_sigkill_at_a_commit_then_at_a_write_resumes_to_the_uninterrupted_run(
-        uninterrupted, tmp_path):
-    """Real SIGKILLs of a child process (`atomic.kill_at`): in epoch 1 before its best
-    model is written (history.csv and TensorBoard hold the epoch, nothing is committed),
-    then before the rename that commits epoch 2; the third run says what it trains and
-    ends as the run never interrupted."""
+def test_a_sigkill_resumes_to_the_uninterrupted_run(uninterrupted, tmp_path):
+    """A real SIGKILL of a child process (`atomic.kill_at`), in epoch 2 before its commit
+    (history.csv and TensorBoard hold the epoch, the new best model is written): the next
+    run says what it trains and ends as the run never interrupted."""
     workdir = str(tmp_path / "run")
     child = textwrap.dedent(f"""
         import sys
@@ -155,10 +172,9 @@ def test_a_sigkill_at_a_commit_then_at_a_write_resumes_to_the_uninterrupted_run(
         """)
     runs = [subprocess.run([sys.executable, "-c", child, *kill], cwd=ROOT, env=ENV,
                            capture_output=True, text=True, timeout=300)
-            for kill in (["best", "1"], ["commit", "2"], [])]
-    assert [run.returncode for run in runs] == [-9, -9, 0], runs[-1].stderr[-2000:]
-    assert "resuming" not in runs[1].stdout  # nothing was committed: a new run
-    assert f"resuming {workdir}: 1 epoch(s) done, training from epoch 2" in runs[2].stdout
+            for kill in (["commit", "2"], [])]
+    assert [run.returncode for run in runs] == [-9, 0], runs[-1].stderr[-2000:]
+    assert f"resuming {workdir}: 1 epoch(s) done, training from epoch 2" in runs[1].stdout
     assert observed(workdir) == uninterrupted
 
 
@@ -218,14 +234,13 @@ def test_a_full_disk_is_one_sentence_and_the_run_resumes(uninterrupted, tmp_path
     assert observed(str(workdir)) == uninterrupted
 
 
-def test_two_exports_never_share_a_version_and_a_killed_one_leaves_none(demo, tmp_path):
+def test_two_exports_never_share_a_version_and_a_killed_one_leaves_none(finished, tmp_path):
     """An exporter that finds version 1 taken when it publishes (another took it
     meanwhile) publishes 2; one killed before its rename leaves no numbered folder, and
     its temporary folder goes with the next export."""
     from dsan_tf.saving import export
 
-    workdir, _ = demo
-    run, exports = rundir.RunDirectory(str(workdir)), str(tmp_path / "exports")
+    run, exports = rundir.RunDirectory(str(finished)), str(tmp_path / "exports")
     nested = []
 
     def race(point):
@@ -255,7 +270,7 @@ def test_two_exports_never_share_a_version_and_a_killed_one_leaves_none(demo, tm
 
 
 def test_an_unfinished_run_is_exported_only_when_asked_and_evaluated_with_a_note(
-        demo, tmp_path):
+        finished, tmp_path):
     """A run stopped before its end (no results.json) or still training (its lock held)
     is refused by export, naming the flag that exports it anyway; evaluate scores its best
     model so far, saying so."""
@@ -263,8 +278,7 @@ def test_an_unfinished_run_is_exported_only_when_asked_and_evaluated_with_a_note
 
     from helpers import cli
 
-    workdir = tmp_path / "run"
-    shutil.copytree(demo[0], workdir, ignore=shutil.ignore_patterns("export", "lock"))
+    workdir = _copy(finished, tmp_path / "run")
     (workdir / "results.json").unlink()
     refused = cli("export", f"--workdir={workdir}", f"--export_dir={tmp_path / 'e'}")
     assert refused.returncode == 1
@@ -287,7 +301,7 @@ def test_an_unfinished_run_is_exported_only_when_asked_and_evaluated_with_a_note
     assert done.returncode == 0 and os.listdir(tmp_path / "e") == ["1"]
 
 
-def test_no_program_writes_into_another_run(demo, tmp_path):
+def test_no_program_writes_into_another_run(finished, tmp_path):
     """An export inside another run directory, an --output naming a run's record: refused
     while flags are parsed, one sentence each; a run directory with a numbered folder
     put inside it still loads its own best.keras."""
@@ -295,16 +309,15 @@ def test_no_program_writes_into_another_run(demo, tmp_path):
 
     from helpers import cli
 
-    other = tmp_path / "other"
-    shutil.copytree(demo[0], other, ignore=shutil.ignore_patterns("export", "lock"))
-    refused = cli("export", f"--workdir={demo[0]}", f"--export_dir={other / 'export'}")
+    other = _copy(finished, tmp_path / "other")
+    refused = cli("export", f"--workdir={finished}", f"--export_dir={other / 'export'}")
     assert refused.stderr.strip().splitlines()[-1].endswith(
         f"--export_dir is inside the run directory {other}, which is not --workdir; write "
         "it elsewhere.")
     for program, flags in (("evaluate", ["--data=synthetic:word_order/dev"]),
                            ("predict", ["--premise=a b", "--hypothesis=a b"])):
         for record in ("results.json", "history.csv", "config.json"):
-            done = cli(program, f"--workdir={demo[0]}", *flags,
+            done = cli(program, f"--workdir={finished}", *flags,
                        f"--output={other / record}")
             assert done.returncode == 1 and done.stderr.strip().endswith(
                 f"that is the {record} of the run {other}, which only train writes; write "
@@ -315,8 +328,10 @@ def test_no_program_writes_into_another_run(demo, tmp_path):
         (tmp_path / "file").write_text("x")
         done = cli("train", "--config=demo", f"{flag}={target}")
         assert done.stderr.strip() == f"error: flag {flag}={target}: {fault}."
-    # Someone put an export of another model into this run: its own model is loaded.
-    shutil.copytree(demo[0] / "export" / "1", other / "7")
+    # Someone put a folder of another model into this run: its own model is loaded.
+    (other / "7").mkdir()
+    for name in ("vocab.json", "preprocessor.json"):
+        shutil.copy(other / name, other / "7" / name)
     (other / "7" / "model.keras").write_bytes(b"not this run's model")
     import dsan_tf
 
@@ -362,13 +377,10 @@ def test_a_damaged_checkpoint_falls_back_to_the_previous_and_cut_views_are_rewri
     (lambda path: path.write_bytes(path.read_bytes().replace(b"config.json", b"cOnfig.json")),
      "is a damaged .keras file"),
 ])
-def test_a_damaged_best_model_is_one_sentence_naming_it(demo, tmp_path, damage, fault):
-    import shutil
-
+def test_a_damaged_best_model_is_one_sentence_naming_it(finished, tmp_path, damage, fault):
     from helpers import cli
 
-    workdir = tmp_path / "run"
-    shutil.copytree(demo[0], workdir, ignore=shutil.ignore_patterns("export", "lock"))
+    workdir = _copy(finished, tmp_path / "run")
     damage(workdir / "best.keras")
     done = cli("evaluate", f"--workdir={workdir}", "--data=synthetic:word_order/dev")
     assert done.returncode == 1 and "Traceback" not in done.stderr
@@ -376,17 +388,14 @@ def test_a_damaged_best_model_is_one_sentence_naming_it(demo, tmp_path, damage, 
         f"error: {workdir / 'best.keras'} {fault}"), done.stderr[-800:]
 
 
-def test_a_config_json_of_the_wrong_shape_is_one_sentence_naming_it(demo, tmp_path):
-    import shutil
-
+def test_a_config_json_of_the_wrong_shape_is_one_sentence_naming_it(finished, tmp_path):
     from helpers import cli
 
-    workdir = tmp_path / "run"
-    shutil.copytree(demo[0], workdir, ignore=shutil.ignore_patterns("export", "lock"))
+    workdir = _copy(finished, tmp_path / "run")
     config = json.loads((workdir / "config.json").read_text())
     config["training"] = 5
     (workdir / "config.json").write_text(json.dumps(config))
-    done = cli("train", "--config=demo", f"--workdir={workdir}")
+    done = cli("train", f"--workdir={workdir}", *FLAGS)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr.strip().startswith(
         f"error: {workdir / 'config.json'} does not hold a run's configuration ("), done.stderr

@@ -104,23 +104,27 @@ def test_adamw_leaves_the_distance_priors_weights_undecayed():
 
 def test_halving_on_a_dev_drop_halves_the_rate_only_after_a_drop(capsys):
     """AF-DMN's Section 5.2: the learning rate is halved after an epoch whose dev accuracy
-    is below the previous epoch's, and only then (a rise or a tie keeps it)."""
+    is below the previous epoch's, and only then (a rise or a tie keeps it); a resumed
+    run's first epoch is compared with its last committed one."""
     import keras
 
     from dsan_tf.training.callbacks import HalveOnDevDrop
 
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     model.compile(optimizer=keras.optimizers.Adam(2e-4), loss="mse")
-    halve = HalveOnDevDrop()
+    resumed = type("RunState", (), {"rows": [{"epoch": 1, "val_accuracy": 0.52}]})()
+    halve = HalveOnDevDrop(resumed)
     halve.set_model(model)
+    halve.on_train_begin()  # a resumed run compares with its last committed epoch
     rates = []
     for epoch, accuracy in enumerate([0.50, 0.60, 0.55, 0.58, 0.58, 0.40]):
         halve.on_epoch_end(epoch, {"val_accuracy": accuracy})
         rates.append(float(model.optimizer.learning_rate.numpy()))
-    assert rates == pytest.approx([2e-4, 2e-4, 1e-4, 1e-4, 1e-4, 5e-5])
+    assert rates == pytest.approx([1e-4, 1e-4, 5e-5, 5e-5, 5e-5, 2.5e-5])
     printed = capsys.readouterr().out.splitlines()
-    assert printed == ["dev accuracy fell (0.6000 -> 0.5500): learning rate halved to 0.0001",
-                       "dev accuracy fell (0.5800 -> 0.4000): learning rate halved to 5e-05"]
+    assert printed == ["dev accuracy fell (0.5200 -> 0.5000): learning rate halved to 0.0001",
+                       "dev accuracy fell (0.6000 -> 0.5500): learning rate halved to 5e-05",
+                       "dev accuracy fell (0.5800 -> 0.4000): learning rate halved to 2.5e-05"]
 
 
 @pytest.mark.parametrize("patience, cycle_epochs, stopped", [(2, None, 5), (1, None, 4),

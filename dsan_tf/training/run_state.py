@@ -58,14 +58,14 @@ class RunState(keras.callbacks.Callback):
         says. Returns the epochs done (where `fit` starts)."""
         self.set_model(model)
         self.checkpoint = checkpoint = self.run.checkpoint()
-        epochs = steps = 0
+        epochs = 0
         if checkpoint is not None:
             self._load(model, checkpoint)
             record = checkpoint.record
-            self.rows, epochs, steps = record["history"], record["epochs"], record["steps"]
+            self.rows, epochs = record["history"], record["epochs"]
             best = record["best"] or {}
             self.keep_best.restore(best.get("value"), best.get("epoch", 0))
-        self._rewrite_views(epochs, steps)
+        settle(self.run, checkpoint)
         return epochs
 
     def _load(self, model, checkpoint):
@@ -85,32 +85,6 @@ class RunState(keras.callbacks.Callback):
             raise UsageError(f"{checkpoint.path} does not fit this run's model ({error}); "
                              "give another workdir, or overwrite to train afresh.",
                              fields=("workdir", "overwrite")) from None
-
-    def _rewrite_views(self, epochs, steps):
-        """history.csv, the event files and the best model as the record says: what an
-        uncommitted epoch wrote is dropped, what a committed one has is kept."""
-        run = self.run
-        if self.rows:
-            expected = run_files.history_text(self.rows)
-            current = None
-            if run.exists(run_files.HISTORY):
-                with open(run.path(run_files.HISTORY), encoding="utf-8",
-                          errors="replace") as stream:
-                    current = stream.read()
-            if current != expected:
-                run_files.write_history(run.path(run_files.HISTORY), self.rows)
-        trim_events(run.path(run_files.TENSORBOARD), epochs, steps)
-        best = self.checkpoint.file(run_files.BEST) if self.checkpoint else None
-        if best and os.path.exists(best):
-            if not (run.exists(run_files.BEST) and _same_file(best, run.path(run_files.BEST))):
-                atomic.link_or_copy(best, run.path(run_files.BEST))
-            if not (run.exists(run_files.BEST_INFO)
-                    and run.read_json(run_files.BEST_INFO) == self.keep_best.info()):
-                run.write_json(run_files.BEST_INFO, self.keep_best.info())
-        for name in (run_files.BEST, run_files.BEST_INFO, run_files.HISTORY):
-            if not (best or self.rows) and os.path.lexists(run.path(name)):
-                os.remove(run.path(name))  # written by a first epoch that was not committed
-        _prune(run.path(run_files.CHECKPOINTS))
 
     def on_epoch_end(self, epoch, logs=None):
         run = self.run
@@ -174,6 +148,36 @@ class RunState(keras.callbacks.Callback):
                   "best": self.keep_best.info(), "files": files}
         run_files.write_json(os.path.join(partial, run_files.RECORD), record)
         return record
+
+
+def settle(run, checkpoint):
+    """Makes history.csv, the event files and best.keras/best.json of `run` say what its
+    record (`checkpoint`, the newest: `RunDirectory.checkpoint`; None before any commit)
+    says: what an uncommitted epoch wrote is dropped, what a committed one has is kept.
+    Called when a run resumes, and when it stops on an exception (Ctrl-C, a full disk)."""
+    record = checkpoint.record if checkpoint else {"history": [], "epochs": 0, "steps": 0,
+                                                   "best": None}
+    rows = record["history"]
+    if rows:
+        expected = run_files.history_text(rows)
+        current = None
+        if run.exists(run_files.HISTORY):
+            with open(run.path(run_files.HISTORY), encoding="utf-8", errors="replace") as stream:
+                current = stream.read()
+        if current != expected:
+            run_files.write_history(run.path(run_files.HISTORY), rows)
+    trim_events(run.path(run_files.TENSORBOARD), record["epochs"], record["steps"])
+    best = checkpoint.file(run_files.BEST) if checkpoint else None
+    if best and os.path.exists(best):
+        if not (run.exists(run_files.BEST) and _same_file(best, run.path(run_files.BEST))):
+            atomic.link_or_copy(best, run.path(run_files.BEST))
+        if not (run.exists(run_files.BEST_INFO)
+                and run.read_json(run_files.BEST_INFO) == record["best"]):
+            run.write_json(run_files.BEST_INFO, record["best"])
+    for name in (run_files.BEST, run_files.BEST_INFO, run_files.HISTORY):
+        if not (best or rows) and os.path.lexists(run.path(name)):
+            os.remove(run.path(name))  # written by a first epoch that was not committed
+    _prune(run.path(run_files.CHECKPOINTS))
 
 
 def _prune(folder):

@@ -107,6 +107,8 @@ def _train_locked(run, config, options, overwrite, created):
         # epoch would leave config.json, which then refused a new configuration).
         if state == "new" and not run.epochs_done():
             run.discard(remove_directory=created)
+        elif run.exists(run_files.CONFIG):  # what the record holds, no more
+            run_state_lib.settle(run, run.checkpoint())
         raise
     return TrainOutcome(state, run.workdir, results)
 
