@@ -83,9 +83,9 @@ def _publish(partial, export_dir, version):
     for folder, _, names in os.walk(partial):
         for name in names:
             atomic.fsync_path(os.path.join(folder, name))
-    atomic.write_point("publish")
     while True:
         target = version_dir(export_dir, version)
+        atomic.write_point("publish")  # another exporter may take `target` meanwhile
         try:
             os.rename(partial, target)  # fails onto a version that holds files
         except OSError as error:
