@@ -152,13 +152,16 @@ def trained(demo):
 @pytest.mark.parametrize("name, text", [
     ("pairs.csv", 'pairID,premise,hypothesis\nq1,"the dog, the café",the cat\nq2,a b,c d\n'),
     ("pairs.tsv", "sentence1\tsentence2\nthe dog, the café\tthe cat\na b\tc d\n"),
+    # A spreadsheet's "CSV UTF-8": a byte-order mark before the header.
+    ("excel.csv", '\ufeffpremise,hypothesis\n"the dog, the café",the cat\na b,c d\n'),
     ("pairs.jsonl", '{"premise": "the dog, the café", "hypothesis": "the cat"}\n'
                     '{"sentence1": "a b", "sentence2": "c d"}\n'),
 ])
 def test_predict_reads_csv_tsv_and_jsonl_and_writes_text_as_it_is(trained, tmp_path, name,
                                                                    text):
     """The same two pairs from each format give the same labels; non-ASCII text is written
-    as UTF-8 (café), not escaped; pairIDs are kept, else the line number."""
+    as UTF-8 (café), not escaped; pairIDs are kept, else the pair's position (from 1, in
+    every format: a user joins labels back by it)."""
     import json
 
     source = tmp_path / name
@@ -169,15 +172,16 @@ def test_predict_reads_csv_tsv_and_jsonl_and_writes_text_as_it_is(trained, tmp_p
     raw = output.read_text(encoding="utf-8")
     assert '"premise": "the dog, the café"' in raw and "\\u00e9" not in raw
     rows = [json.loads(line) for line in raw.splitlines()]
-    expected_ids = {"pairs.csv": ["q1", "q2"], "pairs.tsv": ["2", "3"],
-                    "pairs.jsonl": ["1", "2"]}[name]
+    expected_ids = {"pairs.csv": ["q1", "q2"], "pairs.tsv": ["1", "2"],
+                    "excel.csv": ["1", "2"], "pairs.jsonl": ["1", "2"]}[name]
     assert [row["pairID"] for row in rows] == expected_ids
     assert [row["hypothesis"] for row in rows] == ["the cat", "c d"]
 
 
 @pytest.mark.parametrize("name, text, message", [
     ("bad.csv", "id,text_a,text_b\n1,a,b\n", "bad.csv:1: the header must name the columns "
-     "premise,hypothesis (or sentence1,sentence2), optionally pairID; it has id,text_a,text_b."),
+     "premise,hypothesis (or sentence1,sentence2), optionally pairID; it has 'id', 'text_a', "
+     "'text_b'."),
     ("short.tsv", "premise\thypothesis\na\tb\nonly one\n", "short.tsv:3: 1 column(s), the "
      "header has 2."),
     ("null.jsonl", '{"sentence1": "a", "sentence2": "b"}\n{"sentence1": 7, "sentence2": "b"}\n',
@@ -374,3 +378,25 @@ def test_a_named_configs_missing_path_names_it_and_where_it_was_looked_for(tmp_p
         "paths are relative to the directory a program runs in (its ../shared/data paths to a "
         "clone's root); run from there, or give --train_data.")
     assert not (tmp_path / "run").exists()
+
+
+def test_an_ensemble_of_one_run_given_twice_is_refused(trained):
+    done = cli("ensemble", f"--workdir={trained}", f"--workdir={trained}/",
+               "--data=synthetic:word_order/dev")
+    assert done.returncode == 1
+    assert done.stderr.strip() == (f"error: --workdir={trained}/ is given twice (as "
+                                   f"--workdir={trained}): an ensemble of a run with itself "
+                                   "is that run.")
+
+
+def test_a_file_that_holds_no_word_vectors_is_named_as_such(tmp_path):
+    """--embeddings pointing at a JSON-lines data file: one sentence saying the file holds
+    a vector for none of the words, not a width mismatch."""
+    vectors = tmp_path / "dev.jsonl"
+    vectors.write_text('{"sentence1": "a b", "sentence2": "c", "gold_label": "neutral"}\n' * 3)
+    done = cli("train", "--config=demo", f"--workdir={tmp_path / 'run'}",
+               f"--embeddings={vectors}")
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1].startswith(
+        f"error: --embeddings={vectors} has a vector for none of the ")
+    assert "embedding_dim" not in done.stderr

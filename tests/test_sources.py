@@ -111,6 +111,18 @@ def test_every_malformed_line_is_reported_in_one_pass(tmp_path, suffix):
     assert len(shown) == 22 and shown[-1] == "  ... and 10 more."
 
 
+def test_the_plain_field_names_and_a_byte_order_mark_are_read(tmp_path):
+    """JSON lines with premise/hypothesis/label (what predict reads) are read as SNLI's
+    sentence1/sentence2/gold_label; a spreadsheet's CSV starts with a byte-order mark."""
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text('{"premise": "a b", "hypothesis": "c", "label": "neutral"}\n')
+    excel = tmp_path / "excel.csv"
+    excel.write_text("\ufeffpremise,hypothesis,label\na b,c,neutral\n", encoding="utf-8")
+    for path in (plain, excel):
+        (example,), _ = read_examples(str(path))
+        assert (example.premise, example.hypothesis, example.label) == ("a b", "c", 1)
+
+
 def test_non_utf8_bytes_name_the_line(tmp_path):
     path = tmp_path / "data.jsonl"
     path.write_bytes(json.dumps(pair("neutral")).encode() + b"\n" + b'{"sentence1": "caf\xe9"}\n')

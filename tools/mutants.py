@@ -157,7 +157,7 @@ MUTANTS = [
      '"accuracy": float(np.mean(correct))}',
      "--group_by prints the overall accuracy for every group",
      ["tests/test_cli.py::test_evaluate_scores_two_way_sets_and_groups_by_any_field"]),
-    ("dsan_tf/programs/predict.py", 'yield _checked(path, number, record.get("pairID", number), premise, hypothesis)',
+    ("dsan_tf/programs/predict.py", 'yield _checked(path, number, record.get("pairID", position), premise, hypothesis)',
      'yield _checked(path, number, number, premise, hypothesis)',
      "the JSONL predictions and the leaderboard CSV lose the input's pairIDs (line numbers instead)",
      ["tests/test_cli.py::test_predict_writes_submission_files"]),

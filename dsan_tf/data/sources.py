@@ -164,6 +164,8 @@ def _lines(path, faults):
             for number, raw in enumerate(stream, start=1):
                 try:
                     text = raw.decode("utf-8").rstrip("\r\n")
+                    if number == 1:  # a spreadsheet's "CSV UTF-8" starts with a BOM
+                        text = text.removeprefix("\ufeff")
                 except UnicodeDecodeError as error:
                     faults.append(f"{path}:{number}: not valid UTF-8 (byte {error.start}); "
                                   "convert the file to UTF-8.")
@@ -199,13 +201,15 @@ def _jsonl_records(path, faults):
             faults.append(f"{path}:{number}: malformed JSON ({error.msg}: column "
                           f"{error.colno}).")
             continue
-        missing = [f for f in ("sentence1", "sentence2", "gold_label")
-                   if not isinstance(record, dict) or f not in record]
-        if missing:
-            faults.append(f"{path}:{number}: missing field {missing[0]!r}.")
+        # SNLI's names first, then the plain ones that predict and the CSV reader take.
+        names = [next((name for name in _TABLE_COLUMNS[column][::2] if name in record), None)
+                 if isinstance(record, dict) else None for column in _TABLE_COLUMNS]
+        if None in names:
+            column = list(_TABLE_COLUMNS)[names.index(None)]
+            first, _, plain = _TABLE_COLUMNS[column]
+            faults.append(f"{path}:{number}: missing field {first!r} (or {plain!r}).")
             continue
-        yield (f"{path}:{number}", record["sentence1"], record["sentence2"],
-               record["gold_label"], _extra(record, ("sentence1", "sentence2", "gold_label")))
+        yield (f"{path}:{number}", *(record[name] for name in names), _extra(record, names))
 
 
 def _table_records(path, delimiter, faults):

@@ -284,6 +284,11 @@ class RunDirectory:
 
         Returns: "new", "resume", "extend" or "finished".
         """
+        for name in (CHECKPOINTS, TENSORBOARD, BEST):
+            if os.path.islink(self.path(name)) and not overwrite:
+                raise UsageError(f"{self.path(name)} is a symbolic link: a run writes only "
+                                 "inside its own directory; remove the link, or overwrite to "
+                                 "start afresh.", fields=("workdir", "overwrite"))
         if not overwrite and self.exists(CONFIG) and (
                 self.exists(RESULTS) or self.epochs_done()):
             return self._same_run(config, options)
@@ -378,6 +383,12 @@ class RunDirectory:
             raise UsageError(f"{unfinished}: its best.keras is the best model so far, not "
                              "the run's; export it when the run is done, or give "
                              "unfinished to export it now.", fields=("unfinished",))
+        self.say_if_unfinished()
+
+    def say_if_unfinished(self):
+        """Says on stderr when the run is not finished (`unfinished`): its best model is
+        the best so far."""
+        unfinished = self.unfinished()
         if unfinished:
             print(f"note: {unfinished}; this is its best model so far.", file=sys.stderr)
 

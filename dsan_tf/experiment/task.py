@@ -154,6 +154,12 @@ class NLITask:
             oov_init=self.config.data.oov_init, seed=self.config.data.seed,
             oov_scale=self.config.data.oov_scale,
             progress=sys.stderr.isatty())
+        if not report.types_found:
+            # A file of another kind (a JSON-lines file, say) reads as vectors of no word.
+            raise data.DataError(
+                f"embeddings={self.config.data.embeddings} has a vector for none of the "
+                f"{report.vocab_types:,} words: is it a word-vector text file (a word and "
+                "its numbers on each line, as GloVe's)?", fields=("embeddings",))
         self.log(f"embeddings: {report.summary()}")
         if report.dim != self.config.model_config.embedding_dim:
             raise data.DataError(

@@ -13,6 +13,8 @@ writes one SavedModel whose raw-string `serving_default` runs the whole ensemble
 card, and each member's model.keras and preprocessor in members/<i>/ (dsan_tf.saving.export).
 """
 
+import os
+
 from absl import flags
 
 from dsan_tf.common.errors import require_tensorflow_backend
@@ -40,6 +42,12 @@ def main(argv):
     program.check_start(argv)
     if not FLAGS.workdir or len(FLAGS.workdir) < 2:
         raise program.UsageError("give at least two --workdir runs to ensemble.")
+    seen = {}
+    for workdir in FLAGS.workdir:
+        same = seen.setdefault(os.path.realpath(workdir), workdir)
+        if same is not workdir:
+            raise program.UsageError(f"--workdir={workdir} is given twice (as --workdir="
+                                     f"{same}): an ensemble of a run with itself is that run.")
     if not FLAGS.data and not FLAGS.export_dir:
         raise program.UsageError("give --data to evaluate on, --export_dir, or both.")
     if FLAGS.export_dir:

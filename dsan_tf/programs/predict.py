@@ -5,8 +5,9 @@
 
 --input is a .jsonl file with `sentence1` and `sentence2` (or `premise` and `hypothesis`) per
 line (SNLI, MultiNLI, HANS in their jsonl form), or a .csv or .tsv file whose header names
-premise,hypothesis or sentence1,sentence2 (each may be gzipped); each pair keeps its `pairID`
-(the line number when it has none).
+premise,hypothesis or sentence1,sentence2 (each may be gzipped; a spreadsheet's byte-order
+mark is read as none); each pair keeps its `pairID` (its position in the file, from 1, when
+it has none, whatever the format).
 Output: one JSON object per pair (id, premise, hypothesis, label, probabilities), or with
 --format=csv the `pairID,gold_label` file that MultiNLI's leaderboard and HANS expect. The
 file is read and written in batches (memory stays bounded), with a progress bar on stderr
@@ -27,6 +28,7 @@ from absl import flags
 
 import dsan_tf  # light: its names (dsan_tf.load, ...) load TensorFlow on first use
 from dsan_tf.common import progress
+from dsan_tf.experiment import rundir
 from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program
 
@@ -58,11 +60,12 @@ def read_pairs(path):
     """Yields (id, premise, hypothesis) from a .jsonl, .csv or .tsv file (optionally .gz):
     JSON objects with sentence1/sentence2 (premise/hypothesis), or a header row naming
     premise,hypothesis or sentence1,sentence2 (pairID optional). Each pair keeps its
-    pairID, else its line number. `UsageError` names the file and line of a bad record;
-    blank lines are skipped."""
+    pairID, else its position among the file's pairs (from 1). `UsageError` names the file
+    and line of a bad record; blank lines are skipped."""
     opener = gzip.open if path.endswith(".gz") else open
     try:
-        stream = opener(path, "rt", encoding="utf-8", newline="")
+        # utf-8-sig: a spreadsheet's "CSV UTF-8" starts with a byte-order mark.
+        stream = opener(path, "rt", encoding="utf-8-sig", newline="")
     except FileNotFoundError:
         raise program.UsageError(f"input file {path} does not exist.") from None
     name = path[:-3] if path.endswith(".gz") else path
@@ -77,9 +80,11 @@ def read_pairs(path):
 
 
 def _json_pairs(stream, path):
+    position = 0
     for number, line in enumerate(stream, start=1):
         if not line.strip():
             continue
+        position += 1
         try:
             record = json.loads(line)
             # JSON lines name them as SNLI does first (sentence1), then plainly.
@@ -88,7 +93,7 @@ def _json_pairs(stream, path):
             reason = f" ({error})" if isinstance(error, json.JSONDecodeError) else ""
             raise program.UsageError(f"{path}:{number}: expected a JSON object with "
                                      f"sentence1 and sentence2{reason}.") from None
-        yield _checked(path, number, record.get("pairID", number), premise, hypothesis)
+        yield _checked(path, number, record.get("pairID", position), premise, hypothesis)
 
 
 def _field(record, names):
@@ -110,16 +115,19 @@ def _table_pairs(stream, path, delimiter):
     if None in found.values():
         raise program.UsageError(
             f"{path}:1: the header must name the columns premise,hypothesis (or sentence1,"
-            f"sentence2), optionally pairID; it has {','.join(header) or 'nothing'}.")
+            f"sentence2), optionally pairID; it has "
+            f"{', '.join(repr(name) for name in header) or 'nothing'}.")
     pair_id = header.index("pairID") if "pairID" in header else None
+    position = 0
     for row in rows:
         number = rows.line_num  # the file's line, also after a quoted cell of several
         if not any(cell.strip() for cell in row):
             continue
+        position += 1
         if len(row) < len(header):
             raise program.UsageError(f"{path}:{number}: {len(row)} column(s), the header "
                                      f"has {len(header)}.")
-        yield _checked(path, number, row[pair_id] if pair_id is not None else number,
+        yield _checked(path, number, row[pair_id] if pair_id is not None else position,
                        row[found["premise"]], row[found["hypothesis"]])
 
 
@@ -225,6 +233,8 @@ def main(argv):
     pairs = (read_pairs(FLAGS.input) if FLAGS.input
              else iter([("1", FLAGS.premise, FLAGS.hypothesis)]))
 
+    if rundir.is_run_directory(FLAGS.workdir):
+        rundir.RunDirectory(FLAGS.workdir).say_if_unfinished()
     try:
         model = dsan_tf.load(FLAGS.workdir)
     except ValueError as error:
@@ -241,7 +251,9 @@ def main(argv):
               f"{where}.", file=sys.stderr)
     if FLAGS.input:
         seconds = time.perf_counter() - started
-        print(f"{progress.pairs(count)} in {seconds:.1f} s ({count / seconds:,.0f} pairs/s "
+        rate = count / seconds  # the first batch's compile included
+        print(f"{progress.pairs(count)} in {seconds:.1f} s "
+              f"({rate:,.{0 if rate >= 10 else 1}f} pairs/s "
               f"from raw text){f'; written to {FLAGS.output}' if FLAGS.output else ''}",
               file=sys.stderr)
 

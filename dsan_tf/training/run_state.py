@@ -171,13 +171,20 @@ def settle(run, checkpoint):
     if best and os.path.exists(best):
         if not (run.exists(run_files.BEST) and _same_file(best, run.path(run_files.BEST))):
             atomic.link_or_copy(best, run.path(run_files.BEST))
-        if not (run.exists(run_files.BEST_INFO)
-                and run.read_json(run_files.BEST_INFO) == record["best"]):
+        if _read_or_none(run.path(run_files.BEST_INFO)) != record["best"]:
             run.write_json(run_files.BEST_INFO, record["best"])
     for name in (run_files.BEST, run_files.BEST_INFO, run_files.HISTORY):
         if not (best or rows) and os.path.lexists(run.path(name)):
             os.remove(run.path(name))  # written by a first epoch that was not committed
     _prune(run.path(run_files.CHECKPOINTS))
+
+
+def _read_or_none(path):
+    """A view's JSON, or None where it is missing or cut (it is then written again)."""
+    try:
+        return run_files.read_json(path) if os.path.exists(path) else None
+    except UsageError:
+        return None
 
 
 def _prune(folder):
