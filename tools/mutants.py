@@ -159,7 +159,7 @@ MUTANTS = [
      ["tests/test_cli.py::test_evaluate_scores_two_way_sets_and_groups_by_any_field"]),
     ("dsan_tf/programs/predict.py", 'yield _checked(path, number, record.get("pairID", position), premise, hypothesis)',
      'yield _checked(path, number, number, premise, hypothesis)',
-     "the JSONL predictions and the leaderboard CSV lose the input's pairIDs (line numbers instead)",
+     "the JSONL predictions and the leaderboard CSV lose the input's pairIDs (positions instead)",
      ["tests/test_cli.py::test_predict_writes_submission_files"]),
     ("dsan_tf/programs/predict.py", "                writer.write(pair_id, premise, hypothesis, out[\"labels\"][index],",
      "                writer.write(pair_id, premise, hypothesis, out[\"labels\"][-1 - index],",
