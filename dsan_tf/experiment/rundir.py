@@ -176,6 +176,7 @@ class RunDirectory:
             raise UsageError("give --workdir, the run directory of experiments.train.")
         self.workdir = workdir
         self._lock = None
+        self._verified = None  # the checkpoint `checkpoint` last found whole
 
     def path(self, name):
         return os.path.join(self.workdir, name)
@@ -252,9 +253,12 @@ class RunDirectory:
                         and name[6:].isdigit()), reverse=True) if os.path.isdir(folder) else []
         for name in names:
             path = os.path.join(folder, name)
+            if self._verified is not None and self._verified.path == path:
+                return self._verified  # its files were read whole once: not hashed again
             fault = _checkpoint_fault(path)
             if fault is None:
-                return Checkpoint(path, read_json(os.path.join(path, RECORD)))
+                self._verified = Checkpoint(path, read_json(os.path.join(path, RECORD)))
+                return self._verified
             aside = path + ".damaged"
             shutil.rmtree(aside, ignore_errors=True)
             os.replace(path, aside)
