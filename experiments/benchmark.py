@@ -53,11 +53,11 @@ from dsan_tf.models.backbone import count_parameters
 from dsan_tf.models import sentence_programs
 from dsan_tf.programs import program
 from experiments import backends, program_size
+from experiments.program_size import VOCAB_SIZE
 from dsan_tf.programs import flags as project_flags
 
 FLAGS = project_flags.FLAGS
 SNLI_TRAIN_PAIRS = 549_367
-VOCAB_SIZE = 20_000  # a frozen embedding's lookup costs the same at any size
 LENGTH_PROFILE = pathlib.Path(__file__).resolve().parents[1] / "docs/runs/snli25k_lengths.json"
 # Backends measured in their default compile setting only: torch.compile recompiles for
 # minutes per shape on a CPU.
@@ -461,8 +461,8 @@ def frozen_embeddings(config):
     the words of a run with GloVe, which the paper does not fine-tune (Im & Cho, 2017,
     Section 5.2). Unset, the library trains random vectors, and the program would time the
     gradient to the words and the update of a 20,000 x 300 embedding (6.0M of its 10.7M
-    parameters) as the model's: issue 48's 13% (docs/PERFORMANCE.md, "The CPU step
-    against commit 7d02b0a"). `--trainable_embeddings` times them."""
+    parameters) as the model's: 13% more a step at the paper's size.
+    `--trainable_embeddings` times them."""
     if config.model_config.trainable_embeddings is not None:
         return config
     return config.replace(trainable_embeddings=False)

@@ -1,4 +1,4 @@
-r"""Where a compiled program's device time goes (issue 48): a JAX profiler trace of a few
+r"""Where a compiled program's device time goes: a JAX profiler trace of a few
 calls, read back as kernels grouped by the HLO instruction that launched them.
 
     KERAS_BACKEND=jax python -m experiments.shape_costs --shapes=23x24 --steps=1024 \

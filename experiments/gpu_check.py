@@ -1,4 +1,4 @@
-r"""The GPU check (issue 48): what the paper's schedule costs on this device, from a cold
+r"""The GPU check: what the paper's schedule costs on this device, from a cold
 start, in one command of at most 8 minutes on an H100/H200 (JAX, no TensorFlow needed).
 
     pip install --no-deps --target /tmp/site gpu-wheels/*.whl     # keras, optree, namex
@@ -10,9 +10,9 @@ start, in one command of at most 8 minutes on an H100/H200 (JAX, no TensorFlow n
    pairs and 9,842 dev pairs drawn from docs/runs/snli25k_lengths.json,
    `IdPairs.like_profile`): the shapes chosen for the device, the compile-ahead seconds,
    epoch 1 and epoch 2 (each with its dev pass), and the 20-epoch schedule they project.
-2. `study`: the study's encoded setting (`experiments.encode_setting` of
+2. `study`: the study's encoded setting (`dsan-encode-setting` of
    experiments/configs/snli25k_glove50.cfg) trained for its whole schedule
-   (`experiments.train_encoded`), its dev accuracy beside the CPU's record.
+   (`dsan-train-encoded`), its dev accuracy beside the CPU's record.
 
 Nothing is read from JAX's compilation cache (a cold start). The record is rewritten
 after each part, so a run cut short keeps what it measured. `--pairs` and `--size` shrink
@@ -26,15 +26,14 @@ import os
 import sys
 import time
 
-import numpy as np
 
 from dsan_tf.data.batching import IdPairs
 from dsan_tf.experiment.config import PRECISIONS, ExperimentConfig
-from dsan_tf.layers import stacking
 from dsan_tf.training.encoded import train_encoded
 from dsan_tf.training.setting import EncodedSetting
 from experiments import program_size
-from experiments.benchmark import LENGTH_PROFILE, SNLI_TRAIN_PAIRS, VOCAB_SIZE
+from experiments.benchmark import LENGTH_PROFILE, SNLI_TRAIN_PAIRS
+from experiments.program_size import VOCAB_SIZE
 
 SNLI_DEV_PAIRS = 9_842
 PAPER_EPOCHS = 20  # the schedule part 1 projects (the preset's epochs)
@@ -97,16 +96,11 @@ def _parser():
     parser.add_argument("--mixed_precision", default="none", choices=PRECISIONS,
                         help="part 1's precision (the preset's: none, float32); part 2 "
                         "keeps its setting's")
-    parser.add_argument("--packed", action="store_true", help="JAX: the encoder's "
-                        "weights read from one buffer (dsan_tf.layers.stacking.packed), "
-                        "not stacked one by one, for an A/B")
     return parser
 
 
 def main(argv=None):
-    args = _parser().parse_args(argv)
-    with stacking.packing(args.packed):
-        return _check(args)
+    return _check(_parser().parse_args(argv))
 
 
 def _check(args):
@@ -118,9 +112,8 @@ def _check(args):
     started = time.perf_counter()
     # XLA's description of this GPU: deviceless compiles of its programs elsewhere
     # (`experiments.program_size --gpu_kernels --target=RECORD`); None on a CPU.
-    # And whether the encoder's weights were packed (`--packed`).
     record = {"command": " ".join(sys.argv), "target_config": program_size.device_target(),
-              "packed_weights": stacking.packs(), "xla_flags": os.environ.get("XLA_FLAGS", "")}
+              "xla_flags": os.environ.get("XLA_FLAGS", "")}
 
     def log(line):
         print(f"[{time.perf_counter() - started:6.1f} s] {line}", flush=True)

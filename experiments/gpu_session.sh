@@ -1,5 +1,5 @@
 #!/bin/bash
-# The next GPU session's measurements for issue 48, one call on one warm machine (about
+# The next GPU session's measurements, one call on one warm machine (about
 # 8 of the 15 minutes on an H200; docs/PERFORMANCE.md, "Prepared for the next GPU
 # session"). Carry gpu-wheels/ (../shared/gpu-wheels/*.whl) and
 # settings/snli25k_glove50.npz; run from the repository's root:
@@ -15,24 +15,21 @@
 #      ($OUT/prof/kernels.json, the program's HLO, the trace);
 #   2. the same in bfloat16 (Keras' mixed_bfloat16): counted without a GPU, the step
 #      moves about 1.47 GB instead of 2.37 (`program_size --gpu_kernels`, "bytes");
-#   3. the split packing: 33 kernels fewer, about the same bytes (2.35 GB), and 7%
-#      slower on the fifteenth session's H200: 1's profile against this one;
-#   4. the scan at 96 x 48, the long shape: with 1, the line of a step's cost against
+#   3. the scan at 96 x 48, the long shape: with 1, the line of a step's cost against
 #      the tokens it reads, as the GPU trains (`StepCosts.fit` of scan.jsonl); counted,
 #      8.8 GB a step, 3.7 times 1's;
-#   5. the stacked scan again: the machine's noise;
-#   6. the GPU check, as it is by default (its shapes now priced in one pass: squares),
+#   4. the stacked scan again: the machine's noise;
+#   5. the GPU check, as it is by default (its shapes now priced in one pass: squares),
 #      XLA's autotuning results written out ($OUT/autotune.txt): a later session can
 #      time the check's compile with them loaded (--xla_gpu_load_autotune_results_from;
 #      autotuning was 6-8 s of a 22 s training program's compile on the first H200);
-#   7. where 2 beat 1 and 5, the paper's epoch of the GPU check in bfloat16;
-#   8. the scan with 6's autotuning results loaded: its first call (the compile) against
-#      1's and 5's, its step the same;
-#   9. matmuls by cuBLASLt instead of Triton (XLA fuses a bias and a ReLU into a
+#   6. where 2 beat 1 and 4, the paper's epoch of the GPU check in bfloat16;
+#   7. the scan with 5's autotuning results loaded: its first call (the compile) against
+#      1's and 4's, its step the same;
+#   8. matmuls by cuBLASLt instead of Triton (XLA fuses a bias and a ReLU into a
 #      cuBLASLt matmul: counted, 24 kernels fewer a step);
-#  10. float32 matmuls at full precision: slower than 1 where XLA's default already
+#   9. float32 matmuls at full precision: slower than 1 where XLA's default already
 #      uses the tensor cores (TF32).
-# Flat moments are left out: counted, they move 0.48 GB more a step.
 set -o pipefail
 export PYTHONUNBUFFERED=1 KERAS_BACKEND=jax
 OUT=${OUT:?set OUT to a folder for the results}
@@ -63,23 +60,22 @@ step() {  # step NAME SECONDS COMMAND...: runs it, logs its last lines and the t
 step "1 stacked, profiled" 150 $scan --profile="$OUT/prof"
 [ -n "$DRY" ] || rm -rf "$OUT/prof/plugins"  # four folders down: it would not come back (the copy does)
 step "2 bfloat16" 100 $scan --mixed_precision=mixed_bfloat16
-step "3 packed (split)" 100 $scan --packed
-step "4 the long shape" 120 ${scan/23x24/96x48}
-step "5 stacked again" 100 $scan
-step "6 gpu check" 240 env XLA_FLAGS="--xla_gpu_dump_autotune_results_to=$OUT/autotune.txt" \
+step "3 the long shape" 120 ${scan/23x24/96x48}
+step "4 stacked again" 100 $scan
+step "5 gpu check" 240 env XLA_FLAGS="--xla_gpu_dump_autotune_results_to=$OUT/autotune.txt" \
     $PY -m experiments.gpu_check --setting=settings/snli25k_glove50.npz $CHECK $STUDY \
     --output="$OUT/gpu_check.json"
 if [ -n "$DRY" ] || \
         $PY -m experiments.shape_costs --faster="$OUT/scan.jsonl" \
             --mixed_precision=mixed_bfloat16
 then
-    step "7 gpu check, part 1 in bfloat16" 150 $PY -m experiments.gpu_check $CHECK \
+    step "6 gpu check, part 1 in bfloat16" 150 $PY -m experiments.gpu_check $CHECK \
         --mixed_precision=mixed_bfloat16 --output="$OUT/gpu_check_bf16.json"
 fi
 if [ -n "$DRY" ] || [ -s "$OUT/autotune.txt" ]; then
-    step "8 autotuning loaded" 100 env \
+    step "7 autotuning loaded" 100 env \
         XLA_FLAGS="--xla_gpu_load_autotune_results_from=$OUT/autotune.txt" $scan
 fi
-step "9 cublasLt matmuls" 100 env \
+step "8 cublasLt matmuls" 100 env \
     XLA_FLAGS="--xla_gpu_enable_triton_gemm=false --xla_gpu_enable_cublaslt=true" $scan
-step "10 float32 matmuls" 100 env JAX_DEFAULT_MATMUL_PRECISION=float32 $scan
+step "9 float32 matmuls" 100 env JAX_DEFAULT_MATMUL_PRECISION=float32 $scan

@@ -1,5 +1,5 @@
 r"""The size of a model's training program as its backend builds it, and what building it
-costs: what issue 48 follows without a GPU (a smaller program compiles faster everywhere).
+costs, followed without a GPU (a smaller program compiles faster everywhere).
 `experiments.benchmark` reports it (`program`) at its first length:
 
 - the gradient (forward pass, loss, backward pass) and the whole training step (the
@@ -11,14 +11,13 @@ costs: what issue 48 follows without a GPU (a smaller program compiles faster ev
 And what a GPU would run, without one (`--gpu_kernels`, JAX with its CUDA plugin: `pip
 install "jax[cuda13]"`, no GPU or driver needed): the training step of a configuration
 compiled by XLA for an H100 (deviceless compilation), the kernels it launches a step and
-about the bytes they move, with Adam's moments a variable each (Keras') and flat
-(`dsan_tf.models.optimizers`' `flat_moments`). On a GPU a step of this model is bound by
+about the bytes they move. On a GPU a step of this model is bound by
 its kernels and what they move, not their arithmetic (docs/PERFORMANCE.md, "What a GPU
 runs"):
 
     JAX_PLATFORMS=cpu KERAS_BACKEND=jax python -m experiments.program_size --gpu_kernels \
         [--shape=23x24] [--steps=32] [--config=dsan_snli] [--size=field=integer,...] \
-        [--target=GPU_CHECK_RECORD.json] [--packed]
+        [--target=GPU_CHECK_RECORD.json]
 """
 
 import argparse
@@ -35,6 +34,18 @@ import numpy as np
 
 # An HLO instruction: `name = type op(...)`, with `ROOT` before the last of a computation.
 INSTRUCTION = re.compile(r"^\s*(ROOT\s+)?%?[\w.\-]+\s*=\s", re.M)
+
+VOCAB_SIZE = 20_000  # a frozen embedding's lookup costs the same at any size
+
+
+def batches(batch_size, premise, hypothesis, count, seed=0):
+    """`count` batches of random ids at one shape, and labels: ({premise, hypothesis}:
+    int32 [batch_size · count, T], int [batch_size · count])."""
+    rng = np.random.default_rng(seed)
+    ids = lambda length: rng.integers(2, VOCAB_SIZE, (batch_size * count, length)).astype(  # noqa: E731
+        "int32")
+    return {"premise": ids(premise), "hypothesis": ids(hypothesis)}, rng.integers(
+        0, 3, batch_size * count)
 
 
 def count_instructions(hlo_text):
@@ -329,24 +340,13 @@ def training_step_kernels(model, batch, steps=1, target=H100_TARGET):
     return {**gpu_kernels(text), "compile_seconds": seconds}
 
 
-def _both_layouts(task, batch, steps, target):
-    """`training_step_kernels` of the task's model with its own optimizer (Keras' layout
-    of Adam's moments) and with flat moments."""
+def _kernels(task, batch, steps, target):
+    """`training_step_kernels` of the task's model, compiled at seed 0."""
     import keras
 
-    from dsan_tf.models import optimizers
-    from experiments.benchmark import VOCAB_SIZE
-
-    kernels = {}
-    for flat in (False, True):
-        keras.utils.set_random_seed(0)
-        model = task.compile(task.build_model(VOCAB_SIZE), jit_compile=True)
-        if flat:
-            model.compile(optimizer=optimizers.with_flat_moments(model.optimizer),
-                          loss=model.loss, jit_compile=True)
-        kernels["flat_moments" if flat else "moments_per_variable"] = \
-            training_step_kernels(model, batch, steps, target)
-    return kernels
+    keras.utils.set_random_seed(0)
+    model = task.compile(task.build_model(VOCAB_SIZE), jit_compile=True)
+    return {"moments_per_variable": training_step_kernels(model, batch, steps, target)}
 
 
 def _usable_target(path):
@@ -378,9 +378,6 @@ def _parser():
     parser.add_argument("--steps", type=int, default=1, help="steps as one scan (1: one)")
     parser.add_argument("--target", help="the GPU described in this file (a GPU check's "
                         "record, or a text file of XLA's description); default: an H100")
-    parser.add_argument("--packed", action="store_true", help="the encoder's weights "
-                        "read from one buffer (dsan_tf.layers.stacking.packed), not "
-                        "stacked one by one as a GPU runs them")
     parser.add_argument("--mixed_precision", default="none", choices=PRECISIONS,
                         help="Keras' dtype policy of the model (the training flag)")
     parser.add_argument("--output", help="append the JSON line to this file")
@@ -393,8 +390,6 @@ def main(argv=None):
 
     from dsan_tf.experiment.config import ExperimentConfig
     from dsan_tf.experiment.task import NLITask
-    from dsan_tf.layers import stacking
-
     if keras.backend.backend() != "jax":
         sys.exit("--gpu_kernels compiles with JAX: run it with KERAS_BACKEND=jax.")
     target = _usable_target(args.target)
@@ -406,16 +401,13 @@ def main(argv=None):
     config = ExperimentConfig.named(args.config, **{"one_pass": True, "jit_compile": True,
                                                     **fields})
     task = NLITask(config)
-    from experiments.shape_costs import batches
-
     size = config.data.batch_size
     x, y = batches(size, *(int(n) for n in args.shape.split("x")), 1)
     batch = (x, y, np.ones(size, "float32"))  # with sample weights, as NLIBatches feeds
     described = re.search(r'device_description_str: "([^"]*)"', target)
-    with stacking.packing(args.packed):
-        kernels = _both_layouts(task, batch, args.steps, target)
+    kernels = _kernels(task, batch, args.steps, target)
     record = {"config": args.config, "size": fields, "shape": args.shape,
-              "batch_size": size, "steps": args.steps, "packed_weights": args.packed,
+              "batch_size": size, "steps": args.steps,
               "dtype_policy": keras.config.dtype_policy().name,
               "target": described.group(1) if described else args.target,
               "xla_flags": os.environ.get("XLA_FLAGS", ""), **kernels}

@@ -65,7 +65,7 @@ def config_flags(preset, base="snli25k_glove50"):
 # The departures whose seed 0 differed from DSAN by 0.5 points or more (docs/STUDY.md,
 # "SAN4NLI's departures"), against DSAN's 3-seed mean (the table's paired bootstrap: the four
 # LayerNorm and pooling rows) or against DSAN's seed 0 (McNemar's pairing: the initialisers,
-# +0.59): 3 seeds each, as issue 40 asks.
+# +0.59): 3 seeds each.
 SAN4NLI_THREE_SEEDS = ("fusion_norm", "fusion_output_norm", "s2t_norm", "max_pool_padding",
                        "initialization")
 # SAN4NLI's model less one departure: the one whose seed 0 rose 1.1 above the preset's 3-seed
@@ -300,7 +300,7 @@ def train_command(run, shared, root, config):
     data = SICK if run.task == "sick" else SNLI
     extra = ([f"--train_subset={run.task[len('curve'):]}"] if run.task.startswith("curve")
              else [])
-    return [sys.executable, "-m", "experiments.train", f"--flagfile={config}",
+    return [sys.executable, "-m", "dsan_tf.programs.train", f"--flagfile={config}",
             *[f"--{name}={os.path.join(shared, spec)}" for name, spec in data.items()],
             f"--embeddings={os.path.join(shared, GLOVE)}", *run.variant.flags, *extra,
             f"--seed={run.seed}", f"--workdir={os.path.join(root, run.name)}"]
@@ -310,7 +310,7 @@ def evaluate_command(run, shared, root):
     """SNLI dev with predictions (for the paired tests), and MultiNLI for the main rows."""
     workdir = os.path.join(root, run.name)
     sources = [SNLI["dev_data"]] + ([MULTINLI] if run.task == "snli" else [])
-    return [sys.executable, "-m", "experiments.evaluate", f"--workdir={workdir}",
+    return [sys.executable, "-m", "dsan_tf.programs.evaluate", f"--workdir={workdir}",
             *[f"--data={os.path.join(shared, s)}" for s in sources], "--save_predictions",
             f"--output={os.path.join(workdir, 'evaluation.json')}"]
 
@@ -468,7 +468,7 @@ def perform(run, settings, record_dir):
 
 
 def perform_ensemble(run, settings, record_path, root, workdir, digest):
-    """An ensemble row's record: `experiments.ensemble` over the member rows' run
+    """An ensemble row's record: `dsan-ensemble` over the member rows' run
     directories (which must still exist: a record keeps predictions, not models)."""
     seeds = member_seeds(run.variant, settings.max_seeds)
     members = [os.path.join(root, "snli", run.variant.ensemble_of, f"seed{seed}")
@@ -480,7 +480,7 @@ def perform_ensemble(run, settings, record_path, root, workdir, digest):
     os.makedirs(workdir, exist_ok=True)
     output = os.path.join(workdir, "ensemble.json")
     shared = settings.shared_data
-    argv = [sys.executable, "-m", "experiments.ensemble", *[f"--workdir={m}" for m in members],
+    argv = [sys.executable, "-m", "dsan_tf.programs.ensemble", *[f"--workdir={m}" for m in members],
             *[f"--data={os.path.join(shared, s)}" for s in (SNLI["dev_data"], MULTINLI)],
             "--save_predictions", f"--output={output}"]
     started = time.perf_counter()

@@ -1,5 +1,5 @@
 r"""What each batch shape costs on this device: XLA compile seconds and steady step time
-(issue 48: choose the shapes by compile plus step time, not by padding).
+(choose the shapes by compile plus step time, not by padding).
 
     KERAS_BACKEND=jax python -m experiments.shape_costs --config=dsan_snli \
         --shapes=16x16,32x16,48x32,64x64,96x64 --steps=400 --output=costs.jsonl
@@ -35,40 +35,26 @@ import numpy as np
 from dsan_tf.data.costs import StepCosts, as_run, scan_key
 from dsan_tf.experiment.config import PRECISIONS, ExperimentConfig
 from dsan_tf.experiment.task import NLITask
-from dsan_tf.layers import stacking
-from dsan_tf.models import optimizers
 from experiments import device_profile
-from experiments.benchmark import LENGTH_PROFILE, SNLI_TRAIN_PAIRS, VOCAB_SIZE
+from experiments.benchmark import LENGTH_PROFILE, SNLI_TRAIN_PAIRS
+from experiments.program_size import VOCAB_SIZE, batches
 
 
-def batches(batch_size, premise, hypothesis, count, seed=0):
-    rng = np.random.default_rng(seed)
-    ids = lambda length: rng.integers(2, VOCAB_SIZE, (batch_size * count, length)).astype(  # noqa: E731
-        "int32")
-    return {"premise": ids(premise), "hypothesis": ids(hypothesis)}, rng.integers(
-        0, 3, batch_size * count)
-
-
-def training_model(task, flat_moments=False, vocab_size=VOCAB_SIZE):
-    """`task`'s model at seed 0, compiled for training with its step jit-compiled;
-    `flat_moments`: Adam's moments as one vector each (`dsan_tf.models.optimizers`)."""
+def training_model(task, vocab_size=VOCAB_SIZE):
+    """`task`'s model at seed 0, compiled for training with its step jit-compiled."""
     keras.utils.set_random_seed(0)
     model = task.build_model(vocab_size)
     task.compile(model, jit_compile=True)
-    if flat_moments:
-        model.compile(optimizer=optimizers.with_flat_moments(model.optimizer),
-                      loss=model.loss, jit_compile=True)
     return model
 
 
 def _conditions(task, premise, hypothesis, steps):
     """What a measurement ran: its shape and steps, the batch size, whether the encoder
-    reads both sides in one pass (its step then reads 2 max(T1, T2) tokens a row), the
-    encoder's weights packed or not, XLA's flags, Keras' dtype policy and (JAX) the
+    reads both sides in one pass (its step then reads 2 max(T1, T2) tokens a row), XLA's flags, Keras' dtype policy and (JAX) the
     default precision of matmuls (None: XLA's default)."""
     record = {"premise": premise, "hypothesis": hypothesis,
               "batch_size": task.config.data.batch_size, "one_pass": task.one_pass(),
-              "packed_weights": stacking.packs(), "xla_flags": os.environ.get("XLA_FLAGS", ""),
+              "xla_flags": os.environ.get("XLA_FLAGS", ""),
               "dtype_policy": keras.config.dtype_policy().name, "steps": steps}
     if keras.backend.backend() == "jax":  # float32 matmuls: XLA's default, TF32 or full
         import jax
@@ -218,14 +204,13 @@ def _profile_scan(scan, carried, stacked, chunk, folder):
 
 
 def measure(task, premise, hypothesis, steps, steps_per_execution, compare_feeds=False,
-            compare_loops=0, flat_moments=False):
+            compare_loops=0):
     """{compile_train_s, compile_eval_s, ms_per_step} of one shape and one
     steps_per_execution, on a fresh model; `compare_feeds`: and by feeding path
     (`_feeds`); `compare_loops` (a chunk of steps, JAX): and by what drives the steps
-    (`_loops`); `flat_moments`: Adam's moments as one vector each
-    (`dsan_tf.models.optimizers`)."""
+    (`_loops`)."""
     batch_size = task.config.data.batch_size
-    model = training_model(task, flat_moments)
+    model = training_model(task)
     if steps_per_execution > 1:
         model.compile(optimizer=model.optimizer, loss=model.loss, jit_compile=True,
                       steps_per_execution=steps_per_execution)
@@ -253,7 +238,7 @@ def measure(task, premise, hypothesis, steps, steps_per_execution, compare_feeds
     if compare_loops:
         feeds.update(_loops(model, x, y, batch_size, steps, compare_loops))
     return {**feeds, **_conditions(task, premise, hypothesis, steps),
-            "flat_moments": flat_moments, "steps_per_execution": steps_per_execution,
+            "steps_per_execution": steps_per_execution,
             "first_train_step_s": round(compile_train, 2),
             "first_eval_step_s": round(compile_eval, 2),
             "train_ms_per_step": round(1e3 * seconds / steps, 3),
@@ -261,13 +246,12 @@ def measure(task, premise, hypothesis, steps, steps_per_execution, compare_feeds
             "eval_ms_per_step": round(1e3 * eval_seconds / steps, 3)}
 
 
-def scan_cost(task, premise, hypothesis, steps, chunk, profile=None, flat_moments=False):
+def scan_cost(task, premise, hypothesis, steps, chunk, profile=None):
     """ms a training step of `chunk` steps in one program (`lax.scan`, JAX), batches on
     the device, and the scan's first call: the cheapest A/B of a change to the step on a
-    GPU (one XLA compile). `profile`: a folder for the scan's trace (`_device_loops`);
-    `flat_moments`: Adam's moments as one vector each."""
+    GPU (one XLA compile). `profile`: a folder for the scan's trace (`_device_loops`)."""
     batch_size = task.config.data.batch_size
-    model = training_model(task, flat_moments)
+    model = training_model(task)
     x, y = batches(batch_size, premise, hypothesis, steps)
     # Builds the optimizer's and the metrics' variables symbolically (as `fit` does
     # first): no step runs, so the scan is the only program compiled.
@@ -278,7 +262,7 @@ def scan_cost(task, premise, hypothesis, steps, chunk, profile=None, flat_moment
                             bare_loop=False, profile=profile)
     profiled = seconds.pop("profile", None)
     return {**_per_step(seconds, steps), **_conditions(task, premise, hypothesis, steps),
-            "flat_moments": flat_moments, **({"profile": profiled} if profiled else {})}
+            **({"profile": profiled} if profiled else {})}
 
 
 def _epoch(grid, cells, batch, step_ms):
@@ -381,11 +365,6 @@ def _parser():
                         help="JAX: also time the first shape's step driven by fit, fit with "
                         "steps_per_execution N, a bare loop of the compiled step on the "
                         "device's batches, and N steps in one program (lax.scan)")
-    parser.add_argument("--flat_moments", action="store_true", help="train with Adam's "
-                        "moments as one vector each (dsan_tf.models.optimizers)")
-    parser.add_argument("--packed", action="store_true", help="JAX: the encoder's "
-                        "weights read from one buffer (dsan_tf.layers.stacking.packed), "
-                        "not stacked one by one, for an A/B")
     parser.add_argument("--mixed_precision", default="none", choices=PRECISIONS,
                         help="the measured models' precision (the training program's flag; "
                         "records name Keras' dtype policy)")
@@ -419,14 +398,12 @@ def main(argv=None):
               "fields": fields, "embedding_dim": task.config.model_config.embedding_dim}
     _append(args.output, header)
     extra = [int(v) for v in args.steps_per_execution.split(",") if v]
-    with stacking.packing(args.packed):
-        if args.scan_only:
-            premise, hypothesis = map(int, args.shapes.split(",")[0].split("x"))
-            _append(args.output, scan_cost(task, premise, hypothesis, args.steps,
-                                           args.scan_only, args.profile,
-                                           args.flat_moments))
-        else:
-            _measure_shapes(task, args, extra)
+    if args.scan_only:
+        premise, hypothesis = map(int, args.shapes.split(",")[0].split("x"))
+        _append(args.output, scan_cost(task, premise, hypothesis, args.steps,
+                                       args.scan_only, args.profile))
+    else:
+        _measure_shapes(task, args, extra)
     return 0
 
 
@@ -436,8 +413,7 @@ def _measure_shapes(task, args, extra):
         for spe in [1, *extra] if number == 0 else [1]:  # steps_per_execution: first shape
             result = measure(task, premise, hypothesis, args.steps, spe,
                              args.compare_feeds and number == 0 and spe == 1,
-                             args.compare_loops if number == 0 and spe == 1 else 0,
-                             args.flat_moments)
+                             args.compare_loops if number == 0 and spe == 1 else 0)
             _append(args.output, result)
 
 

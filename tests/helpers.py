@@ -28,7 +28,8 @@ def config_for(name, **values):
 
 
 def command(program, *flags):
-    return [sys.executable, "-m", f"experiments.{program}", *flags]
+    """`python -m dsan_tf.programs.PROGRAM FLAGS...` (a measurement tool's: experiments)."""
+    return [sys.executable, "-m", _program_module(program).__name__, *flags]
 
 
 # Environment variables read once, when a process starts (Keras' backend, TensorFlow's
@@ -39,8 +40,7 @@ START_UP_FLAGS = ("--logical_cpus", "--strategy")
 
 
 def cli(program, *flags, timeout=600, env=None, cwd=ROOT):
-    """`python -m experiments.PROGRAM FLAGS...` from the repository root, as a user runs
-    it: in this process (`run_in_process`, the same flag parsing, main and exit status, no
+    """A program (`dsan-PROGRAM FLAGS...`) from the repository root, as a user runs it: in this process (`run_in_process`, the same flag parsing, main and exit status, no
     start-up of a new Python and TensorFlow), or in a child process where `env` sets a
     variable read at start-up (`START_UP`) or a flag sets up devices (`START_UP_FLAGS`)."""
     env = env or {}
@@ -51,7 +51,7 @@ def cli(program, *flags, timeout=600, env=None, cwd=ROOT):
 
 
 def cli_process(program, *flags, timeout=600, env=None, cwd=ROOT):
-    """Runs `python -m experiments.PROGRAM FLAGS...` in a child process: for what only a
+    """Runs `python -m dsan_tf.programs.PROGRAM FLAGS...` in a child process: for what only a
     process shows (its start-up, signals, file descriptors, the console scripts)."""
     return subprocess.run(command(program, *flags), cwd=cwd, env=dict(ENV, **(env or {})),
                           capture_output=True, text=True, timeout=timeout)
@@ -105,7 +105,7 @@ def _reset_flags():
 
 
 def run_in_process(program, *flags, env=None, cwd=ROOT):
-    """Runs a program as `python -m experiments.PROGRAM FLAGS...` would, in this process:
+    """Runs a program as `dsan-PROGRAM FLAGS...` would, in this process:
     its flags defined afresh and parsed by the program's own parser, its `main` called as
     absl's `app.run` calls it, in `cwd` (the repository root). Returns a
     `subprocess.CompletedProcess`: the exit status (`sys.exit`'s message goes to stderr,
@@ -124,7 +124,7 @@ def run_in_process(program, *flags, env=None, cwd=ROOT):
     out, err = io.StringIO(), io.StringIO()
     handler = logging.get_absl_handler().python_handler
     saved = (sys.argv, os.getcwd(), handler.stream, dict(os.environ))
-    argv = [f"experiments/{program}.py", *flags]
+    argv = [module.__file__, *flags]
     status = 0
     try:
         os.chdir(cwd)

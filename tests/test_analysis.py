@@ -60,7 +60,7 @@ def test_cbow_says_in_one_sentence_that_it_has_nothing_to_draw():
 
 
 def test_disan_shows_its_attention_gate_and_pooling(tmp_path):
-    """Issue 37, item 11: DiSAN's figures. Its one map per direction is the mean over
+    """DiSAN's figures. Its one map per direction is the mean over
     dimensions of its per-dimension weights (read from the layer, each row a distribution
     over the keys its direction sees); its gate and source2token weights; no Figure 10
     (DiSAN has no FFN)."""
@@ -131,7 +131,7 @@ def test_attention_by_distance_against_uniform_and_prior_alone(prior):
 
 
 def test_figure_8_names_each_models_prior_and_its_titles_do_not_overlap():
-    """Issue 50, item 20: DiSAN's panels read "(distance prior: ?)", and the lower panels'
+    """DiSAN's panels read "(distance prior: ?)", and the lower panels'
     long titles ran into each other."""
     import matplotlib
 

@@ -106,7 +106,7 @@ cli()
 
 
 @pytest.mark.jax
-@pytest.mark.slow  # the whole program in a JAX process: 30 s of CPU (issue 47)
+@pytest.mark.slow  # the whole program in a JAX process: 30 s of CPU
 def test_benchmark_runs_on_jax_without_tensorflow(tmp_path):
     output = tmp_path / "jax.json"
     result = subprocess.run(
@@ -312,18 +312,17 @@ def test_shape_costs_says_whether_a_precision_beat_float32(tmp_path, capsys):
 @pytest.mark.slow
 def test_shape_costs_measures_a_shape(tmp_path):
     """`experiments.shape_costs` measuring: a header and a line a measurement, appended as
-    made (one shape, a tiny model, flat moments, the weights not packed)."""
+    made (one shape, a tiny model)."""
     from experiments import shape_costs
 
     output = tmp_path / "costs.jsonl"
     assert shape_costs.main(["--config=dsan_snli", "--shapes=6x5", "--steps=4",
-                             "--steps_per_execution=", "--flat_moments",
+                             "--steps_per_execution=",
                              "--size=embedding_dim=8,num_heads=2,ffn_dim=16",
                              f"--output={output}"]) == 0
     header, line = (json.loads(text) for text in output.read_text().splitlines())
     assert header["preset"] == "dsan_snli" and header["embedding_dim"] == 8
     assert (line["premise"], line["hypothesis"], line["steps"]) == (6, 5, 4)
-    assert line["flat_moments"] is True and line["packed_weights"] is False
     assert line["train_ms_per_step"] > 0
     assert line["first_train_step_s"] > 0 and line["eval_ms_per_step"] > 0
 
@@ -361,7 +360,7 @@ def test_benchmark_side_by_side_on_two_backends(tmp_path):
     result = json.loads(output.read_text())["side_by_side"]
     assert [r["machine"]["backend"] for r in result.values()] == ["tensorflow", "jax"]
     assert set(result["tensorflow"]["by_length"]["8"]) == {"false", "true"}
-    tensorflow = result["tensorflow"]["program"]  # the training program's size (issue 48)
+    tensorflow = result["tensorflow"]["program"]  # the training program's size
     assert 0 < tensorflow["gradient"]["graph_ops"] < tensorflow["step"]["graph_ops"]
     for part in ("gradient", "step"):  # XLA's program: before and after its optimisation
         figures = result["jax"]["program"][part]
@@ -419,50 +418,19 @@ def test_the_bounded_epoch_times_each_shape_once_and_projects_snli(monkeypatch):
     assert result["train_pairs_per_sec"] == pytest.approx(549_367 / result["projected_seconds"])
 
 
-ENCODER_PROGRAMS = """
-import json, sys
-sys.modules["tensorflow"] = None  # JAX alone, as on the GPU machines
-import keras, numpy as np
-import dsan_tf
-from dsan_tf.experiment.optimization import compile_for_training
-from experiments.encoder_programs import compare_steps, measure_length
-keras.utils.set_random_seed(0)
-config = dsan_tf.model_config("dsan", vocab_size=30, embedding_dim=8, num_heads=2, ffn_dim=16,
-                              dropout=0.3)  # dropout's seeds must be threaded alike
-def make_model(programs):
-    keras.utils.set_random_seed(0)
-    return compile_for_training(dsan_tf.build_model("dsan", config),
-                                sentence_programs=programs)
-rng = np.random.default_rng(0)
-ids = rng.integers(2, 30, (4, 6)).astype("int32")
-print(json.dumps(measure_length(make_model(True), ids, repeats=2)))
-x = {"premise": ids, "hypothesis": rng.integers(2, 30, (4, 3)).astype("int32")}
-x["premise"][1, 2:] = 0
-print(json.dumps(compare_steps(make_model, x, np.array([0, 1, 2, 0]), repeats=2)))
-"""
-
-
-SCAN_AND_LAYOUTS = """
-import json, sys
-from experiments import layout_ab, shape_costs
-shape_costs.main(sys.argv[1:])
-print(json.dumps(layout_ab.compare("packed", 10, 3)))
-"""
 
 
 @pytest.mark.jax
-@pytest.mark.slow  # a JAX process compiling the scan and two models' steps
-def test_the_quick_gpu_ab_times_the_scan_alone_and_layouts_interleaved(tmp_path):
-    """Issue 48's A/Bs of the step's layouts. `shape_costs --scan_only=N`: one program, N
-    steps as a `lax.scan` on the device's batches, whole chunks of N only, the record
-    saying what it ran under (`--packed`, XLA_FLAGS); with `--profile`, a trace of the
-    scan's first two calls summarised by HLO instruction of the program it ran.
-    `layout_ab`: the stacked and the packed model trained side by side, the same weights
-    after the run."""
+@pytest.mark.slow  # a JAX process compiling the scan
+def test_the_quick_gpu_ab_times_the_scan_alone(tmp_path):
+    """`shape_costs --scan_only=N`, the GPU session's A/B: one program, N steps as a
+    `lax.scan` on the device's batches, whole chunks of N only, the record saying what it
+    ran under (XLA_FLAGS, the dtype policy); with `--profile`, a trace of the scan's first
+    two calls summarised by HLO instruction of the program it ran."""
     output, profile = tmp_path / "scan.jsonl", tmp_path / "profile"
     result = subprocess.run(
-        [sys.executable, "-c", SCAN_AND_LAYOUTS, "--shapes=6x5", "--steps=5",
-         "--scan_only=2", "--packed", "--size=embedding_dim=8,num_heads=2,ffn_dim=16",
+        [sys.executable, "-m", "experiments.shape_costs", "--shapes=6x5", "--steps=5",
+         "--scan_only=2", "--size=embedding_dim=8,num_heads=2,ffn_dim=16",
          f"--output={output}", f"--profile={profile}"], cwd=ROOT,
         env=dict(ENV, KERAS_BACKEND="jax"), capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -470,7 +438,6 @@ def test_the_quick_gpu_ab_times_the_scan_alone_and_layouts_interleaved(tmp_path)
     assert header["device"] == "jax: cpu" and header["embedding_dim"] == 8
     assert (line["premise"], line["hypothesis"], line["steps"]) == (6, 5, 4)
     assert line["scan2_ms_per_step"] > 0 and line["scan2_first_call_s"] > 0
-    assert line["packed_weights"] is True
     assert line["xla_flags"] == ENV.get("XLA_FLAGS", "")
     assert line["dtype_policy"] == "float32" and line["matmul_precision"] is None
     assert not any(key.startswith(("fit", "jit_loop", "train_")) for key in line)
@@ -486,33 +453,3 @@ def test_the_quick_gpu_ab_times_the_scan_alone_and_layouts_interleaved(tmp_path)
         assert f"%{entry['op']} " in program or f"{entry['op']} = " in program, entry
         assert (entry["calls"] * 4) % 1 == 0 and entry["us"] >= 0
     assert (profile / "trace.xplane.pb.gz").stat().st_size > 0
-    layouts = json.loads(result.stdout.strip().splitlines()[-1])
-    assert (layouts["backend"], layouts["embedding_dim"], layouts["steps"]) == ("jax", 10, 3)
-    for name in ("stacked", "packed"):
-        assert layouts[name]["pairs_per_s"] > 0 and layouts[name]["ms_per_step"] > 0
-    assert layouts["max_weight_difference"] == 0.0  # the same numbers, to the bit
-
-
-@pytest.mark.jax
-@pytest.mark.slow  # a JAX process compiling three programs
-def test_the_encoder_programs_of_one_length_are_compiled_and_timed():
-    """`experiments.encoder_programs` (issue 48): the backbone's forward (with its vjp),
-    backward and inference programs for one sentence length, each lowered, compiled and
-    counted, and a forward and backward pass timed; a training step of such programs
-    updates the weights as Keras' whole step does."""
-    result = subprocess.run([sys.executable, "-c", ENCODER_PROGRAMS], cwd=ROOT,
-                            env=dict(ENV, KERAS_BACKEND="jax"), capture_output=True,
-                            text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    row, steps = map(json.loads, result.stdout.strip().splitlines()[-2:])
-    assert row["T"] == 6 and row["forward_backward_ms"] > 0
-    for program in ("forward", "backward", "inference"):
-        assert row[f"{program}_compile_s"] > 0 and row[f"{program}_hlo"] > 100, program
-    # Inference is the forward pass without dropout and without what the backward reads.
-    assert row["inference_hlo"] < row["forward_hlo"]
-    # A step of per-length programs is Keras' whole step, dropout's draws included: the
-    # weights agree to a tenth of Adam's step (1e-3; rounding moves them by about 2e-6,
-    # dropout's masks drawn in another order by a whole step). tests/test_compile_shapes.py
-    # compares two epochs of them.
-    assert steps["weights_max_difference"] < 1e-4
-    assert steps["split_ms"] > 0 and steps["whole_ms"] > 0 and steps["split_first_s"] > 0

@@ -33,7 +33,7 @@ def test_demo_trains_and_leaves_a_complete_run_directory(demo):
         assert (workdir / name).exists(), name
     config = json.loads((workdir / "config.json").read_text())
     assert config["model_config"]["embedding_dim"] == 32 and config["model"] == "dsan"
-    # Each value once (issue 49.4): the text settings are the configuration's `data`.
+    # Each value once: the text settings are the configuration's `data`.
     assert config["data"]["max_length"] == 256 and config["data"]["lowercase"] is False
     assert "max_length" not in config and "lowercase" not in config
     assert not any("max_length" in split for split in config["tokens"].values())
@@ -45,7 +45,7 @@ def test_demo_trains_and_leaves_a_complete_run_directory(demo):
         assert config["provenance"]["git_commit"]
     assert "--embedding_dim=32" in (workdir / "flags.txt").read_text()
     rows = history(workdir)
-    # Counted from 1, as the log, results.json and the model card count them (issue 37.7).
+    # Counted from 1, as the log, results.json and the model card count them.
     assert [int(r["epoch"]) for r in rows] == [1, 2, 3, 4]
     assert all(float(r["seconds"]) > 0 for r in rows)
     events = list((workdir / "tensorboard").rglob("events.out.tfevents.*"))
@@ -125,7 +125,7 @@ def test_export_runs_without_our_package(demo, tmp_path):
     assert files(export / "1") == files(version)
     card = (version / "MODEL_CARD.md").read_text()  # the run's card travels with the model
     assert card == (workdir / "MODEL_CARD.md").read_text()
-    assert "- dev accuracy: " in card and "python -m experiments.train " in card
+    assert "- dev accuracy: " in card and "dsan-train " in card
     assert "Intended use and limits" in card
     from dsan_tf.data import NLIPreprocessor  # Keras users get the preprocessor back
     assert NLIPreprocessor.load(version).max_length == 256
@@ -143,7 +143,7 @@ def test_export_runs_without_our_package(demo, tmp_path):
         np.testing.assert_allclose(out["probabilities"], fresh["probabilities"], atol=1e-5)
         assert loaded.encode(["the dog", "a cat", "a zebra"]).shape == (3, 4 * 32)
         with pytest.raises(ValueError, match=r"sentences\[1\] is empty"):
-            loaded.encode(["the dog", " ", "a zebra"])  # issue 37: not embedded from padding
+            loaded.encode(["the dog", " ", "a zebra"])  # not embedded from padding
     # The Keras model with its preprocessor, from the run, the export or best.keras alone
     # (it holds the vocabulary): the numbers of the SavedModel.
     import keras
@@ -298,7 +298,7 @@ PROGRAMS = ("train", "evaluate", "embed", "ensemble", "export", "predict", "summ
 
 def test_usage_lines_are_as_written():
     """The usage lines `--help` prints (each program's docstring): a shell continuation
-    `\\` stays one (issue 50, item 20: in a plain string it joined the lines into a run of
+    `\\` stays one (in a plain string it joined the lines into a run of
     spaces)."""
     import ast
 
@@ -350,6 +350,9 @@ def test_help_is_short_and_grouped_by_topic_with_each_familys_flags_under_it():
     assert sections["train"] == ["--overwrite"]  # the rest: the configuration's fields
     assert "--config" in sections["model"]
     assert "--flagfile=FILE" in listed
+    # A shared flag whose families' defaults differ shows each, not the first family's.
+    assert "--dropout (dsan 0.1, disan 0.1, cbow 0.1, gaussian_transformer 0.1, afdmn 0.2)" \
+        in listed
     flag_count = sum(len(names) for names in sections.values())
     assert len(listed.splitlines()) < 2.5 * flag_count + 40
     full = ok(cli("train", "--helpfull"))
@@ -359,7 +362,7 @@ def test_help_is_short_and_grouped_by_topic_with_each_familys_flags_under_it():
 
 @pytest.mark.parametrize("name", ["disan", "cbow"])
 def test_visualize_draws_disan_and_says_cbow_has_nothing_to_draw(tmp_path, name):
-    """Issue 37, item 11: a DiSAN run gets its attention, gate and pooling figures; a CBOW
+    """a DiSAN run gets its attention, gate and pooling figures; a CBOW
     run gets one sentence naming the run and why (no traceback)."""
     from dsan_tf import build_model, model_config
     from dsan_tf.data import NLIPreprocessor, Vocabulary
@@ -471,7 +474,7 @@ def test_ensemble_export_serves_the_mean_of_its_members(demo, cbow_run, tmp_path
         ok(cli("export", f"--workdir={member}", f"--export_dir={tmp_path / member.name}"))
         singles.append(served(tmp_path / member.name / "1"))
     assert served(export) == pytest.approx(np.mean(singles, axis=0).tolist(), abs=1e-5)
-    # The export read back as one Keras model of its members (issue 36).
+    # The export read back as one Keras model of its members.
     import dsan_tf
 
     ensemble = dsan_tf.NLIEnsemble.from_preset(export)
@@ -479,7 +482,7 @@ def test_ensemble_export_serves_the_mean_of_its_members(demo, cbow_run, tmp_path
                                                                      "CBOWBackbone"]
     assert ensemble.predict((["the dog chased the cat"], ["the cat chased the dog"]))[0] == \
         pytest.approx(served(export), abs=1e-5)
-    # Issue 37, item 8: an ensemble has no sentence vectors, and says so (not "a pair model").
+    # an ensemble has no sentence vectors, and says so (not "a pair model").
     with pytest.raises(ValueError, match=r"1 is an ensemble: it averages its members' "
                                          r"probabilities and has no sentence vectors"):
         dsan_tf.load(str(export)).encode("the dog")
@@ -590,7 +593,7 @@ def test_evaluate_scores_two_way_sets_and_groups_by_any_field(demo, tmp_path):
     assert "has two-way labels (non-entailment, as HANS)" in refused.stderr
 
 
-# What a user sees (issue 25): each test states the property a user relies on.
+# What a user sees: each test states the property a user relies on.
 
 def scalars(logdir):
     """{tag: [(step, value)]} of the scalar summaries in one TensorBoard run folder."""
@@ -646,7 +649,7 @@ def test_a_run_directory_never_describes_another_model(demo, tmp_path):
     assert "--overwrite" in refused.stderr
     assert {name: (copy / name).read_bytes() for name in names} == before
     # Another family: one line naming the model, not each hyperparameter the two do not
-    # share (issue 50, item 15: 863 characters of them).
+    # share (863 characters of them).
     other = cli("train", *flags, "--model=disan")
     error = other.stderr.strip().splitlines()[-1]  # after the note on the DSAN-only flags
     assert other.returncode != 0 and error.startswith(f"error: --workdir {copy} holds a run "
@@ -660,7 +663,7 @@ def test_a_run_directory_never_describes_another_model(demo, tmp_path):
         str(workdir), str(copy))
     assert {name: (copy / name).read_bytes() for name in names} == before
     # With --export_dir: the export already holds this model, and nothing new is written
-    # (issue 50, item 12: each no-op re-run wrote export/2, export/3... of one model).
+    # (each no-op re-run wrote export/2, export/3... of one model).
     exported = ok(cli("train", *flags, f"--export_dir={copy / 'export'}"))
     assert f"already exported: {copy / 'export' / '1'} holds this run's model" in exported
     assert sorted(p.name for p in (copy / "export").iterdir()) == ["1"]
@@ -676,7 +679,7 @@ def test_a_failed_run_leaves_no_directory(tmp_path):
     bad.write_text('{"sentence1": "a"\n')
     failed = cli("train", *DEMO, f"--workdir={tmp_path / 'run'}", f"--train_data={bad}")
     assert failed.returncode != 0 and f"{bad}:1: malformed JSON" in failed.stderr
-    # json's message whole, with where (issue 50, item 20: it ended "starting at).")
+    # json's message whole, with where (it ended "starting at).")
     assert "(Expecting ',' delimiter: column 18)." in failed.stderr
     assert not (tmp_path / "run").exists()
 
@@ -700,7 +703,7 @@ def test_bad_flag_values_are_refused_before_tensorflow_loads(program, flags):
 
 
 def test_a_missing_value_of_a_list_flag_is_named_alone(tmp_path):
-    """Issue 50, item 20: the missing file of a repeated flag is named as the flag's value,
+    """the missing file of a repeated flag is named as the flag's value,
     not inside absl's Python list (`--data=['...', '...']`)."""
     there = tmp_path / "dev.jsonl"
     there.write_text("")

@@ -24,7 +24,7 @@ def test_no_function_is_longer_than_50_lines():
 def test_the_layering_contracts_hold_and_the_package_has_no_import_cycle():
     """.importlinter's contracts (the layers of docs/DEVELOPMENT.md, the families apart),
     checked as CI checks them, and no file that imports another that imports it back,
-    directly or through others (issue 49.6)."""
+    directly or through others."""
     import subprocess
     import sys
 

@@ -1,4 +1,4 @@
-"""Batch shapes chosen by what they cost on the device (issue 48): the cost line fitted to
+"""Batch shapes chosen by what they cost on the device: the cost line fitted to
 measurements, the choice against every alternative, the batches it gives, evaluation in
 the training shapes, and the record of the choice."""
 

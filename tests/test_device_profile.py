@@ -1,4 +1,4 @@
-"""`experiments.device_profile` (issue 48): a profiler trace read back as kernels by HLO
+"""`experiments.device_profile`: a profiler trace read back as kernels by HLO
 instruction, per step. The traces here are written by hand as XLA's XSpace (a GPU's
 device plane as CUPTI fills it), so every figure of the summary is known exactly; the
 slow quick-A/B test in tests/test_benchmark.py reads a real trace of the JAX scan."""

@@ -57,7 +57,7 @@ def test_two_workers_on_loopback_train_and_agree(single, tmp_path):
     cluster = {"worker": [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]}
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     workers = [subprocess.Popen(
-        [sys.executable, "-m", "experiments.train", *SHORT, f"--workdir={tmp_path}",
+        [sys.executable, "-m", "dsan_tf.programs.train", *SHORT, f"--workdir={tmp_path}",
          "--strategy=multi_worker"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True, env=dict(env, TF_CONFIG=json.dumps(
             {"cluster": cluster, "task": {"type": "worker", "index": index}}))) for index in (0, 1)]
@@ -79,7 +79,7 @@ def test_two_workers_on_loopback_train_and_agree(single, tmp_path):
 def test_strategy_mistakes_get_one_sentence(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
     result = subprocess.run(
-        [sys.executable, "-m", "experiments.train", *SHORT, f"--workdir={tmp_path}",
+        [sys.executable, "-m", "dsan_tf.programs.train", *SHORT, f"--workdir={tmp_path}",
          "--strategy=multi_worker"], cwd=ROOT, capture_output=True, text=True, env=env,
         timeout=300)
     assert result.returncode != 0 and "needs the TF_CONFIG environment variable" in result.stderr

@@ -1,4 +1,4 @@
-"""Every ```python block of README.md and docs/*.md runs alone (issue 36, item 6): in an
+"""Every ```python block of README.md and docs/*.md runs alone: in an
 empty directory of its own and a namespace of its own, as a reader pastes it, with what the
 pages assume beside it: a finished run with its export at runs/dsan (a copy of the shared
 demo run, tests/conftest.py), and ../shared (the blocks that read it are skipped without
@@ -51,13 +51,13 @@ def test_a_block_runs_alone(demo, tmp_path, monkeypatch, page, number, code):
         exec(compile(_dedent(code), f"{page.name} block {number}", "exec"),
              {"__name__": "__main__"})
     # What a reader copying the block would see: not Keras' "shuffle=True ... will be
-    # ignored" for the datasets the project makes (issue 50, item 20).
+    # ignored" for the datasets the project makes.
     assert not [w for w in caught if "will be ignored" in str(w.message)]
 
 
 def test_the_mutation_list_is_documented_as_it_is():
     """docs/DEVELOPMENT.md shows every mutant of tools/mutants.py, as `python -m
-    tools.mutation --markdown` prints the list (issue 41: the whole list is documented)."""
+    tools.mutation --markdown` prints the list (the whole list is documented)."""
     from tools import mutation
 
     table = mutation.markdown_table(range(1, len(mutation.MUTANTS) + 1))
@@ -67,7 +67,7 @@ def test_the_mutation_list_is_documented_as_it_is():
 
 
 def test_fidelity_rows_are_linked_by_anchor_not_by_number():
-    """Issue 49, item 6: a link to a row or section of docs/FIDELITY.md names its anchor, so
+    """a link to a row or section of docs/FIDELITY.md names its anchor, so
     that it survives a reordering of the table: every `FIDELITY.md#name` anywhere in the
     project, and every `(#name)` inside the table, is an anchor the page defines, each row
     has one, and nothing points at a row by its number."""

@@ -1,4 +1,4 @@
-"""What a new user meets in the first hour (issue 37), checked as the user sees it: the
+"""What a new user meets in the first hour, checked as the user sees it: the
 message and exit status, the numbers printed, the rows of history.csv."""
 
 import io
@@ -34,7 +34,7 @@ BACKEND_MISSING = """
 import sys
 sys.modules["jax"] = None  # as where JAX is not installed
 sys.argv[0] = "summary"
-from experiments.summary import cli
+from dsan_tf.programs.summary import cli
 cli()
 """
 
@@ -111,7 +111,7 @@ def test_ctrl_c_exits_130_naming_the_command_that_resumes_and_steps_go_on(tmp_pa
     import time
 
     workdir = tmp_path / "run"
-    args = [sys.executable, "-m", "experiments.train",
+    args = [sys.executable, "-m", "dsan_tf.programs.train",
             "--flagfile=experiments/configs/demo.cfg", f"--workdir={workdir}",
             "--epochs=6", "--log_every_steps=5"]
     process = subprocess.Popen(  # as a terminal's Ctrl-C reaches it: SIGINT not ignored
@@ -127,7 +127,7 @@ def test_ctrl_c_exits_130_naming_the_command_that_resumes_and_steps_go_on(tmp_pa
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 130 and "Traceback" not in stderr
     done = len(read_history(workdir / "history.csv"))
-    command = "python -m experiments.train " + " ".join(args[3:])
+    command = "python -m dsan_tf.programs.train " + " ".join(args[3:])
     assert stderr.strip().splitlines()[-1] == (
         f"interrupted: {done} epoch(s) of {workdir} are kept; `{command}` resumes from "
         f"epoch {done + 1}.")
@@ -231,7 +231,7 @@ def test_a_record_of_the_wrong_type_is_one_sentence_naming_file_and_line(trained
 
 
 def test_group_by_keeps_records_lacking_the_field_and_prints_a_screenful(trained, tmp_path):
-    """Issue 37, item 5: a record without the field is its own group, not an abort; a field
+    """a record without the field is its own group, not an abort; a field
     of many values prints its 20 largest groups and a line counting the rest; the JSON
     report holds every group."""
     records = [{"sentence1": "the dog saw the cat", "sentence2": "the cat saw the dog",
@@ -258,7 +258,7 @@ def test_group_by_keeps_records_lacking_the_field_and_prints_a_screenful(trained
     (["a dog", ""], ["a cat", "a dog"], "premises[1] is empty"),
     (["a dog"], ["\t"], "hypotheses[0] is empty")])
 def test_an_empty_sentence_is_refused_not_classified(trained, premise, hypothesis, message):
-    """Issue 37, item 4: an empty or blank sentence would be classified from padding alone;
+    """an empty or blank sentence would be classified from padding alone;
     the Python API refuses it naming which, the CLI too (flag or file line), and data files
     count it among the dropped records (`ReadReport`)."""
     model = dsan_tf.load(str(trained))
@@ -288,7 +288,7 @@ def test_the_cli_refuses_an_empty_sentence_naming_the_flag_or_line(trained, tmp_
 
 
 def test_a_model_without_sentence_vectors_says_why():
-    """Issue 37, item 8: the message names what the model is (an ensemble's export says
+    """the message names what the model is (an ensemble's export says
     so, `test_cli.py::test_ensemble_export_serves_the_mean_of_its_members`)."""
     from dsan_tf.saving.serving import LoadedModel
 
@@ -310,7 +310,7 @@ def test_a_model_without_sentence_vectors_says_why():
 
 
 def test_a_json_file_cut_off_is_one_sentence_naming_it(trained, tmp_path):
-    """Issue 37, item 8: a run's config.json cut mid-record (a killed process, an edit),
+    """a run's config.json cut mid-record (a killed process, an edit),
     or an evaluation file cut short, is one sentence naming the file, the line and the
     column, not a traceback."""
     import shutil
@@ -337,7 +337,7 @@ def test_a_json_file_cut_off_is_one_sentence_naming_it(trained, tmp_path):
 
 @pytest.mark.parametrize("program", ["evaluate", "visualize", "ensemble", "predict"])
 def test_a_named_config_is_refused_where_the_model_comes_from_a_run(program, tmp_path):
-    """Issue 50, item 18: `--config` (then `--preset`) was accepted and ignored by the programs that read a
+    """`--config` (then `--preset`) was accepted and ignored by the programs that read a
     trained run; it is refused in one sentence saying where their configuration comes
     from, before anything is loaded."""
     from helpers import run_in_process
@@ -351,7 +351,7 @@ def test_a_named_config_is_refused_where_the_model_comes_from_a_run(program, tmp
 
 
 def test_the_old_preset_flag_says_it_is_now_config(tmp_path):
-    """Issue 49, item 3: a preset is a trained model loaded by name; the training
+    """a preset is a trained model loaded by name; the training
     configurations' flag is --config, and --preset, its old name, says so."""
     from helpers import run_in_process
 
@@ -365,7 +365,7 @@ def test_the_old_preset_flag_says_it_is_now_config(tmp_path):
 
 
 def test_a_named_configs_missing_path_names_it_and_where_it_was_looked_for(tmp_path):
-    """Issue 50, item 19: a named configuration's ../shared/data paths, run away from a clone, failed
+    """a named configuration's ../shared/data paths, run away from a clone, failed
     deep in reading without saying what they are relative to."""
     from helpers import run_in_process
 
@@ -400,3 +400,31 @@ def test_a_file_that_holds_no_word_vectors_is_named_as_such(tmp_path):
     assert done.stderr.strip().splitlines()[-1].startswith(
         f"error: --embeddings={vectors} has a vector for none of the ")
     assert "embedding_dim" not in done.stderr
+
+
+def test_figure_6_keeps_a_curve_for_each_run_and_source_whose_short_names_collide(tmp_path):
+    """`visualize --evaluation`: two runs in folders of one name (seed0/dsan, seed1/dsan),
+    each scored on mine.jsonl and mine.tsv, are four curves, each labelled with what tells
+    it apart and drawing its own accuracies; the short names stay where nothing collides."""
+    from dsan_tf.evaluation import plots
+    from dsan_tf.programs import visualize
+
+    specs = []
+    for seed in (0, 1):
+        run = tmp_path / f"seed{seed}" / "dsan"
+        run.mkdir(parents=True)
+        sources = {f"data/mine.{ending}": {"accuracy_by_length": [
+            {"min_length": 1, "max_length": 9, "examples": 500,
+             "accuracy": seed / 10 + index / 100}]}
+            for index, ending in enumerate(("jsonl", "tsv"))}
+        (run / "eval.json").write_text(json.dumps({"workdir": str(run), "sources": sources}))
+        specs.append(str(run / "eval.json"))
+    curves = visualize.load_evaluations(specs)
+    assert list(curves) == ["seed0/dsan on mine.jsonl", "seed0/dsan on mine.tsv",
+                            "seed1/dsan on mine.jsonl", "seed1/dsan on mine.tsv"]
+    axis = plots.accuracy_by_length(curves).axes[0]
+    drawn = {line.get_label(): list(line.get_ydata()) for line in axis.get_lines()}
+    assert drawn == {"seed0/dsan on mine.jsonl": [0.0], "seed0/dsan on mine.tsv": [1.0],
+                     "seed1/dsan on mine.jsonl": [10.0], "seed1/dsan on mine.tsv": [11.0]}
+    assert list(visualize.load_evaluations([f"mine={specs[0]}"])) == [
+        "mine on mine.jsonl", "mine on mine.tsv"]

@@ -1,4 +1,4 @@
-"""The GPU check's script (issue 48), in-process at a tiny size on this machine's backend:
+"""The GPU check's script, in-process at a tiny size on this machine's backend:
 what it records and prints. The figures themselves come from a GPU (docs/PERFORMANCE.md)."""
 
 import json
@@ -34,7 +34,6 @@ def test_the_gpu_check_records_compile_and_two_epochs_and_projects_the_schedule(
                               f"{part['projected_schedule_seconds']:.0f} s")
     assert "study" not in record  # no --setting: part 2 skipped
     assert record["target_config"] is None  # XLA's description of a GPU; this is a CPU
-    assert record["packed_weights"] is False  # packed only when asked (--packed)
     assert part["dtype_policy"] == "float32"  # the preset's precision
 
 
@@ -100,9 +99,9 @@ def test_the_gpu_sessions_script_runs_commands_these_programs_accept():
         parsers[program].parse_args(args)  # exits (SystemExit) on a flag it lacks
         programs.append((program, [arg.split("=")[0] for arg in args]))
     scans = [args for program, args in programs if program == "experiments.shape_costs"]
-    assert len(scans) == 8 and all("--scan_only" in args for args in scans)
-    assert "--profile" in scans[0] and "--mixed_precision" in scans[1] and "--packed" in scans[2]
+    assert len(scans) == 7 and all("--scan_only" in args for args in scans)
+    assert "--profile" in scans[0] and "--mixed_precision" in scans[1]
     assert [program for program, _ in programs].count("experiments.gpu_check") == 2
     assert any("--xla_gpu_dump_autotune_results_to=/tmp/out/autotune.txt" in word
-               for word in commands[5])
-    assert "96x48" in " ".join(commands[3])
+               for word in commands[4])
+    assert "96x48" in " ".join(commands[2])

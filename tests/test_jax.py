@@ -21,7 +21,7 @@ def history(workdir):
         return list(csv.DictReader(stream))
 
 
-@pytest.mark.slow  # the README's demo whole, on JAX: 50 s of CPU (issue 47)
+@pytest.mark.slow  # the README's demo whole, on JAX: 50 s of CPU
 def test_jax_trains_evaluates_predicts_and_tensorflow_exports(tmp_path):
     """The README's demo on JAX (tf.data feeding the jitted JAX model) reaches the demo's
     dev accuracy; evaluate and predict run on JAX; exporting is TensorFlow's: refused on
@@ -48,7 +48,7 @@ def test_jax_trains_evaluates_predicts_and_tensorflow_exports(tmp_path):
 
     assert refused.returncode == 1 and "Traceback" not in refused.stderr
     assert refused.stderr.strip().splitlines()[-1].startswith(
-        "error: experiments.export writes a TensorFlow SavedModel, which needs "
+        "error: dsan-export writes a TensorFlow SavedModel, which needs "
         "KERAS_BACKEND=tensorflow (now jax)")
     assert not (tmp_path / "export").exists()
 
@@ -109,7 +109,7 @@ TRAIN_ENCODED_WITHOUT_TENSORFLOW = """
 import sys
 sys.modules["tensorflow"] = None  # `import tensorflow` fails, as on the GPU machines
 sys.argv[0] = "train_encoded"
-from experiments.train_encoded import cli
+from dsan_tf.programs.train_encoded import cli
 cli()
 """
 

@@ -115,7 +115,7 @@ def test_welch_p_is_students_t_with_welchs_degrees_of_freedom():
 
 
 def test_a_count_of_one_pair_is_singular():
-    """Issue 50, item 20: "(1 pair)", not "(1 pairs)", in the reports users read."""
+    """"(1 pair)", not "(1 pairs)", in the reports users read."""
     from dsan_tf.common.progress import pairs
     from dsan_tf.evaluation.metrics import format_report, score
 

@@ -1,6 +1,7 @@
 """Properties of the assembled model: padding, sharing, parameter count, saving."""
 
 import dataclasses
+import json
 
 import keras
 import numpy as np
@@ -118,7 +119,7 @@ def test_one_pass_of_the_encoder_gives_the_same_logits_and_gradients(small_confi
 
 
 def test_keras_clone_model_copies_the_graph(small_config, rng):
-    """`keras.models.clone_model` (issue 50, item 8: it failed on MatchingFeatures' config):
+    """`keras.models.clone_model` (it failed on MatchingFeatures' config):
     new layers, the same function once the weights are copied."""
     model = build_model("dsan", small_config)
     clone = keras.models.clone_model(model)
@@ -371,3 +372,78 @@ def test_classifier_accepts_a_pair_backbone(rng, tmp_path):
     reloaded = keras.models.load_model(tmp_path / "joint.keras")
     np.testing.assert_allclose(np.asarray(reloaded(inputs)), np.asarray(model(inputs)),
                                atol=1e-6)
+
+
+def _other_values(field, value):
+    """Values of a hyperparameter field other than `value`, nearest first."""
+    from dsan_tf.models.config import value_type
+
+    kind = value_type(field)
+    if field.metadata.get("choices"):
+        return [choice for choice in field.metadata["choices"] if choice != value]
+    if kind is bool:
+        return [not value]
+    if value is None:
+        return []
+    if kind is int:
+        return [value * 2, value + 1]
+    if kind is float:
+        return [value * 2 if value else 0.5, value / 2]
+    return []
+
+
+def _built(name, config):
+    """What a configuration makes of family `name`: each sublayer's class and
+    configuration (names aside: Keras numbers them), each weight's shape, whether it
+    trains, and its initial values at one seed."""
+    keras.utils.set_random_seed(0)
+    model = build_model(name, config)
+    layers = []
+    for layer in model._flatten_layers(include_self=False, recursive=True):
+        try:
+            settings = layer.get_config()
+        except NotImplementedError:
+            settings = {}
+        settings.pop("name", None)
+        layers.append((type(layer).__name__, json.dumps(settings, sort_keys=True, default=str)))
+    weights = [(tuple(w.shape), w.trainable, keras.ops.convert_to_numpy(w.value).tobytes())
+               for w in model.weights]
+    return layers, weights
+
+
+# A field that acts only beside another value: (family, field) -> the companion values.
+ACTS_WITH = {("dsan", "prior_max_distance"): {"distance_prior": "learned"}}
+
+
+@pytest.mark.parametrize("name", registry.PACKAGES)
+def test_every_hyperparameter_reaches_the_model_it_configures(name, small_config):
+    """Each hyperparameter of a family (`hyperparameter` fields: they are flags), set to
+    another value, changes the model `build_model` makes of it: a sublayer's
+    configuration, a weight's shape or its initial values. A field a backbone takes and
+    does not pass on, its layer training with a default of its own while config.json
+    records the flag, fails here (the layers' defaults equal the fields', so no other test
+    can tell)."""
+    from dsan_tf.models.config import check_fields, described_fields, value_type
+
+    family = registry.family(name)
+    unchanged, tried, made = [], 0, {}
+    for field in described_fields(family.config):
+        companions = ACTS_WITH.get((name, field.name), {})
+        base = small(name, small_config, **companions)
+        if getattr(base, field.name) is None and value_type(field) is bool:
+            base = dataclasses.replace(base, **{field.name: True})  # unset: derived
+        key = repr(base)
+        before = made[key] = made[key] if key in made else _built(name, base)
+        for value in _other_values(field, getattr(base, field.name)):
+            other = dataclasses.replace(base, **{field.name: value})
+            try:
+                check_fields(other)
+                after = _built(name, other)
+            except ValueError:  # not a model this family makes (a width heads cannot split)
+                continue
+            tried += 1
+            if after == before:
+                unchanged.append(f"{field.name}={value!r}")
+            break
+    assert tried >= len(described_fields(family.config)) - 1
+    assert not unchanged, f"{name}: the model is the same with {unchanged}"

@@ -23,7 +23,7 @@ LAYERED = {name: config.base for name, config in registry.named_configs().items(
 
 
 def _parsed(*argv):
-    """The `ExperimentConfig` experiments.train makes of `argv` (in-process)."""
+    """The `ExperimentConfig` dsan-train makes of `argv` (in-process)."""
     train.define_flags()
     FLAGS.unparse_flags()
     try:
@@ -34,10 +34,11 @@ def _parsed(*argv):
 
 
 def test_a_named_config_is_its_flagfile_read_as_absl_reads_it():
-    """Issue 49, item 3: a named configuration is written once, as a flagfile in its
+    """a named configuration is written once, as a flagfile in its
     family's configs/ folder; `--config=NAME` and `ExperimentConfig.named(NAME)` read it
     (its `# base:` first) to the configuration absl's `--flagfile` gives, and the clone's
-    experiments/configs/NAME.cfg are links to those files, not copies."""
+    experiments/configs/NAME.cfg are links to those files, not copies (a family's new
+    configuration needs none: `--config=NAME` finds it)."""
     named = registry.named_configs()
     for name, config in named.items():
         flagfiles = [f"--flagfile={named[base].path}" for base in (config.base, name) if base]
@@ -46,7 +47,7 @@ def test_a_named_config_is_its_flagfile_read_as_absl_reads_it():
         assert ExperimentConfig.named(name) == from_files, name
         assert pathlib.Path(config.path).parent.name == "configs" and config.description
     links = sorted((ROOT / "experiments" / "configs").glob("*.cfg"))
-    assert {link.stem for link in links} == set(named)
+    assert {link.stem for link in links} <= set(named) and links
     for link in links:
         assert link.is_symlink() and link.resolve() == pathlib.Path(named[link.stem].path
                                                                     ).resolve(), link
@@ -160,7 +161,7 @@ print(json.dumps({"labels": out["labels"], "probabilities": out["probabilities"]
 
 @pytest.mark.parametrize("name", sorted(registry.trained_presets()))
 def test_a_shipped_preset_loads_by_name_and_gives_its_recorded_numbers(name):
-    """Issue 49, item 3: a trained preset inside the package, loaded by name in a fresh
+    """a trained preset inside the package, loaded by name in a fresh
     process with no training and no data, gives the probabilities recorded when it was
     shipped (`tools/ship_preset.py`), compiles with its run's optimizer, and its card
     quotes the accuracies it was measured at."""
@@ -175,7 +176,7 @@ def test_a_shipped_preset_loads_by_name_and_gives_its_recorded_numbers(name):
                           capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Warning" not in done.stderr  # no optimizer state skipped, nothing cut
-    # Nor TensorFlow's start-up C++ lines (issue 50, item 20): Python use is as quiet as
+    # Nor TensorFlow's start-up C++ lines: Python use is as quiet as
     # the programs (`dsan_tf.common.quiet`).
     assert "oneDNN" not in done.stderr and "I0000" not in done.stderr, done.stderr[-2000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])

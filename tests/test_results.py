@@ -65,7 +65,7 @@ def test_every_row_trains_a_different_model():
     name: no two rows train the same model the same way (kept rows aside: older code made
     them, and `gaussian_transformer_cut` shares its flags with `gaussian_transformer`)."""
     seen = {}
-    train.define_flags()  # the rows' flags are experiments.train's
+    train.define_flags()  # the rows' flags are dsan-train's
     try:
         for variant in results.VARIANTS:
             if variant.ensemble_of or variant.kept:  # trains nothing now
@@ -152,7 +152,7 @@ def test_study_is_written_resumed_and_reproducible(tmp_path):
     assert outputs["curve_output"].read_bytes().startswith(b"\x89PNG")
     text = outputs["output"].read_text()
     assert "| DSAN (paper" in text and "24 pairs" in text and "25,299 pairs" in text
-    assert "experiments.evaluate" in text and "--save_predictions" in text
+    assert "dsan-evaluate" in text and "--save_predictions" in text
     assert "- 2 epochs, the best dev epoch kept instead of the paper's unstated schedule." in text
     record = json.loads((records / "snli" / "cbow" / "seed1.json").read_text())
     assert len(record["snli_dev_predictions"]) == 48 and record["seed"] == 1
@@ -425,7 +425,7 @@ def test_the_report_reads_its_early_stopping_from_the_study_flagfile(tmp_path):
 
 
 def test_a_new_family_gets_a_row_from_its_folder(monkeypatch):
-    """Issue 49, item 5: a family that no row trains joins the study through a named
+    """a family that no row trains joins the study through a named
     configuration of the study's setting in its folder; the project's own families, which
     have rows, get none twice, and other configurations add nothing."""
     from dsan_tf.models import registry

@@ -1,4 +1,4 @@
-"""`python -m experiments.summary` reports the paper's parameter count (issue: property 5)."""
+"""`dsan-summary` reports the paper's parameter count."""
 
 from helpers import ROOT, cli
 
@@ -43,7 +43,7 @@ def test_bad_flag_is_one_clear_line():
 
 
 def test_a_named_config_counts_its_own_family():
-    """Issue 50, item 16: `--config` (then `--preset`) of another family counts that family's model (it
+    """`--config` (then `--preset`) of another family counts that family's model (it
     built --model's default, DSAN, and crashed), and the count is its flagfiles' (the
     study's setting, then the family's on top)."""
     result = summary("--config=afdmn_snli25k_glove50")

@@ -1,4 +1,4 @@
-"""The Keras-native task (issue 36): raw text in `fit`, `evaluate` and `predict`,
+"""The Keras-native task: raw text in `fit`, `evaluate` and `predict`,
 `compile()` alone, presets, the ensemble as one model, registration on `import dsan_tf`,
 and one raw-text path (predict, `dsan_tf.load`, the SavedModel agree)."""
 
@@ -55,7 +55,7 @@ def test_text_in_fit_evaluate_and_predict_in_every_form_a_keras_user_writes():
     np.testing.assert_allclose(expected.sum(axis=1), 1.0, atol=1e-5)  # probabilities
     logits = np.asarray(model(_ids(model)))
     np.testing.assert_allclose(expected, keras.ops.softmax(logits).numpy(), atol=1e-6)
-    # Text to `model(...)` (issue 50, item 7): one sentence on what to call instead.
+    # Text to `model(...)`: one sentence on what to call instead.
     with pytest.raises(ValueError, match=r"^dsan\(\.\.\.\) takes token ids and returns "
                        r"logits; for text use dsan\.predict\(\.\.\.\) \(probabilities\), "
                        r"or dsan\(model\.preprocessor\(\.\.\.\)\) for the logits of text\.$"):
@@ -79,7 +79,7 @@ def test_text_in_fit_evaluate_and_predict_in_every_form_a_keras_user_writes():
         model.fit(text, ["entailment", "maybe", "neutral", "neutral"], verbose=0)
     with pytest.raises(ValueError, match=r"hypotheses\[2\] is empty"):
         model.predict({"premise": PREMISES, "hypothesis": ["a", "b", " ", "c"]})
-    # Issue 50, items 1 and 3: label names inside a tf.data, and keras-hub's
+    # label names inside a tf.data, and keras-hub's
     # ((premises, hypotheses), labels) datasets, in fit, evaluate and predict.
     names = ["entailment", "contradiction", "entailment", "contradiction"]
     trained = model.get_weights()
@@ -101,7 +101,7 @@ def test_text_in_fit_evaluate_and_predict_in_every_form_a_keras_user_writes():
 
 
 def test_pandas_columns_are_text_and_labels():
-    """Issue 50, item 2: pandas Series and DataFrames (pandas 3's string dtype) in predict,
+    """pandas Series and DataFrames (pandas 3's string dtype) in predict,
     fit and evaluate, as keras-hub takes them: the probabilities of the lists."""
     pandas = pytest.importorskip("pandas")
     model = _classifier()
@@ -141,7 +141,7 @@ def test_truncation_is_counted_for_text_in_memory_and_in_a_dataset():
 
 
 def test_compile_without_arguments_is_the_papers_setup_and_arguments_override_it():
-    """A task comes compiled with the paper's setup, as keras-hub's do (issue 50, item 5):
+    """A task comes compiled with the paper's setup, as keras-hub's do:
     `fit` works before any `compile()`."""
     model = _classifier()
     assert model.compiled and isinstance(model.optimizer, keras.optimizers.Adam)
@@ -191,13 +191,13 @@ def test_presets_keras_files_and_the_ensemble_give_the_same_numbers(tmp_path):
     again = dsan_tf.NLIClassifier.from_preset(tmp_path / "preset")
     np.testing.assert_allclose(again.predict(text), expected, atol=1e-6)
     assert again.preprocessor.max_length == 12
-    # Compiled as it was trained (issue 49, item 2), not with the paper's defaults.
+    # Compiled as it was trained, not with the paper's defaults.
     assert type(again.optimizer).__name__ == "SGD"
     assert float(again.optimizer.learning_rate) == pytest.approx(0.05)
     loaded = dsan_tf.load(str(tmp_path / "preset"))
     np.testing.assert_allclose(loaded.predict(PREMISES, HYPOTHESES)["probabilities"],
                                expected, atol=1e-6)
-    # One predict interface (issue 49, item 1): the Keras model's inputs, and evaluate.
+    # One predict interface: the Keras model's inputs, and evaluate.
     np.testing.assert_allclose(loaded.predict(text)["probabilities"], expected, atol=1e-6)
     labels = ["entailment", "contradiction", "neutral", "entailment"]
     report = loaded.evaluate(text, labels)
@@ -235,7 +235,7 @@ def test_the_saved_model_and_load_agree_with_predict(tmp_path):
     out = saved.signatures["serving_default"](premise=tf.constant(PREMISES),
                                               hypothesis=tf.constant(HYPOTHESES))
     np.testing.assert_allclose(out["probabilities"].numpy(), expected, atol=1e-5)
-    # The Keras model beside it (issue 49, item 1): loaded back as the model it was.
+    # The Keras model beside it: loaded back as the model it was.
     again = dsan_tf.NLIClassifier.from_preset(tmp_path / "saved")
     np.testing.assert_allclose(again.predict((PREMISES, HYPOTHESES)), expected, atol=1e-6)
     (tmp_path / "saved" / "model.keras").unlink()
@@ -248,7 +248,7 @@ def test_the_saved_model_and_load_agree_with_predict(tmp_path):
                                expected, atol=1e-5)
     vectors = saved.signatures["encode"](sentences=tf.constant(PREMISES))["embedding"]
     np.testing.assert_allclose(model.encode(PREMISES), vectors.numpy(), atol=1e-5)
-    # As a Keras layer (issue 50, item 9): a dict, as a Keras model takes it.
+    # As a Keras layer: a dict, as a Keras model takes it.
     layer = keras.layers.TFSMLayer(str(tmp_path / "saved"), call_endpoint="serve_pairs")
     out = layer({"premise": tf.constant(PREMISES), "hypothesis": tf.constant(HYPOTHESES)})
     np.testing.assert_allclose(out["probabilities"].numpy(), expected, atol=1e-5)

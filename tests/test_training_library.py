@@ -86,7 +86,7 @@ def test_a_run_is_its_configuration_not_trained_twice_and_trained_on_with_more_e
 @pytest.mark.parametrize("schedule_epoch_pairs", [0, 500])
 def test_tf_data_batches_resume_in_the_order_of_a_run_from_the_start(tmp_path,
                                                                       schedule_epoch_pairs):
-    """Issue 50, item 14: a run extended (or resumed) from epoch 1 with `tf.data` batches,
+    """a run extended (or resumed) from epoch 1 with `tf.data` batches,
     TensorFlow's default, trains epochs 2 and 3 on the batches a run from the start draws
     there (its seeded reshuffles went on, not again from the start): the same history.
     Also for epochs of `schedule_epoch_pairs`, whose passes start anywhere."""
@@ -103,7 +103,7 @@ def test_tf_data_batches_resume_in_the_order_of_a_run_from_the_start(tmp_path,
 @pytest.mark.parametrize("bounded_shapes", [False, True])
 def test_a_run_interrupted_mid_epoch_resumes_to_the_uninterrupted_result(
         tmp_path, monkeypatch, bounded_shapes):
-    """Issue 50, item 14: Ctrl-C in the middle of epoch 2 (step 30 of 63), then the same
+    """Ctrl-C in the middle of epoch 2 (step 30 of 63), then the same
     call again, ends with the history and the best weights (their SHA-256) of the run
     that was never interrupted: data order, dropout's random states and the step count
     are restored, with tf.data batches and NumPy batches alike."""
@@ -295,7 +295,7 @@ def test_pyproject_declares_the_package_and_agrees_with_requirements(tmp_path):
 
 
 def test_an_interrupted_first_epoch_leaves_no_directory(tmp_path, monkeypatch):
-    """Issue 50, item 11: Ctrl-C before the first epoch ends (history.csv holds its header
+    """Ctrl-C before the first epoch ends (history.csv holds its header
     alone) leaves no run directory, as TRAINING.md promises, so the next run, of any
     configuration, starts afresh there."""
     from dsan_tf.training import callbacks
@@ -316,7 +316,7 @@ def test_an_interrupted_first_epoch_leaves_no_directory(tmp_path, monkeypatch):
 
 def test_an_extension_stopped_early_finishes_as_asked_and_no_run_is_shortened(
         tmp_path, monkeypatch, capsys):
-    """Issue 50, item 13: an extension (2 -> 4 epochs) stopped before its first new epoch,
+    """an extension (2 -> 4 epochs) stopped before its first new epoch,
     then asked for its 2 epochs again, says it finishes (not "training from epoch 3") and
     writes the 2-epoch results; asking a run for fewer epochs than it trained is refused."""
     from dsan_tf.common.errors import UsageError
@@ -346,7 +346,7 @@ def test_an_extension_stopped_early_finishes_as_asked_and_no_run_is_shortened(
 
 
 def test_an_export_on_another_backend_is_refused_before_training(tmp_path, monkeypatch):
-    """Issue 50, item 6: on JAX, `train_run(..., RunOptions(export_dir=...))` trained its
+    """on JAX, `train_run(..., RunOptions(export_dir=...))` trained its
     epochs and then died in jax2tf; `serving.export` died the same way. Both now refuse in
     one sentence before any work (the backend is faked: the check is what is tested)."""
     import keras

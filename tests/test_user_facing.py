@@ -1,5 +1,5 @@
 """What a user of the Python API sees: one string or a list, truncation reported, no
-spurious warnings, progress lines, readable figures, honest log lines (issue 25)."""
+spurious warnings, progress lines, readable figures, honest log lines."""
 
 import io
 import warnings

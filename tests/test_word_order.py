@@ -1,4 +1,4 @@
-"""The model learns word order, and the masks are what carries it (issue: property 7)."""
+"""The model learns word order, and the masks are what carries it."""
 
 import dataclasses
 

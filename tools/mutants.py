@@ -175,7 +175,7 @@ MUTANTS = [
      "        self._global_train_batch = 0 * int(keras.ops.convert_to_numpy(",
      "a resumed run's TensorBoard step curves start again at step 0, over the first run's",
      ["tests/test_first_hour.py::test_ctrl_c_exits_130_naming_the_command_that_resumes_and_steps_go_on"]),
-    # SAN4NLI's departures (issue 40): each option does what it says.
+    # SAN4NLI's departures: each option does what it says.
     ("dsan_tf/models/dsan/attention.py",
      'scale = first.key_dim * (1 if first.attention_scale == "d_k" else first.num_heads)',
      "scale = first.key_dim",

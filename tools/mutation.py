@@ -1,5 +1,5 @@
 """Mutation check: is each curated one-line change of what the code does caught by the
-default suite? (issue 41; the list: `tools.mutants.MUTANTS`.)
+default suite? (the list: `tools.mutants.MUTANTS`.)
 
     python -m tools.mutation                 # every mutant
     python -m tools.mutation --sample=6 --seed=$(git rev-parse --short HEAD)

@@ -12,6 +12,7 @@ writing through it, so no write leaves the folder it names.
 process there (`tests/test_crash_safety.py` kills a run at every one of them).
 """
 
+import contextlib
 import os
 import signal
 
@@ -114,6 +115,21 @@ def write_with(path, save, suffix=""):
     partial = temporary_name(path, suffix)
     try:
         save(partial)
+    except BaseException:
+        if os.path.lexists(partial):
+            os.remove(partial)
+        raise
+    publish(partial, path)
+
+
+@contextlib.contextmanager
+def text_stream(path, newline=None):
+    """A text stream (UTF-8) whose content replaces `path` when the block succeeds; a
+    failed block leaves `path` as it was and no partial file."""
+    partial = temporary_name(path)
+    try:
+        with open(partial, "w", encoding="utf-8", newline=newline) as stream:
+            yield stream
     except BaseException:
         if os.path.lexists(partial):
             os.remove(partial)

@@ -23,7 +23,7 @@ class UsageError(Exception):
 def require_tensorflow_backend(what):
     """Raises `UsageError` unless Keras runs on TensorFlow: `what` (e.g. "export_dir")
     writes a SavedModel, which only TensorFlow's Keras can trace. Called before any work,
-    so that a run on JAX is refused before it trains, not after (issue 50, item 6)."""
+    so that a run on JAX is refused before it trains, not after."""
     import keras
 
     backend = keras.backend.backend()
@@ -31,6 +31,6 @@ def require_tensorflow_backend(what):
         raise UsageError(
             f"{what} writes a TensorFlow SavedModel, which needs KERAS_BACKEND=tensorflow "
             f"(now {backend}); a model trained on any backend exports from its run "
-            "directory with KERAS_BACKEND=tensorflow python -m experiments.export "
+            "directory with KERAS_BACKEND=tensorflow dsan-export "
             "--workdir=RUN --export_dir=DIR.", fields=("export_dir",) if what ==
             "export_dir" else ())

@@ -1,6 +1,6 @@
 """Keras and TensorFlow loaded without their start-up C++ log lines (oneDNN, CUDA probing,
 CPU features: about nine lines that TensorFlow writes to file descriptor 2 before its logger
-honours TF_CPP_MIN_LOG_LEVEL), for programs and Python use alike (issue 50, item 20).
+honours TF_CPP_MIN_LOG_LEVEL), for programs and Python use alike.
 `DSAN_TF_VERBOSE=1` shows them. Plain Python: importing this module loads neither.
 """
 

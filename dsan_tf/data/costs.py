@@ -1,4 +1,4 @@
-"""What batch shapes cost on a device, and the shapes that cost least over a run (issue 48).
+"""What batch shapes cost on a device, and the shapes that cost least over a run.
 
 A compiled step (JAX, or `jit_compile`) is compiled once per batch shape. On a GPU at
 batch 64 a compile takes about 25 s (training and evaluation step) and a step about 2 ms
@@ -104,7 +104,7 @@ class StepCosts:
         return dataclasses.asdict(self)
 
 
-# Measured with `experiments.shape_costs` (docs/PERFORMANCE.md, "What a shape costs"):
+# Measured with `experiments.shape_costs` (docs/PERFORMANCE.md, "Shapes chosen by what they cost"):
 # an NVIDIA H200, the paper configuration (2026-11-26, docs/runs/shape_costs_h200.jsonl):
 # the step is bound by overhead, so it does not scale with the model's size.
 GPU = StepCosts(25.63, 2.0349, 0.0153, 64, None, "NVIDIA H200, dsan_snli, JAX 0.11.2")

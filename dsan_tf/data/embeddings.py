@@ -25,6 +25,7 @@ import zipfile
 
 import numpy as np
 
+from dsan_tf.common import atomic
 from dsan_tf.data.examples import DataError
 from dsan_tf.data.vocabulary import PAD_ID
 
@@ -254,10 +255,9 @@ def extend_vocabulary(path, vocabulary, extra_words=(), top_words=0, cache_dir=N
     added = {"from_data": len(from_data), "from_vectors": len(from_vectors)}
     if cache_path:
         os.makedirs(cache_dir, exist_ok=True)
-        temporary = f"{cache_path}.{os.getpid()}.partial"  # runs may share the cache
-        with open(temporary, "w", encoding="utf-8") as stream:
-            json.dump({"words": from_data + from_vectors, "added": added}, stream)
-        os.replace(temporary, cache_path)
+        # Runs may share the cache: each writes its own temporary file and renames it.
+        atomic.write_text(cache_path, json.dumps({"words": from_data + from_vectors,
+                                                  "added": added}))
     return vocabulary.extended(from_data + from_vectors), added
 
 
@@ -291,17 +291,20 @@ def download_glove(name="glove.840B.300d", directory=".", timeout=30):
     if os.path.isfile(target):
         return target
     os.makedirs(directory, exist_ok=True)
-    try:
+
+    def save(partial):
         with urllib.request.urlopen(url, timeout=timeout) as response, \
-                open(f"{target}.{os.getpid()}.partial", "wb") as out:
+                open(partial, "wb") as out:
             size = int(response.headers.get("Content-Length") or 0) or None
             with _progress(size, True) as bar:
                 while chunk := response.read(1 << 20):
                     out.write(chunk)
                     bar.update(len(chunk))
+
+    try:
+        atomic.write_with(target, save)
     except (urllib.error.URLError, OSError) as error:
         raise DataError(f"could not download {url} ({getattr(error, 'reason', error)}); "
                         "without internet, fetch it on another machine and pass "
                         f"--embeddings=/path/{os.path.basename(url)}.") from None
-    os.replace(f"{target}.{os.getpid()}.partial", target)
     return target

@@ -1,4 +1,4 @@
-"""The paper's analysis figures (Section 5.5) of trained runs: what `experiments.visualize`
+"""The paper's analysis figures (Section 5.5) of trained runs: what `dsan-visualize`
 draws, from each model's own intermediate outputs (`dsan_tf.evaluation.analysis`) drawn by
 `dsan_tf.evaluation.plots`. Runs are `dsan_tf.experiment.rundir.RunDirectory`s; a run
 whose model cannot show a figure raises `UsageError` naming it.
@@ -49,7 +49,7 @@ def run_figures(run, sentence, hypothesis):
 
 def prior_label(run_config):
     """"distance prior: linear", or, for a family without one (DiSAN), "disan: no
-    distance prior" (issue 50, item 20: it read "distance prior: ?")."""
+    distance prior" (it read "distance prior: ?")."""
     prior = run_config["model_config"].get("distance_prior")
     if prior is None:
         return f"{run_config.get('model', 'this model')}: no distance prior"

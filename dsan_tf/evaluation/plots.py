@@ -118,7 +118,7 @@ def _joined(first, second):
 def accuracy_by_length(runs, minimum=MIN_BUCKET_PAIRS):
     """Figure 6: accuracy against the pair's average length (top) and how many pairs each
     point stands for (bottom); `runs` maps a name to a list of `accuracy_by_length`
-    buckets from `experiments.evaluate`. Buckets under `minimum` pairs are merged with
+    buckets from `dsan-evaluate`. Buckets under `minimum` pairs are merged with
     their neighbours, so that no point rests on a handful of pairs."""
     figure, (axis, counts) = plt.subplots(
         2, 1, figsize=(7, 5.2), sharex=True, height_ratios=(2.2, 1), layout="constrained")

@@ -102,7 +102,7 @@ def flag_lines(config, options=None):
 
 
 def is_run_directory(path):
-    """Whether `path` is a run directory of experiments.train (its config.json and what
+    """Whether `path` is a run directory of dsan-train (its config.json and what
     training writes beside it)."""
     return os.path.isfile(os.path.join(path, CONFIG)) and any(
         os.path.lexists(os.path.join(path, name))
@@ -168,12 +168,12 @@ class RunDirectory:
     """Paths and files of one run directory.
 
     Args:
-        workdir: the directory (`claim` makes it for experiments.train).
+        workdir: the directory (`claim` makes it for dsan-train).
     """
 
     def __init__(self, workdir):
         if not workdir:
-            raise UsageError("give --workdir, the run directory of experiments.train.")
+            raise UsageError("give --workdir, the run directory of dsan-train.")
         self.workdir = workdir
         self._lock = None
         self._verified = None  # the checkpoint `checkpoint` last found whole
@@ -381,7 +381,7 @@ class RunDirectory:
         for name in (CONFIG, VOCAB, PREPROCESSOR, BEST):
             if not self.exists(name):
                 raise UsageError(f"{self.path(name)} does not exist: is {self.workdir} a "
-                                 "finished experiments.train run (--workdir)?")
+                                 "finished dsan-train run (--workdir)?")
         unfinished = self.unfinished()
         if unfinished and not unfinished_ok:
             raise UsageError(f"{unfinished}: its best.keras is the best model so far, not "

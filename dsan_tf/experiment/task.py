@@ -1,6 +1,6 @@
 """The NLI experiment as one object (after TF Model Garden's `base_task.Task`): from an
 `ExperimentConfig` it builds the data, the preprocessor, the word vectors, the `tf.data`
-inputs, the model, its loss, metrics and optimizer. Programs (`experiments.train`,
+inputs, the model, its loss, metrics and optimizer. Programs (`dsan-train`,
 `evaluate`, the benchmarks, `results`) call it instead of repeating the chain.
 
     task = NLITask(ExperimentConfig(data=DataConfig(train_data=..., dev_data=...)))
@@ -214,7 +214,7 @@ class NLITask:
         """Advances the training `batches` (`build_inputs(..., training=True)`) by
         `epochs` epochs, so that the next epoch draws the order that epoch `epochs` + 1 of
         a run from the start draws: a resumed or extended run continues its order
-        (issue 50, item 14). Returns what the caller keeps until `fit` has begun (None,
+. Returns what the caller keeps until `fit` has begun (None,
         or a `tf.data` iterator).
 
         `NLIBatches` draw an epoch from the seed and the pass alone. A `tf.data` shuffle

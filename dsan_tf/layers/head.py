@@ -30,7 +30,7 @@ class MatchingFeatures(keras.layers.Layer):
 
     def get_config(self):
         # Written out: built with the backbone's dtype policy (an object), Keras' automatic
-        # config refuses it, and `keras.models.clone_model` with it (issue 50, item 8).
+        # config refuses it, and `keras.models.clone_model` with it.
         return super().get_config()
 
     def compute_output_shape(self, premise_shape, hypothesis_shape=None):

@@ -1,4 +1,4 @@
-"""Several training steps in one compiled program on JAX (issue 48): with Keras'
+"""Several training steps in one compiled program on JAX: with Keras'
 `steps_per_execution` = K, `fit` hands the train function an iterator and the function
 takes K batches from it. Keras' own calls its one-step program K times; this one runs the
 K steps as one `lax.scan` of that step when the K batches share a shape, so the host

@@ -92,7 +92,7 @@ class NLIClassifier(TextModel, keras.Model):
         self.initialization = initialization
         self.preprocessor = preprocessor
         self.one_pass = bool(one_pass and not backbone.pair_input)
-        # Compiled when built, as keras-hub's tasks come (issue 50, item 5): `fit` works
+        # Compiled when built, as keras-hub's tasks come: `fit` works
         # at once with the paper's setup; `compile(...)` replaces it. The optimizer's
         # variables wait for the first step (a model only used for inference has none).
         self.compile(build_optimizer=False)

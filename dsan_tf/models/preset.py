@@ -11,7 +11,7 @@ and the one loader of every place a trained model lives.
     PRESET/members/<i>/           an ensemble's members, each a preset as above
     PRESET/MODEL_CARD.md          (a shipped preset) how it was trained and how well it does
 
-`load` also reads a run directory of `experiments.train` (best.keras) and an export
+`load` also reads a run directory of `dsan-train` (best.keras) and an export
 (EXPORT_DIR or one of its versions: model.keras; an ensemble's members/<i>/), and a
 trained preset that ships inside the package by its name: a family's
 `dsan_tf/models/<family>/trained/<name>/` (`names()` lists them).
@@ -143,7 +143,7 @@ def locate(path):
     shipped = names()
     if path in shipped:
         return shipped[path]
-    hint = (f" ({path} is a training configuration: python -m experiments.train "
+    hint = (f" ({path} is a training configuration: dsan-train "
             f"--config={path} trains it)" if path in registry.configs() else "")
     raise NoModel(f"{path} is neither a directory nor a trained preset ({', '.join(shipped)})"
                   f"{hint}: give a preset, a run directory or an export.")

@@ -60,7 +60,7 @@ class Family:
             pair's forward pass (the benchmark's roofline).
         paper_parameters: the paper's parameter count, as printed ("4.7M"), or "".
         sentence_figures: its backbone shows one sentence's attention, gates and pooling
-            (`sentence_intermediates`: `experiments.train --probe_sentence`, the Section
+            (`sentence_intermediates`: `dsan-train --probe_sentence`, the Section
             5.5 figures).
         pair_input: its backbone reads premise and hypothesis together
             (`Backbone.pair_input`): no sentence vectors, and no programs per sentence

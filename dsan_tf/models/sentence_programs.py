@@ -1,4 +1,4 @@
-"""A sentence-pair model's steps as programs per sentence length, on JAX (issue 48, the
+"""A sentence-pair model's steps as programs per sentence length, on JAX (the
 CPU's compile-ahead goal; docs/PERFORMANCE.md, "The CPU's compile-ahead").
 
 Keras compiles one program per batch shape [B, T1, T2], each holding the sentence encoder

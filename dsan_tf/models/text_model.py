@@ -87,7 +87,7 @@ class TextModel:
 
     def __call__(self, *args, **kwargs):
         if args and getattr(self, "preprocessor", None) is not None and self._is_text(args[0]):
-            # TensorFlow's own error would be "Cast string to int32" (issue 50, item 7).
+            # TensorFlow's own error would be "Cast string to int32".
             raise ValueError(
                 f"{self.name}(...) takes token ids and returns logits; for text use "
                 f"{self.name}.predict(...) (probabilities), or "
@@ -215,7 +215,7 @@ class TextModel:
             kwargs["shuffle"] = False  # done in tf.data, every epoch
         elif isinstance(x, keras.utils.PyDataset) or hasattr(x, "element_spec"):
             # A dataset comes in its maker's order (tf.data, NLIBatches): Keras ignores
-            # shuffle there, and its default of True only prints a warning (issue 50).
+            # shuffle there, and its default of True only prints a warning.
             kwargs.setdefault("shuffle", False)
             x = _free_shapes(x)
         if validation_data is not None:
@@ -291,7 +291,7 @@ class TextModel:
     def from_preset(cls, preset_path, compile=True):
         """The model of a preset: the name of a trained one this package ships
         (`dsan_tf.presets()`) or a directory (`save_to_preset`); or of a run directory of
-        `experiments.train`, or an export (EXPORT_DIR or one of its versions; an
+        `dsan-train`, or an export (EXPORT_DIR or one of its versions; an
         ensemble's gives an `NLIEnsemble` of its members), with its preprocessor;
         compiled as it was trained unless `compile` is False."""
         from dsan_tf.models import preset

@@ -1,6 +1,6 @@
 r"""Sentence embeddings of a file, from a trained sentence encoder (DSAN, DiSAN, CBOW).
 
-    python -m experiments.embed --workdir=RUN --input=sentences.txt --output=vectors.npy \
+    dsan-embed --workdir=RUN --input=sentences.txt --output=vectors.npy \
         [--projector_dir=DIR --projector_sample=1000]
 
 --input: a .txt file (one sentence per line) or a .jsonl file (the --field of each line,

@@ -1,8 +1,8 @@
 r"""Reads, tokenizes and encodes a training setting (TensorFlow's tokenizer and vocabulary,
 the word vectors) into one small `.npz` file that a machine without TensorFlow trains on
-(`experiments.train_encoded`): the same ids, vectors and configuration.
+(`dsan-train-encoded`): the same ids, vectors and configuration.
 
-    python -m experiments.encode_setting --flagfile=experiments/configs/snli25k_glove50.cfg \
+    dsan-encode-setting --flagfile=experiments/configs/snli25k_glove50.cfg \
         --output=settings/snli25k_glove50.npz
 """
 

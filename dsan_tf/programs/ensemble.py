@@ -1,14 +1,14 @@
 r"""Evaluates (and exports) an ensemble of trained runs that averages their probabilities.
 
-    python -m experiments.ensemble --workdir=RUN_A --workdir=RUN_B [--workdir=...] \
+    dsan-ensemble --workdir=RUN_A --workdir=RUN_B [--workdir=...] \
         --data=SPEC [--data=SPEC ...] --output=FILE.json [--export_dir=DIR]
 
 The papers' ensembles average the class distributions of their members (AF-DMN, Section
 5.3; Gaussian Transformer, Tables 2-3). Members may be of different model kinds with
 different vocabularies: each tokenizes with its own preprocessor. Per source, the ensemble
-and every member get `experiments.evaluate`'s report (accuracy, per-class scores, confusion
+and every member get `dsan-evaluate`'s report (accuracy, per-class scores, confusion
 matrix, accuracy by length, with lengths as the first member counts tokens); two-way sources
-(HANS) are scored two-way, as experiments.evaluate scores them. --export_dir
+(HANS) are scored two-way, as dsan-evaluate scores them. --export_dir
 writes one SavedModel whose raw-string `serving_default` runs the whole ensemble, its model
 card, and each member's model.keras and preprocessor in members/<i>/ (dsan_tf.saving.export).
 """
@@ -27,7 +27,7 @@ FLAGS = project_flags.FLAGS
 def define_flags():
     project_flags.define_reading_flags()
     project_flags.define_output_flag()
-    flags.DEFINE_multi_string("workdir", None, "A finished experiments.train run; repeat it "
+    flags.DEFINE_multi_string("workdir", None, "A finished dsan-train run; repeat it "
                               "for every member (at least two).")
     project_flags.require_existing("workdir", directory=True)
     project_flags.define_evaluation_flags()

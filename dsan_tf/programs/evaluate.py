@@ -1,6 +1,6 @@
 """Evaluates a trained run on one or more data sources.
 
-    python -m experiments.evaluate --workdir=DIR --data=SPEC [--data=SPEC ...] --output=FILE.json
+    dsan-evaluate --workdir=DIR --data=SPEC [--data=SPEC ...] --output=FILE.json
 
 Per source: accuracy, per-class precision/recall/F1, confusion matrix, accuracy by the
 pair's average length in 5-token buckets (the paper's Figure 6) and `oov_rate` (the fraction

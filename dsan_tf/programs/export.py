@@ -1,6 +1,6 @@
 """Exports a trained run for serving.
 
-    python -m experiments.export --workdir=DIR --export_dir=DIR
+    dsan-export --workdir=DIR --export_dir=DIR
 
 The SavedModel goes to EXPORT_DIR/<version>/ (TF Serving's layout: --version, or one more than
 the largest version already there), and needs TensorFlow only (not dsan_tf):
@@ -40,7 +40,7 @@ def define_flags():
 @program.main
 def main(argv):
     program.check_start(argv, export_dir="where to write the SavedModel")
-    require_tensorflow_backend("experiments.export")
+    require_tensorflow_backend("dsan-export")
     from dsan_tf.saving import export  # TensorFlow loads here, after --help
 
     target = export.export_run(rundir.RunDirectory(FLAGS.workdir), FLAGS.export_dir,

@@ -79,7 +79,7 @@ def require_existing(name, directory=False, prefixes=(), values=()):
                 there = (f"a file, not a {what}" if os.path.exists(item)
                          else f"no such {what}")
                 # absl names a list flag by its Python list; `program.sentence` puts the
-                # missing value in its place (issue 50, item 20).
+                # missing value in its place.
                 raise flags.ValidationError(f"{item}: {there}" if isinstance(value, list)
                                             else there)
         return True
@@ -161,7 +161,7 @@ def refuse_other_runs(name, workdir="workdir"):
 def check_config_paths(config, values=FLAGS):
     """A --config's file paths (its data and word vectors) checked before TensorFlow loads,
     as a flag's are (`require_existing`): a missing one is one sentence naming the config,
-    the field and where the path was looked for (issue 50, item 19: it failed after
+    the field and where the path was looked for (it failed after
     TensorFlow loaded, without saying what it is relative to)."""
     name = values["config"].value if "config" in values else None
     if not name:
@@ -258,7 +258,8 @@ def _define_hyperparameter(field, defaults, helps):
         help_text = " ".join(f"{family}: {text}" for family, text in helps.items())
     if len({repr(value) for value in defaults.values()}) > 1:
         help_text += " Default per model: " + ", ".join(
-            f"{family} {value}" for family, value in defaults.items()) + "."
+            f"{family} {'unset' if value is None else value}"
+            for family, value in defaults.items()) + "."
     define_field(field, next(iter(defaults.values())), _group(field.name, defaults),
                  help_text)
 
@@ -281,8 +282,7 @@ def define_model_flags():
 def define_reading_flags():
     """What every program that reads data for a trained model needs: TFDS's directory and
     the batch size. No --config: the model and its configuration come from the run or
-    export (a named configuration given here was once accepted and ignored; issue 50,
-    item 18)."""
+    export (a named configuration given here is refused, not ignored)."""
     define_config_flags(DataConfig, "data", ("tfds_data_dir", "batch_size"))
 
 
@@ -313,7 +313,7 @@ def define_training_flags():
 
 @_once("output")
 def define_workdir_flag():
-    flags.DEFINE_string("workdir", None, "Run directory of experiments.train: configuration, "
+    flags.DEFINE_string("workdir", None, "Run directory of dsan-train: configuration, "
                         "vocabulary, checkpoints, TensorBoard logs, best model.")
     require_output_directory("workdir")
 
@@ -344,8 +344,8 @@ def define_named_config_flag():
 @_once("output")
 def define_finished_workdir_flag():
     """--workdir of the programs that read a finished run (or an export): it must exist."""
-    flags.DEFINE_string("workdir", None, "A finished experiments.train run directory, or an "
-                        "export of experiments.export.")
+    flags.DEFINE_string("workdir", None, "A finished dsan-train run directory, or an "
+                        "export of dsan-export.")
     require_existing("workdir", directory=True)
 
 
@@ -475,6 +475,9 @@ def short_help(values=FLAGS, program="this program"):
                                                        "list of values", " (repeatable)")
             first = re.split(r"(?<!al)(?<!e\.g)\.\s+(?=[A-Z])", text)[0].rstrip(".") + "."
             default = "" if flag.default is None else f" ({flag.default_as_str.strip(chr(39))})"
+            per_model = re.search(r" Default per model: (.*)\.$", text)
+            if per_model:  # families' defaults differ: each one, not the first family's
+                default = f" ({per_model.group(1)})"
             lines += textwrap.wrap(f"--{flag.name}{default}: {first}", 96,
                                    initial_indent="  ", subsequent_indent="      ")
     return "\n".join(lines)

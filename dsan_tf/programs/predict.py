@@ -1,7 +1,7 @@
 """Labels and probabilities for raw text, from a trained run.
 
-    python -m experiments.predict --workdir=DIR --premise="A man sleeps." --hypothesis="A person rests."
-    python -m experiments.predict --workdir=DIR --input=pairs.jsonl [--output=FILE] [--format=csv]
+    dsan-predict --workdir=DIR --premise="A man sleeps." --hypothesis="A person rests."
+    dsan-predict --workdir=DIR --input=pairs.jsonl [--output=FILE] [--format=csv]
 
 --input is a .jsonl file with `sentence1` and `sentence2` (or `premise` and `hypothesis`) per
 line (SNLI, MultiNLI, HANS in their jsonl form), or a .csv or .tsv file whose header names
@@ -18,7 +18,6 @@ import contextlib
 import csv
 import gzip
 import json
-import os
 import sys
 import time
 import warnings
@@ -27,7 +26,7 @@ import numpy as np
 from absl import flags
 
 import dsan_tf  # light: its names (dsan_tf.load, ...) load TensorFlow on first use
-from dsan_tf.common import progress
+from dsan_tf.common import atomic, progress
 from dsan_tf.experiment import rundir
 from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program
@@ -175,20 +174,14 @@ class Writer:
 
 @contextlib.contextmanager
 def output_stream(path):
-    """stdout, or `path` written as `path.partial` and renamed when the block succeeds: a
-    failed run leaves no file that looks like a valid (empty) submission, and keeps an
-    older `path` as it was."""
+    """stdout, or `path` written whole or not at all (`atomic.text_stream`): a failed run
+    leaves no file that looks like a valid (empty) submission, and keeps an older `path`
+    as it was."""
     if not path:
         yield sys.stdout
         return
-    partial = path + ".partial"
-    try:
-        with open(partial, "w", encoding="utf-8", newline="") as stream:
-            yield stream
-        os.replace(partial, path)
-    finally:
-        if os.path.exists(partial):
-            os.remove(partial)
+    with atomic.text_stream(path, newline="") as stream:
+        yield stream
 
 
 def predict_all(model, pairs, writer, total, show_progress=True):

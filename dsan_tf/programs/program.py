@@ -151,11 +151,11 @@ def parse_flags(argv, doc=""):
         if (error.flagname in ("config", "preset") and "workdir" in FLAGS
                 and "config" not in FLAGS):
             # evaluate, visualize, ensemble, predict: what a named configuration would set
-            # comes from the trained run (issue 50, item 18).
+            # comes from the trained run.
             hint = ("; this program takes the model and its configuration from --workdir "
                     "(a run or an export); --config names a configuration to train")
         elif error.flagname == "preset":
-            # Its old name (issue 49, item 3): a preset is now a trained model.
+            # Its old name: a preset is now a trained model.
             hint = ("; it is now --config=NAME (dsan_tf.configs()), and a preset is a "
                     "trained model loaded by name (dsan_tf.presets())")
         fail(sentence(str(error).rstrip(".") + hint))

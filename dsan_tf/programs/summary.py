@@ -1,8 +1,8 @@
 """Prints the model's parameter count, per part, for the given model flags.
 
-    python -m experiments.summary [--flagfile=experiments/configs/dsan_snli.cfg] [model flags]
-    python -m experiments.summary --model=disan
-    python -m experiments.summary --workdir=runs/dsan     # the model a run trained
+    dsan-summary [--flagfile=experiments/configs/dsan_snli.cfg] [model flags]
+    dsan-summary --model=disan
+    dsan-summary --workdir=runs/dsan     # the model a run trained
 
 The last line is `params_excluding_embeddings=N` (trainable, word embeddings excluded).
 """
@@ -27,7 +27,7 @@ def define_flags():
     project_flags.define_data_flags()
     project_flags.define_training_flags()
     flags.DEFINE_integer("vocab_size", 2, "Vocabulary size (the word embedding's rows).")
-    flags.DEFINE_string("workdir", None, "A run directory of experiments.train: count the "
+    flags.DEFINE_string("workdir", None, "A run directory of dsan-train: count the "
                         "model it trained (its config.json) instead of the model flags.")
     project_flags.require_existing("workdir", directory=True)
 
@@ -70,7 +70,7 @@ def run_model(workdir):
     path = os.path.join(workdir, rundir.CONFIG)
     if not os.path.exists(path):
         raise program.UsageError(f"--workdir={workdir} holds no {rundir.CONFIG} (give a run "
-                                 "directory of experiments.train).")
+                                 "directory of dsan-train).")
     recorded = rundir.read_json(path)
     values = dict(recorded["model_config"], vocab_size=recorded["vocab_size"])
     return recorded["model"], registry.family(recorded["model"]).config.from_dict(values)

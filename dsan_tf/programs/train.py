@@ -1,12 +1,12 @@
 r"""Trains a model of any family (--model), keeps the best dev model, and can export it.
 
-    python -m experiments.train --flagfile=experiments/configs/demo.cfg --workdir=/tmp/demo
-    python -m experiments.train --flagfile=experiments/configs/dsan_snli.cfg --workdir=runs/dsan \
+    dsan-train --flagfile=experiments/configs/demo.cfg --workdir=/tmp/demo
+    dsan-train --flagfile=experiments/configs/dsan_snli.cfg --workdir=runs/dsan \
         --embeddings=glove.840B.300d.zip
     ... --strategy=mirrored          # every local GPU; --batch_size stays the global batch
-    TF_CONFIG=... python -m experiments.train ... --strategy=multi_worker   # on each machine
+    TF_CONFIG=... dsan-train ... --strategy=multi_worker   # on each machine
 
-    python -m experiments.train --config=demo --workdir=/tmp/demo      # the same, by name
+    dsan-train --config=demo --workdir=/tmp/demo      # the same, by name
     dsan-train --config=snli25k_glove50 --model=afdmn --workdir=runs/afdmn  # flags on top
 
 Run again with the same configuration after an interruption (even SIGKILL): training

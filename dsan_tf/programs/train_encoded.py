@@ -1,9 +1,9 @@
-r"""Trains on an encoded setting (`experiments.encode_setting`) with Keras and NumPy alone,
+r"""Trains on an encoded setting (`dsan-encode-setting`) with Keras and NumPy alone,
 on any backend, without TensorFlow: the way to a GPU machine that has JAX or PyTorch only.
-The same model, batches and early stopping as `experiments.train`; no run directory,
+The same model, batches and early stopping as `dsan-train`; no run directory,
 TensorBoard or export. Writes what it measured (epoch times, dev accuracy) as JSON.
 
-    KERAS_BACKEND=jax python -m experiments.train_encoded --setting=snli25k_glove50.npz \
+    KERAS_BACKEND=jax dsan-train-encoded --setting=snli25k_glove50.npz \
         --output=jax25k.json
 
 --sentence_programs, --steps_per_execution and --one_pass override the setting's: how the

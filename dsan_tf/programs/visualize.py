@@ -1,6 +1,6 @@
 r"""The paper's analysis figures (Section 5.5) from trained runs, as PNG files.
 
-    python -m experiments.visualize --workdir=DIR --sentence="A lady stands outside of a Mexican market." \
+    dsan-visualize --workdir=DIR --sentence="A lady stands outside of a Mexican market." \
         [--compare_workdir=DIR2] [--evaluation=NAME=eval.json ...] --output_dir=DIR
 
 Writes fig07_attention.png (per head and averaged, forward and backward), fig09_fusion_gate.png,
@@ -51,11 +51,11 @@ def define_flags():
     flags.DEFINE_string("output_dir", None, "Where to write the PNG files.")
     project_flags.require_output_directory("output_dir")
     flags.DEFINE_multi_string("evaluation", None,
-                              "Figure 6: an experiments.evaluate JSON file, optionally "
+                              "Figure 6: an dsan-evaluate JSON file, optionally "
                               "NAME=FILE.")
     flags.register_validator("evaluation", lambda specs: all(
         os.path.isfile(spec.rpartition("=")[2]) for spec in specs or []),
-        "each --evaluation must name an existing experiments.evaluate JSON file (NAME=FILE "
+        "each --evaluation must name an existing dsan-evaluate JSON file (NAME=FILE "
         "or FILE)")
 
 
@@ -70,19 +70,60 @@ def short_source(spec):
     return name
 
 
+def _suffixes(path):
+    """`path`'s last component, its last two, ... up to the whole path."""
+    parts = os.path.normpath(path).split(os.sep)
+    return [os.path.join(*parts[-count:]) or os.sep for count in range(1, len(parts) + 1)]
+
+
 def load_evaluations(specs):
-    runs = {}
+    """{curve label: accuracy by length} of each source of each --evaluation file. A label
+    is "RUN on SOURCE", with the run's folder name (or NAME=) and the source's short name,
+    made longer where two curves would share one (mine.jsonl and mine.tsv; seed0/dsan and
+    seed1/dsan), so that no curve replaces another."""
+    curves = []  # [run names, source names, levels, accuracy by length]
     for spec in specs:
         name, _, path = spec.rpartition("=")
         if not os.path.isfile(path):
             raise program.UsageError(f"--evaluation file {path} does not exist.")
         results = rundir.read_json(path)
-        run = name or os.path.basename(os.path.normpath(results.get("workdir", path)))
+        runs = [name] if name else _suffixes(results.get("workdir", path))
         for source, result in results.get("sources", {}).items():
-            runs[f"{run} on {short_source(source)}"] = result["accuracy_by_length"]
-    if not runs:
-        raise program.UsageError("no experiments.evaluate results found in --evaluation.")
-    return runs
+            sources = [short_source(source), *_suffixes(source)]
+            curves.append([runs, sources, [0, 0], result["accuracy_by_length"]])
+    if not curves:
+        raise program.UsageError("no dsan-evaluate results found in --evaluation.")
+
+    def label(curve):
+        (runs, sources, (run_level, source_level), _) = curve
+        return f"{runs[min(run_level, len(runs) - 1)]} on " \
+               f"{sources[min(source_level, len(sources) - 1)]}"
+
+    while True:  # each round makes names longer, up to whole paths
+        groups = {}
+        for curve in curves:
+            groups.setdefault(label(curve), []).append(curve)
+        shared = [group for group in groups.values() if len(group) > 1]
+        if not shared:
+            break
+        longer = False
+        for group in shared:
+            # The source's longer names where they tell the curves apart, else the run's.
+            for side in (1, 0):
+                if len({tuple(curve[side][curve[2][side] + 1:]) for curve in group}) > 1:
+                    for curve in group:
+                        curve[2][side] += 1
+                    longer = True
+                    break
+        if not longer:  # the same run and source twice
+            break
+    labels = {}
+    for curve in curves:  # the same file given twice: numbered
+        text, count = label(curve), 2
+        while text in labels:
+            text, count = f"{label(curve)} ({count})", count + 1
+        labels[text] = curve[3]
+    return labels
 
 
 @program.main

@@ -31,7 +31,7 @@ def command(config, workdir):
     parts = [run_files.as_flag(name, value)
              for name, value in run_files.flag_values(config).items()
              if name == "model" or value != defaults.get(name)]
-    return f"python -m experiments.train {' '.join(p for p in parts if p)} --workdir={workdir}"
+    return f"dsan-train {' '.join(p for p in parts if p)} --workdir={workdir}"
 
 
 def _read(report, pairs=None):
@@ -115,7 +115,7 @@ def text(run):
         f"{_length(config.data.max_length)}.",
         f"- Trained with: `{command(config, run.workdir)}`", "",
         "## Metrics", "", *(metrics or ["- none recorded"]),
-        "", f"Repeat the evaluation: `python -m experiments.evaluate --workdir={run.workdir} "
+        "", f"Repeat the evaluation: `dsan-evaluate --workdir={run.workdir} "
         f"--data={config.data.dev_data}`.", "",
         "## Intended use and limits", "", *_limits(config, facts, pairs), "",
         f"Provenance: {facts.get('provenance', {})}.", ""]

@@ -67,7 +67,7 @@ def export(model, export_dir, keras_file=True):
                          input_signature=[text("premise"), text("hypothesis")])
     # The same, taking one dict: `keras.layers.TFSMLayer(dir, call_endpoint="serve_pairs")`
     # is then called as a Keras model is, layer({"premise": ..., "hypothesis": ...})
-    # (issue 50, item 9: serving_default takes them as two arguments).
+    # (serving_default takes them as two arguments).
     archive.add_endpoint("serve_pairs",
                          lambda pairs: _serving_outputs(model, pairs["premise"],
                                                         pairs["hypothesis"]),
@@ -239,8 +239,8 @@ class LoadedModel:
 
 def load(path):
     """A `LoadedModel` from a preset (a directory, or the name of a trained preset this
-    package ships: `dsan_tf.presets()`), a run directory of `experiments.train`, an export
-    of `experiments.export` (EXPORT_DIR or one of its versions; the newest by default; an
+    package ships: `dsan_tf.presets()`), a run directory of `dsan-train`, an export
+    of `dsan-export` (EXPORT_DIR or one of its versions; the newest by default; an
     ensemble's), or any SavedModel with the export's signatures."""
     path = preset.locate(path)
     newest = preset.newest_version(path)

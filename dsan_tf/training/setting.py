@@ -1,8 +1,8 @@
 """An encoded setting in one small file: the configuration, each split's token ids
 (`IdPairs`), the word-vector matrix and the vocabulary, as a compressed `.npz`. It is
-written where TensorFlow tokenizes (`python -m experiments.encode_setting`) and read with
+written where TensorFlow tokenizes (`dsan-encode-setting`) and read with
 NumPy alone, so a machine without TensorFlow (the lent GPU machines) trains on exactly
-the same ids (`python -m experiments.train_encoded`). The 25k study setting takes about
+the same ids (`dsan-train-encoded`). The 25k study setting takes about
 4 MB.
 """
 

@@ -115,7 +115,7 @@ def _train_locked(run, config, options, overwrite, created):
 
 def _export_finished(run, export_dir):
     """Exports a finished run found again, unless the export already holds its model: a
-    re-run that trains nothing writes no new version (issue 50, item 12: export/3,
+    re-run that trains nothing writes no new version (export/3,
     export/4... of one model)."""
     exported = exported_version(run, export_dir)
     if exported:
@@ -276,7 +276,7 @@ def prepare_data(task, run):
         if any(e.label == NON_ENTAILMENT_ID for e in splits.get(name, [])):
             raise UsageError(f"--{name}_data={getattr(settings, f'{name}_data')} has two-way "
                              "labels (non-entailment, as HANS): evaluate on it with "
-                             "experiments.evaluate; the models learn three classes.")
+                             "dsan-evaluate; the models learn three classes.")
     splits["train"] = task.training_subset(splits["train"])
     vector_file = task.vector_file()
     vocabulary = None
@@ -443,7 +443,7 @@ def finish(run, model, inputs, nan_guard, run_state, export_dir=None, compiled_a
                for split in ("dev", "test") if split in inputs}}
     run.write_json(run_files.RESULTS, results)
     model_card.write(run)
-    if export_dir:  # the same complete export as experiments.export
+    if export_dir:  # the same complete export as dsan-export
         print(f"SavedModel, model.keras, the preprocessor and {model_card.CARD}: "
               f"{export_run(run, export_dir)}")
     return results

@@ -5,7 +5,6 @@ Shape legend: B batch, T tokens, D width, H heads, F FFN hidden width.
 
 import keras
 
-from dsan_tf.layers import stacking
 from dsan_tf.models.dsan.attention import MaskedMultiHeadAttention
 from dsan_tf.layers.feed_forward import PositionwiseFeedForward
 from dsan_tf.layers.fusion import FusionGate
@@ -108,9 +107,8 @@ class DSANBlock(keras.layers.Layer):
     @staticmethod
     def stacked_call(blocks, inputs, padding_mask=None, training=None):
         """`call` of N blocks of one configuration on the same inputs at once, their
-        weights stacked at run time (`dsan_tf.layers.stacking`; read from one buffer within
-        `stacking.packing(True)`, `stacking.packed`): the encoder's forward and backward
-        blocks as one pass of ops. The block's own `call` is this with N = 1.
+        weights stacked at run time (`dsan_tf.layers.stacking`): the encoder's forward and
+        backward blocks as one pass of ops. The block's own `call` is this with N = 1.
 
         Args:
             blocks: N built `DSANBlock`s (directions may differ).
@@ -121,14 +119,13 @@ class DSANBlock(keras.layers.Layer):
         Returns:
             (float [N, B, T, D], intermediates of `call`, each with a leading N axis).
         """
-        with stacking.packed(blocks):
-            context, weights = MaskedMultiHeadAttention.stacked_call(
-                [block.attention for block in blocks], inputs, padding_mask, training,
-                return_attention_scores=True)
-            fused, gate = FusionGate.stacked_call(
-                [block.fusion_gate for block in blocks], inputs, context, training)
-            outputs, hidden = PositionwiseFeedForward.stacked_call(
-                [block.feed_forward for block in blocks], fused, training)
+        context, weights = MaskedMultiHeadAttention.stacked_call(
+            [block.attention for block in blocks], inputs, padding_mask, training,
+            return_attention_scores=True)
+        fused, gate = FusionGate.stacked_call(
+            [block.fusion_gate for block in blocks], inputs, context, training)
+        outputs, hidden = PositionwiseFeedForward.stacked_call(
+            [block.feed_forward for block in blocks], fused, training)
         return outputs, {"attention_weights": weights, "gate": gate, "ffn_hidden": hidden}
 
     def compute_output_shape(self, inputs_shape):

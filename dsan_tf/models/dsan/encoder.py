@@ -116,12 +116,12 @@ class DSANEncoder(keras.layers.Layer):
 
     def call(self, inputs, padding_mask=None, training=None, return_intermediates=False):
         # Both directions in one pass of ops (their weights stacked at run time): a
-        # compiled step holds the block once (issue 48).
+        # compiled step holds the block once.
         outputs, stacked = DSANBlock.stacked_call(
             [self.forward_block, self.backward_block], inputs, padding_mask, training)
         # Unstacked, not indexed: the gradient of `outputs[i]` in TensorFlow's graph fills
         # a zero tensor of both directions per slice (StridedSliceGrad): 0-5% of the CPU's
-        # gradient at d_e 300 (docs/PERFORMANCE.md, "The CPU step against commit 7d02b0a").
+        # gradient at d_e 300, measured on a 2-core Xeon (2026-11-27).
         # The intermediates are sliced only when asked for.
         directions = ops.unstack(outputs, 2)
         encoded = ops.concatenate(directions, axis=-1)
