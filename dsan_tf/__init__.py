@@ -84,4 +84,5 @@ def __getattr__(name):
     raise AttributeError(f"module 'dsan_tf' has no attribute {name!r}")
 
 
+quiet.watch()
 registration.watch()

@@ -371,7 +371,17 @@ def test_a_damaged_checkpoint_falls_back_to_the_previous_and_cut_views_are_rewri
     assert seen == uninterrupted
 
 
+def _with_python_code(path):
+    """Replaces the .keras file `path` by a model whose Lambda layer carries a function."""
+    import keras
+
+    path.unlink()
+    keras.Sequential([keras.Input((2,)), keras.layers.Lambda(lambda x: x * 2)]).save(path)
+
+
 @pytest.mark.parametrize("damage, fault", [
+    (_with_python_code, "holds Python code (a Lambda layer's function), which loading "
+                        "refuses"),
     (lambda path: path.write_bytes(path.read_bytes()[:30000]),
      "is not a .keras file (a zip archive) or is cut short"),
     (lambda path: path.write_bytes(path.read_bytes().replace(b"config.json", b"cOnfig.json")),

@@ -209,3 +209,70 @@ def test_the_studys_dsan_ships_and_scores_its_card_on_snli_dev():
     again = ship_preset.evaluate("dsan_snli25k_glove50", [str(ROOT / snli)])
     assert again[str(ROOT / snli)]["accuracy"] == pytest.approx(recorded[snli]["accuracy"],
                                                                 abs=1e-4)
+
+
+def test_from_preset_takes_keras_hubs_arguments_and_honours_the_global_policy():
+    """keras-hub's `from_preset` arguments on a shipped preset: `cls.presets` lists it;
+    `compile=False` gives an uncompiled model; `num_classes=2` a new, untrained head of
+    two classes on the trained backbone, compiled with the paper's Adam 1e-3;
+    `load_weights=False` the architecture with fresh weights; a global
+    `mixed_float16` policy (or `dtype=`) the layers in that policy with the same
+    probabilities to half precision; `Backbone.from_preset` the trained backbone alone."""
+    import keras
+    import numpy as np
+
+    from dsan_tf.models import Backbone, NLIClassifier
+
+    name = "dsan_snli25k_glove50"
+    assert NLIClassifier.presets == dsan_tf.presets() and name in NLIClassifier.presets
+    text = {"premise": ["A man is playing a guitar on stage."] * 2,
+            "hypothesis": ["A man is playing an instrument.", "A man is sleeping."]}
+    trained = NLIClassifier.from_preset(name)
+    expected = trained.predict(text)
+    weights = [w.numpy() for w in trained.backbone.weights]
+    assert trained.compiled and not NLIClassifier.from_preset(name, compile=False).compiled
+    two = NLIClassifier.from_preset(name, num_classes=2)
+    assert two.predict(text).shape == (2, 2) and two.head.num_classes == 2
+    assert type(two.optimizer).__name__ == "Adam"
+    assert float(two.optimizer.learning_rate) == pytest.approx(1e-3)
+    for mine, theirs in zip(two.backbone.weights, weights):
+        np.testing.assert_array_equal(mine.numpy(), theirs)
+    fresh = NLIClassifier.from_preset(name, load_weights=False)
+    assert not np.allclose(fresh.backbone.weights[-1].numpy(), weights[-1])
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        half = NLIClassifier.from_preset(name)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    attention = half.backbone.encoder.forward_block.attention
+    assert (half.backbone.dtype_policy.name, attention.compute_dtype) == ("mixed_float16",
+                                                                          "float16")
+    np.testing.assert_allclose(half.predict(text), expected, atol=2e-3)
+    assert NLIClassifier.from_preset(name, dtype="bfloat16").head.dtype_policy.name == \
+        "bfloat16"
+    backbone = Backbone.from_preset(name)
+    assert type(backbone).__name__ == "DSANBackbone"
+    for mine, theirs in zip(backbone.weights, weights):
+        np.testing.assert_array_equal(mine.numpy(), theirs)
+
+
+def test_the_programs_take_a_presets_name_and_its_card_commands_run_anywhere(tmp_path):
+    """`--workdir=NAME` of a shipped preset: evaluate scores it (its family from the
+    preset's metadata), and the card's "Repeat the evaluation" command names the preset,
+    not a folder of the machine that made it."""
+    import re
+
+    folder, _ = registry.trained_presets()["dsan_snli25k_glove50"]
+    card = (pathlib.Path(folder) / "MODEL_CARD.md").read_text()
+    repeat = re.search(r"Repeat the evaluation: `dsan-evaluate (.*?)`", card).group(1)
+    assert repeat.split()[0] == "--workdir=dsan_snli25k_glove50", repeat
+    output = tmp_path / "eval.json"
+    done = cli("evaluate", "--workdir=dsan_snli25k_glove50", "--data=synthetic:word_order/dev",
+               f"--output={output}")
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads(output.read_text())
+    assert results["model"] == "dsan" and results["workdir"] == "dsan_snli25k_glove50"
+    assert 0 <= results["sources"]["synthetic:word_order/dev"]["accuracy"] <= 1
+    missing = cli("evaluate", "--workdir=dsan_snli25k_glove5", "--data=synthetic:word_order/dev")
+    assert missing.returncode == 1 and "dsan_snli25k_glove5: no such directory" in \
+        missing.stderr

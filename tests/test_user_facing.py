@@ -166,3 +166,40 @@ def test_vocabulary_log_line_says_only_what_was_asked():
     line = vocabulary_summary(1000, {"from_data": 12, "from_vectors": 0}, True, 0)
     assert line == "vocabulary: 1,000 training words and 12 more dev/test words that have a vector"
     assert "first 0" not in line
+
+
+QUIET = """
+import sys
+if sys.argv[1] == "module":
+    from dsan_tf.models import preset          # a module that imports Keras itself
+else:
+    from dsan_tf.data import Vocabulary        # TensorFlow's strings, by the data package
+import dsan_tf
+print(dsan_tf.load("dsan_snli25k_glove50").predict("A man sleeps.", "A person rests.")["labels"])
+"""
+
+
+def test_python_use_and_an_export_write_nothing_to_stderr(demo, tmp_path):
+    """Quiet means quiet on a machine without a GPU, as a user runs it (no
+    TF_CPP_MIN_LOG_LEVEL of their own): imports of the package's modules, a preset's
+    prediction and `dsan-export` of a run write no TensorFlow start-up line, no CUDA
+    probe and no AutoGraph warning; only the program's one result line."""
+    import os
+    import subprocess
+    import sys
+
+    from helpers import ROOT, command
+
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("TF_CPP_MIN_LOG_LEVEL", "DSAN_TF_VERBOSE")}
+    for first in ("module", "package"):
+        used = subprocess.run([sys.executable, "-c", QUIET, first], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert used.returncode == 0 and used.stdout.strip() == "['entailment']", used.stderr
+        assert used.stderr == "", first
+    workdir, _ = demo
+    exported = subprocess.run(command("export", f"--workdir={workdir}",
+                                      f"--export_dir={tmp_path / 'export'}"),
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert exported.returncode == 0, exported.stderr
+    assert exported.stderr == "" and exported.stdout.count("\n") == 1, exported.stderr

@@ -69,6 +69,9 @@ def _card(run, name, description, results):
              f"Written by `python -m tools.ship_preset --workdir={run.workdir} --name={name} "
              f"{data}` from the run below.", "", "## The run it comes from", ""]
     run_card = model_card.text(run).split("\n", 1)[1]  # its title is replaced by ours
+    # The evaluation a user can repeat names the preset, not the folder it was made in.
+    run_card = run_card.replace(f"dsan-evaluate --workdir={run.workdir} ",
+                                f"dsan-evaluate --workdir={name} ")
     return "\n".join(lines) + re.sub(r"^## ", "### ", run_card, flags=re.M)
 
 

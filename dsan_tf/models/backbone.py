@@ -56,6 +56,24 @@ class Backbone(keras.Model):
         self.embedding_dim = embedding_dim
         self.trainable_embeddings = trainable_embeddings
 
+    @classmethod
+    def from_preset(cls, preset, dtype=None, load_weights=True):
+        """The trained backbone of a preset, a run directory or an export (as
+        `NLIClassifier.from_preset` reads them), without its head.
+
+        Examples:
+        >>> backbone = Backbone.from_preset("dsan_snli25k_glove50")
+        >>> backbone.predict(ids)  # sentence vectors [N, 4·d_e]  # doctest: +SKIP
+        """
+        from dsan_tf.models import preset as presets
+
+        model = presets.load(preset, compile=False, dtype=dtype, load_weights=load_weights)
+        backbone = getattr(model, "backbone", None)
+        if not isinstance(backbone, cls):
+            what = type(backbone).__name__ if backbone is not None else "an ensemble"
+            raise ValueError(f"{preset} holds {what}, not a {cls.__name__}.")
+        return backbone
+
     def _make_token_embedding(self):
         self.token_embedding = keras.layers.Embedding(
             self.vocabulary_size, self.embedding_dim, trainable=self.trainable_embeddings,

@@ -47,6 +47,8 @@ class NLIClassifier(TextModel, keras.Model):
             as one batch of 2B padded to the longer side (`StackPair`): half the compiled
             program, more padded tokens. The same function of the weights (the padding is
             masked); dropout draws differ. Off: two calls.
+        compile: compile it with the paper's setup (`compile()`), as keras-hub's tasks
+            come; False leaves it uncompiled.
 
     Call arguments:
         inputs: {"premise": int [B, T1], "hypothesis": int [B, T2]}, 0 padding.
@@ -59,7 +61,7 @@ class NLIClassifier(TextModel, keras.Model):
     def __init__(self, backbone, num_classes=3, hidden_units=300, dropout=0.1,
                  input_dropout=0.0, layer_norm_epsilon=1e-5, hidden_layer_norm=True,
                  hidden_activation="relu", initialization="glorot", preprocessor=None,
-                 one_pass=False, **kwargs):
+                 one_pass=False, compile=True, **kwargs):
         # The head is made before the backbone is first called (see DSANBackbone).
         head = ClassificationHead(hidden_units=hidden_units, num_classes=num_classes,
                                   dropout=dropout, input_dropout=input_dropout,
@@ -92,10 +94,11 @@ class NLIClassifier(TextModel, keras.Model):
         self.initialization = initialization
         self.preprocessor = preprocessor
         self.one_pass = bool(one_pass and not backbone.pair_input)
-        # Compiled when built, as keras-hub's tasks come: `fit` works
-        # at once with the paper's setup; `compile(...)` replaces it. The optimizer's
-        # variables wait for the first step (a model only used for inference has none).
-        self.compile(build_optimizer=False)
+        if compile:
+            # Compiled when built, as keras-hub's tasks come: `fit` works at once with the
+            # paper's setup; `compile(...)` replaces it. The optimizer's variables wait for
+            # the first step (a model only used for inference has none).
+            self.compile(build_optimizer=False)
 
     def encode(self, sentences, batch_size=None, return_truncated=False):
         """Sentence vectors float32 [N, E] (the backbone's: 4·d_e for DSAN) of text (with
@@ -147,11 +150,13 @@ class NLIClassifier(TextModel, keras.Model):
 
     @classmethod
     def from_config(cls, config):
+        """The model of `get_config`, uncompiled: Keras' loaders compile it from the
+        file's own compile config when asked (`keras.saving.load_model(compile=True)`)."""
         config = dict(config)
         for key in ("backbone", "preprocessor"):
             if isinstance(config.get(key), dict):
                 config[key] = keras.layers.deserialize(config[key])
-        return cls(**config)
+        return cls(**config, compile=False)
 
     def get_compile_config(self):
         """Keras' compile config, with the optimizer named by its public class: PyTorch's

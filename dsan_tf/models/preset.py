@@ -108,7 +108,7 @@ def _backbone_objects(model):
     # nor is the optimizer's training state (a preset is for inference and fine-tuning
     # afresh; its compile config keeps the optimizer's settings).
     return [*model.backbone._flatten_layers(), model.preprocessor,
-            *([model.optimizer] if model.optimizer is not None else [])]
+            *([model.optimizer] if getattr(model, "optimizer", None) is not None else [])]
 
 
 class NoModel(UsageError, ValueError):
@@ -149,12 +149,22 @@ def locate(path):
                   f"{hint}: give a preset, a run directory or an export.")
 
 
-def load(path, compile=True):
+def load(path, compile=True, num_classes=None, dtype=None, load_weights=True):
     """The model of a preset (a directory, or the name of a trained preset this package
-    ships), a run directory or an export, with its preprocessor (`TextModel.from_preset`);
-    compiled as it was trained (its optimizer and learning rate; the paper's setup when
-    its files do not say) unless `compile` is False. `NoModel`, a ValueError of one
-    sentence naming `path`, when it holds none."""
+    ships), a run directory or an export, with its preprocessor (`TextModel.from_preset`).
+    `NoModel`, a ValueError of one sentence naming `path`, when it holds none.
+
+    Args:
+        compile: compiled as it was trained (its optimizer and learning rate; the paper's
+            setup when its files do not say), or not at all (False).
+        num_classes: a new head of this many classes on the trained backbone (fine-tuning
+            to another label set: the head starts untrained, and is compiled with the
+            paper's setup); None keeps the trained head.
+        dtype: the dtype policy of its layers (e.g. "mixed_float16"); None: Keras' global
+            policy where one was set (`keras.mixed_precision.set_global_policy`), as
+            keras-hub casts a saved float dtype to it, else the policy it was saved with.
+        load_weights: False: the same architecture with fresh weights.
+    """
     path = locate(path)
     if not any(os.path.exists(os.path.join(path, name)) for name in (METADATA, *MODEL_FILES)):
         # An export's folder: its newest version. A run directory's or a preset's own model
@@ -170,9 +180,45 @@ def load(path, compile=True):
         raise NoModel(f"{path} holds no model: neither a preset ({METADATA}), a run "
                          f"directory ({MODEL_FILES[0]}), an export ({MODEL_FILES[1]}) nor "
                          f"an ensemble's {MEMBERS}/.")
+    model = _as_asked(model, num_classes, dtype, load_weights)
     if compile:
-        _compile(model, compile_config)
+        _compile(model, compile_config if num_classes is None else None)
     return model
+
+
+def _as_asked(model, num_classes, dtype, load_weights):
+    """`model`, or the same model made anew: with the dtype policy asked (or the global
+    one), a head of `num_classes` classes, fresh weights. Weights are copied, so the
+    numbers are the trained ones (at the new policy's precision)."""
+    policy = keras.dtype_policies.get(dtype) if dtype else keras.config.dtype_policy()
+    if not dtype and policy.name == "float32":
+        policy = None  # none asked nor set: as saved
+    if getattr(model, "members", None) is not None:  # an ensemble: its members are
+        if num_classes is not None:
+            raise ValueError("num_classes: an ensemble averages its members' trained "
+                             "heads; give one member's run or preset for a new head.")
+        if policy is None and load_weights:
+            return model
+        return type(model)([_as_asked(member, None, dtype, load_weights)
+                            for member in model.members], name=model.name)
+    same_head = num_classes in (None, model.num_classes)
+    policy = policy or model.backbone.dtype_policy
+    if policy.name == model.backbone.dtype_policy.name and same_head and load_weights:
+        return model
+    config = model.get_config()
+    backbone_config = dict(config.pop("backbone"))
+    backbone_config["config"] = {**backbone_config["config"],
+                                 "dtype": keras.dtype_policies.serialize(policy)}
+    config.pop("preprocessor")
+    if not same_head:
+        config["num_classes"] = num_classes
+    made = type(model)(keras.layers.deserialize(backbone_config),
+                       preprocessor=model.preprocessor, compile=False, **config)
+    if load_weights:
+        made.backbone.set_weights(model.backbone.get_weights())
+        if same_head:
+            made.head.set_weights(model.head.get_weights())
+    return made
 
 
 def _compile(model, compile_config):
@@ -206,7 +252,8 @@ def _load_preset(path):
     task = _read_json(os.path.join(path, TASK_CONFIG))
     arguments = {key: value for key, value in task["config"].items()
                  if key not in ("backbone", "preprocessor")}
-    model = _task_class(task["class_name"])(backbone, preprocessor=preprocessor, **arguments)
+    model = _task_class(task["class_name"])(backbone, preprocessor=preprocessor,
+                                            **{**arguments, "compile": False})
     keras.saving.load_weights(model, os.path.join(path, TASK_WEIGHTS),
                               objects_to_skip=_backbone_objects(model))
     return model, task.get("compile_config")
@@ -230,6 +277,14 @@ def _load_model_file(path):
     except (zipfile.BadZipFile, KeyError, EOFError, json.JSONDecodeError) as error:
         raise NoModel(f"{file} is a damaged .keras file ({type(error).__name__}: "
                       f"{error}).") from None
+    except ValueError as error:
+        if "safe_mode" not in str(error):
+            raise
+        # A layer that carries Python code (a Lambda): Keras' safe mode refuses it.
+        raise NoModel(f"{file} holds Python code (a Lambda layer's function), which "
+                      "loading refuses: a model of this project has none, so the file "
+                      "comes from elsewhere. If you trust it, load it with "
+                      "keras.saving.load_model(..., safe_mode=False).") from None
     if model.preprocessor is None:
         from dsan_tf.data.preprocessor import NLIPreprocessor
 

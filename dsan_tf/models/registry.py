@@ -238,6 +238,9 @@ def lazy_attributes(package, exports):
     the package (and registering the family) loads no Keras."""
     def __getattr__(name):
         if name in exports:
+            from dsan_tf.common import quiet
+
+            quiet.load_frameworks()  # Keras (and TensorFlow, its backend) without log lines
             return getattr(importlib.import_module(f"{package}.{exports[name]}"), name)
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
     return __getattr__

@@ -7,8 +7,6 @@ share it.
 Shape legend: N pairs, C classes.
 """
 
-import importlib
-
 import keras
 import numpy as np
 
@@ -35,7 +33,11 @@ def accuracy_metrics():
 def _text_module():
     # The data package's text functions (TensorFlow's strings), loaded when text is given:
     # a model fed ids needs neither.
-    return importlib.import_module("dsan_tf.data.preprocessor")
+    # An import statement, not `importlib.import_module`: AutoGraph, tracing a model's
+    # call for a SavedModel, would try to convert that function and warn that it cannot.
+    from dsan_tf.data import preprocessor
+
+    return preprocessor
 
 
 def _softmax(logits):
@@ -72,12 +74,25 @@ def _free_shapes(data):
         tf.data.experimental.assert_cardinality(len(data))).prefetch(2)
 
 
+class _Presets:
+    """`cls.presets`: {name: what it is} of the trained presets this package ships, as
+    keras-hub's classes list theirs (`dsan_tf.presets()` is the same)."""
+
+    def __get__(self, instance, owner):
+        from dsan_tf.models import registry
+
+        return {name: description
+                for name, (_, description) in registry.trained_presets().items()}
+
+
 class TextModel:
     """Mixin for a Keras task model with a `preprocessor` attribute (None: ids only).
 
     `predict` and `predict_on_batch` return class probabilities float32 [N, C] (calling
     the model gives the logits the loss reads).
     """
+
+    presets = _Presets()
 
     @property
     def layers(self):
@@ -288,12 +303,27 @@ class TextModel:
         preset.save(self, preset_dir, description)
 
     @classmethod
-    def from_preset(cls, preset_path, compile=True):
+    def from_preset(cls, preset, compile=True, num_classes=None, dtype=None,
+                    load_weights=True):
         """The model of a preset: the name of a trained one this package ships
-        (`dsan_tf.presets()`) or a directory (`save_to_preset`); or of a run directory of
-        `dsan-train`, or an export (EXPORT_DIR or one of its versions; an
-        ensemble's gives an `NLIEnsemble` of its members), with its preprocessor;
-        compiled as it was trained unless `compile` is False."""
-        from dsan_tf.models import preset
+        (`cls.presets`) or a directory (`save_to_preset`); or of a run directory of
+        `dsan-train`, or an export (EXPORT_DIR or one of its versions; an ensemble's gives
+        an `NLIEnsemble` of its members), with its preprocessor.
 
-        return preset.load(preset_path, compile=compile)
+        Args:
+            compile: compiled as it was trained; False: not compiled.
+            num_classes: a new, untrained head of this many classes on the trained
+                backbone (compiled with the paper's setup).
+            dtype: its layers' dtype policy; None: the global policy where one was set
+                (`keras.mixed_precision.set_global_policy`), else the saved one.
+            load_weights: False: the architecture with fresh weights.
+
+        Examples:
+        >>> model = NLIClassifier.from_preset("dsan_snli25k_glove50")
+        >>> model.predict({"premise": ["A man sleeps."], "hypothesis": ["A man rests."]})
+        >>> binary = NLIClassifier.from_preset("dsan_snli25k_glove50", num_classes=2)
+        """
+        from dsan_tf.models import preset as presets
+
+        return presets.load(preset, compile=compile, num_classes=num_classes, dtype=dtype,
+                            load_weights=load_weights)

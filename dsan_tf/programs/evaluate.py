@@ -17,7 +17,6 @@ import sys
 
 from absl import flags
 
-from dsan_tf.experiment import rundir
 from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program
 
@@ -41,9 +40,9 @@ def main(argv):
     from dsan_tf.evaluation import evaluator, metrics
     from dsan_tf.experiment.task import NLITask
 
-    model, preprocessor, config = rundir.RunDirectory(FLAGS.workdir).load()
-    task = NLITask(project_flags.reading_config(model=config["model"]), log=lambda _: None)
-    results = {"workdir": FLAGS.workdir, "model": config["model"], "sources": {}}
+    model, preprocessor, family = program.trained_model(FLAGS.workdir)
+    task = NLITask(project_flags.reading_config(model=family), log=lambda _: None)
+    results = {"workdir": FLAGS.workdir, "model": family, "sources": {}}
     for spec in FLAGS.data:
         result = evaluator.evaluate(task, model, preprocessor, spec, FLAGS.save_predictions,
                                      FLAGS.group_by or ())

@@ -343,10 +343,12 @@ def define_named_config_flag():
 
 @_once("output")
 def define_finished_workdir_flag():
-    """--workdir of the programs that read a finished run (or an export): it must exist."""
-    flags.DEFINE_string("workdir", None, "A finished dsan-train run directory, or an "
-                        "export of dsan-export.")
-    require_existing("workdir", directory=True)
+    """--workdir of the programs that read a finished run, an export or a trained preset:
+    a directory that exists, or a preset's name."""
+    presets = tuple(registry.trained_presets())
+    flags.DEFINE_string("workdir", None, "A finished dsan-train run directory, an export of "
+                        f"dsan-export, or a trained preset's name ({', '.join(presets)}).")
+    require_existing("workdir", directory=True, values=presets)
 
 
 @_once("output")

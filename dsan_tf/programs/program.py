@@ -174,3 +174,20 @@ def run(main_function, define_flags):
     # clone's shim, not the program.
     doc = sys.modules[main_function.__module__].__doc__ or ""
     app.run(main_function, flags_parser=functools.partial(parse_flags, doc=doc))
+
+
+def trained_model(workdir):
+    """(model, its preprocessor, its family's name) that --workdir names: a run directory
+    (its config.json says the family) or a trained preset, by name or folder (its
+    metadata.json does). Keras loads here."""
+    from dsan_tf.experiment import rundir
+    from dsan_tf.models import preset
+
+    if not rundir.is_run_directory(workdir):
+        folder = preset.locate(workdir)
+        metadata = os.path.join(folder, preset.METADATA)
+        if os.path.isfile(metadata):
+            model = preset.load(folder, compile=False)
+            return model, model.preprocessor, rundir.read_json(metadata)["family"]
+    model, preprocessor, config = rundir.RunDirectory(workdir).load()
+    return model, preprocessor, config["model"]
