@@ -318,22 +318,50 @@ def test_import_dsan_tf_registers_every_class_for_keras_loaders(keras_files, tmp
     assert int(scans.split()[1]) <= (2 if first == "import dsan_tf" else 0)
 
 
+# Text of 40 pairs whose longest sentences grow batch by batch (batches of 4), predicted on
+# JAX with XLA's compiles counted: each new length would be a program of its own.
+COUNTED = """
+import collections, logging, re
+import jax
+class Compiles(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.names = collections.Counter()
+    def emit(self, record):
+        found = re.search(r"Finished XLA compilation of jit\\((\\w+)\\)", record.getMessage())
+        if found:
+            self.names[found.group(1)] += 1
+words = " ".join(sys.argv[2:10]).split()
+grown = [" ".join((words * 8)[:n]) for n in range(1, 41)]
+jax.config.update("jax_log_compiles", True)
+handler = Compiles()
+logging.getLogger("jax").addHandler(handler)
+m.predict((grown, grown[::-1]), batch_size=4)
+print(sum(handler.names.values()), json.dumps(dict(handler.names)))
+"""
+
+
 @pytest.mark.jax
 def test_text_runs_on_the_jax_backend_with_the_same_numbers(tmp_path):
     """Strings stay in tf.data, the model runs on JAX: the probabilities of a saved model
-    are TensorFlow's, from a compiled step (the preprocessor does not turn XLA off)."""
-    model = _classifier()
+    are TensorFlow's, from a compiled step (the preprocessor does not turn XLA off). Text
+    is padded to a few lengths (`BOUNDED_LENGTHS`), so that 40 pairs of 1 to 40 words in
+    10 batches compile a program for each of 8, 16, 32 and 64 tokens at most, not one for
+    each batch's longest sentence."""
+    model = _classifier(max_length=64)
     expected = model.predict((PREMISES, HYPOTHESES))
     model.save(tmp_path / "m.keras")
     script = ("import sys, json, dsan_tf, keras\n"
               "m = keras.saving.load_model(sys.argv[1])\n"
               "numbers = json.dumps(m.predict((sys.argv[2:6], sys.argv[6:10])).tolist())\n"
-              "print(keras.backend.backend(), m.jit_compile, numbers)\n")
+              "print(keras.backend.backend(), m.jit_compile, numbers)\n" + COUNTED)
     result = subprocess.run([sys.executable, "-c", script, str(tmp_path / "m.keras"),
                              *PREMISES, *HYPOTHESES], cwd=ROOT, capture_output=True,
                             text=True, timeout=600, env={**__import__("os").environ,
                                                          "KERAS_BACKEND": "jax"})
     assert result.returncode == 0, result.stderr[-3000:]
-    backend, jit, numbers = result.stdout.strip().splitlines()[-1].split(" ", 2)
+    backend, jit, numbers = result.stdout.strip().splitlines()[-2].split(" ", 2)
     assert (backend, jit) == ("jax", "True")
     np.testing.assert_allclose(json.loads(numbers), expected, atol=1e-5)
+    compiles, names = result.stdout.strip().splitlines()[-1].split(" ", 1)
+    assert 1 <= int(compiles) <= 4, names

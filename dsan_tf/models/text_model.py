@@ -7,6 +7,9 @@ share it.
 Shape legend: N pairs, C classes.
 """
 
+import importlib
+import sys
+
 import keras
 import numpy as np
 
@@ -33,11 +36,11 @@ def accuracy_metrics():
 def _text_module():
     # The data package's text functions (TensorFlow's strings), loaded when text is given:
     # a model fed ids needs neither.
-    # An import statement, not `importlib.import_module`: AutoGraph, tracing a model's
-    # call for a SavedModel, would try to convert that function and warn that it cannot.
-    from dsan_tf.data import preprocessor
-
-    return preprocessor
+    # Loaded already wherever a model has a preprocessor (it is one of its classes): then
+    # no import runs inside a traced call, where AutoGraph would try to convert
+    # `importlib`'s functions and warn that it cannot (a SavedModel's export).
+    module = sys.modules.get("dsan_tf.data.preprocessor")
+    return module or importlib.import_module("dsan_tf.data.preprocessor")
 
 
 def _softmax(logits):
