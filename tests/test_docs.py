@@ -95,3 +95,42 @@ def test_fidelity_rows_are_linked_by_anchor_not_by_number():
     assert not set(used) - set(anchors), f"links to no anchor: {set(used) - set(anchors)}"
     assert len(used) > 20
     assert not by_number, f"rows named by number: {by_number}"
+
+
+def _docstring_examples():
+    """(where, code) of each ```python block under "Examples:" in a docstring of the
+    package (classes and their methods)."""
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "dsan_tf").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, (ast.ClassDef, ast.FunctionDef)):
+                continue
+            text = ast.get_docstring(node) or ""
+            if "Examples:" not in text:
+                continue
+            blocks = re.findall(r"```python\n(.*?)```", text.split("Examples:", 1)[1], re.S)
+            assert blocks, f"{path.name}:{node.name}: Examples without a ```python block"
+            found += [(f"{path.relative_to(ROOT)}:{node.name}", block) for block in blocks]
+    return found
+
+
+# The public classes a user builds or loads (keras-hub's habit: an Examples block each).
+PUBLIC = ("NLIClassifier", "NLIEnsemble", "NLIPreprocessor", "DSANBackbone", "DSANEncoder",
+          "DSANBlock", "MaskedMultiHeadAttention", "FusionGate", "Source2TokenAttention",
+          "MaskedMaxPooling", "PositionwiseFeedForward", "ClassificationHead",
+          "MatchingFeatures", "LayerNorm", "DistancePrior", "Adam")
+
+
+@pytest.mark.parametrize("where, code", _docstring_examples(), ids=lambda value: value
+                         if isinstance(value, str) and ".py:" in value else "")
+def test_a_docstrings_example_runs(where, code):
+    """Each docstring's Examples block runs as printed, in a namespace of its own; the
+    public classes each have one."""
+    exec(compile(code, where, "exec"), {"__name__": "__example__"})
+
+
+def test_the_public_classes_have_examples():
+    have = {where.rsplit(":", 1)[1] for where, _ in _docstring_examples()}
+    assert not set(PUBLIC) - have, sorted(set(PUBLIC) - have)

@@ -365,3 +365,57 @@ def test_text_runs_on_the_jax_backend_with_the_same_numbers(tmp_path):
     np.testing.assert_allclose(json.loads(numbers), expected, atol=1e-5)
     compiles, names = result.stdout.strip().splitlines()[-1].split(" ", 1)
     assert 1 <= int(compiles) <= 4, names
+
+
+def test_what_a_keras_hub_user_tries_next_works_or_says_what_to_do():
+    """`dataset.map(model.preprocessor)` over unbatched pairs with label names gives
+    padded ids and class ids that batch and evaluate as the text does; one-hot labels are
+    class ids in memory and in `tf.data`; near misses get one sentence or just work:
+    `predict(premises, hypotheses)` names the one-argument forms, a NumPy [N, 2] array of
+    strings is pairs, and a model made from its configuration says its preprocessor has
+    no vocabulary (not `'NoneType' object has no attribute 'lowercase'`)."""
+    import tensorflow as tf
+
+    model = _classifier(max_length=12)
+    text = {"premise": PREMISES, "hypothesis": HYPOTHESES}
+    expected = model.predict(text)
+    pairs = tf.data.Dataset.from_tensor_slices((text, LABELS))
+    x, y = next(iter(pairs.map(model.preprocessor).batch(4)))
+    assert x["premise"].shape == (4, 12) and y.numpy().tolist() == [0, 2, 0, 2]
+    np.testing.assert_allclose(model.predict(x), expected, atol=1e-6)
+    by_names = model.evaluate(text, LABELS, verbose=0, return_dict=True)
+    mapped = model.evaluate(pairs.map(model.preprocessor).batch(2), verbose=0,
+                            return_dict=True)
+    assert mapped == pytest.approx(by_names, abs=1e-6)
+    one_hot = np.eye(3)[[0, 2, 0, 2]]
+    assert model.evaluate(text, one_hot, verbose=0, return_dict=True) == pytest.approx(
+        by_names, abs=1e-6)
+    in_data = tf.data.Dataset.from_tensor_slices((text, one_hot)).batch(2)
+    assert model.evaluate(in_data, verbose=0, return_dict=True) == pytest.approx(
+        by_names, abs=1e-6)
+    with pytest.raises(ValueError, match="soft labels need a categorical loss"):
+        model.evaluate(text, np.full((4, 3), 1 / 3), verbose=0)
+    with pytest.raises(ValueError, match=r"takes the pairs as one argument: "
+                                         r"predict\(\(premises, hypotheses\)\)"):
+        model.predict(PREMISES, HYPOTHESES)
+    np.testing.assert_allclose(model.predict(np.array(list(zip(PREMISES, HYPOTHESES)))),
+                               expected, atol=1e-6)
+    copy = dsan_tf.NLIClassifier.from_config(model.get_config())
+    with pytest.raises(ValueError, match="has no vocabulary: a configuration"):
+        copy.predict(text)
+
+
+def test_validation_split_splits_text_and_summary_shows_the_preprocessor():
+    """`fit(text, labels, validation_split=0.5)` validates on the last half of the pairs,
+    as Keras splits arrays (the same accuracy as evaluating them); `summary()` starts
+    with the preprocessor, which runs outside the model's graph."""
+    model = _classifier(max_length=12)
+    history = model.fit((PREMISES, HYPOTHESES), LABELS, validation_split=0.5, epochs=1,
+                        verbose=0, shuffle=False)
+    last_half = model.evaluate((PREMISES[2:], HYPOTHESES[2:]), LABELS[2:], verbose=0,
+                               return_dict=True)
+    assert history.history["val_accuracy"] == [pytest.approx(last_half["accuracy"])]
+    lines = []
+    model.summary(print_fn=lambda line, *args, **kwargs: lines.append(line))
+    assert lines[0].startswith("Preprocessor: NLIPreprocessor") and \
+        "at most 12 tokens a sentence" in lines[0]

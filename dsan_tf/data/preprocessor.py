@@ -51,6 +51,16 @@ class NLIPreprocessor(keras.layers.Layer):
     Returns:
         ({"premise": int32 [B, T1], "hypothesis": int32 [B, T2]}, y, sample_weight) as
         `keras.utils.pack_x_y_sample_weight` packs them (ids alone without labels).
+
+    Examples:
+    ```python
+    from dsan_tf.data import NLIPreprocessor, Vocabulary
+
+    vocabulary = Vocabulary(["a", "man", "sleeps", "rests"], lowercase=True)
+    preprocessor = NLIPreprocessor(vocabulary, max_length=8)
+    ids = preprocessor({"premise": ["A man sleeps."], "hypothesis": ["A man rests."]})
+    ids["premise"].shape  # (1, 4): a, man, sleeps, "." (unknown)
+    ```
     """
 
     def __init__(self, vocabulary=None, max_length=DEFAULT_MAX_LENGTH, **kwargs):
@@ -87,6 +97,13 @@ class NLIPreprocessor(keras.layers.Layer):
 
     def token_ids(self, texts):
         """Token ids of `texts` (string [B]), not truncated: int32 RaggedTensor [B, None]."""
+        if self.vocabulary is None:
+            # keras-hub's tokenizers keep their vocabulary out of `get_config` too.
+            raise ValueError(f"the preprocessor {self.name} has no vocabulary: a "
+                             "configuration (from_config, clone_model) holds none. Load the "
+                             "model with its files (NLIClassifier.from_preset, "
+                             "keras.saving.load_model), or give one: "
+                             "preprocessor.set_vocabulary(vocabulary).")
         tokens = tokenize(texts, lowercase=self.lowercase)
         return tf.cast(tokens.with_flat_values(self.lookup(tokens.flat_values)), tf.int32)
 
@@ -96,7 +113,22 @@ class NLIPreprocessor(keras.layers.Layer):
         return self.call(x, y, sample_weight)
 
     def call(self, x, y=None, sample_weight=None):
-        ids = {side: self.dense_ids(x[side]) for side in SIDES}
+        """{"premise", "hypothesis"} strings [B] -> int32 ids [B, T]; or one pair of
+        scalar strings (an unbatched `tf.data` element, as keras-hub's preprocessors take
+        it) -> ids [max_length], padded to the maximum length so that elements batch.
+        Labels `y` given as names or one-hot rows become class ids."""
+        texts = {side: tf.convert_to_tensor(x[side]) for side in SIDES}
+        if all(text.shape.rank == 0 for text in texts.values()):
+            ids = {side: self.dense_ids(text[None])[0] for side, text in texts.items()}
+            if self.max_length:
+                ids = {side: tf.pad(value, [[0, self.max_length - tf.shape(value)[0]]])
+                       for side, value in ids.items()}
+            if y is not None:
+                y = _label_tensor(tf.convert_to_tensor(y)[None])[0]
+        else:
+            ids = {side: self.dense_ids(text) for side, text in texts.items()}
+            if y is not None:
+                y = _label_tensor(tf.convert_to_tensor(y))
         return keras.utils.pack_x_y_sample_weight(ids, y, sample_weight)
 
     def dense_ids(self, texts):
@@ -231,11 +263,21 @@ def _is_string_pair(spec):
         getattr(side, "dtype", None) == tf.string for side in spec)
 
 
+# The columns a pair's sentences go by in SNLI's and MultiNLI's files (the programs read
+# both names).
+SNLI_COLUMNS = ("sentence1", "sentence2")
+
+
 def _columns(x):
-    """A pandas DataFrame's premise and hypothesis columns as a dict; else `x`."""
-    if hasattr(x, "columns") and hasattr(x, "to_numpy") and all(side in x.columns
-                                                                  for side in SIDES):
-        return {side: x[side] for side in SIDES}
+    """{"premise", "hypothesis"} of a pandas DataFrame's premise and hypothesis (or
+    sentence1 and sentence2) columns, or of a NumPy array of strings [N, 2]; else `x`."""
+    if hasattr(x, "columns") and hasattr(x, "to_numpy"):
+        for names in (SIDES, SNLI_COLUMNS):
+            if all(name in x.columns for name in names):
+                return {side: x[name] for side, name in zip(SIDES, names)}
+    if isinstance(x, np.ndarray) and x.ndim == 2 and x.shape[1] == 2 \
+            and x.dtype.kind in "USO":
+        return {"premise": x[:, 0], "hypothesis": x[:, 1]}
     return x
 
 
@@ -319,9 +361,19 @@ def pair_texts(x):
 
 
 def label_ids(y, count):
-    """int32 [N] of labels given as ids or as names (`dsan_tf.LABELS`)."""
+    """int32 [N] of labels given as ids, as names (`dsan_tf.LABELS`) or one-hot [N, C]."""
     if hasattr(y, "to_numpy"):  # a pandas Series
         y = y.to_numpy(dtype=object)
+    array = np.asarray(y) if not isinstance(y, (list, tuple)) or (
+        y and isinstance(y[0], (list, tuple, np.ndarray))) else None
+    if array is not None and array.ndim == 2 and array.shape[1] == len(LABEL_IDS) \
+            and array.dtype.kind in "biuf":
+        if array.shape[0] != count:
+            raise ValueError(f"{array.shape[0]} one-hot labels for {count} pairs.")
+        if not (np.isin(array, (0, 1)).all() and (array.sum(axis=1) == 1).all()):
+            raise ValueError("labels of shape [N, 3] must be one-hot rows (a 1 and two 0s); "
+                             "soft labels need a categorical loss: give class ids instead.")
+        return array.argmax(axis=1).astype("int32")
     values = list(y) if isinstance(y, (list, tuple)) else list(np.asarray(y).reshape(-1))
     if len(values) != count:
         raise ValueError(f"{len(values)} labels for {count} pairs.")
@@ -410,6 +462,12 @@ def _label_tensor(labels):
     """int32 labels of a dataset's labels, ids or names (`dsan_tf.LABELS`); an unknown name
     stops the dataset with an error naming the labels."""
     if labels.dtype != tf.string:
+        if labels.shape.rank == 2:  # one-hot [B, C], as in memory (`label_ids`)
+            one_hot = tf.debugging.assert_equal(
+                tf.reduce_sum(tf.cast(tf.equal(labels, 1), tf.int32), axis=-1), 1,
+                message="labels of shape [B, C] must be one-hot rows")
+            with tf.control_dependencies([one_hot]):
+                return tf.cast(tf.argmax(labels, axis=-1), tf.int32)
         return tf.cast(labels, tf.int32)
     table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
         list(LABEL_IDS), list(LABEL_IDS.values()), tf.string, tf.int32), -1)

@@ -58,6 +58,15 @@ class DistancePrior(keras.layers.Layer):
 
     Returns:
         float32 bias of the same shape.
+
+    Examples:
+    ```python
+    import numpy as np
+    from dsan_tf.layers import DistancePrior
+
+    distances = np.abs(np.arange(5)[:, None] - np.arange(5)[None, :])
+    bias = DistancePrior("linear", alpha=1.5)(distances)  # -1.5 |i - j|, [5, 5]
+    ```
     """
 
     def __init__(self, prior="linear", alpha=1.5, max_distance=10, initial_weight=1.0,

@@ -31,6 +31,15 @@ class PositionwiseFeedForward(keras.layers.Layer):
 
     Returns:
         float [B, T, D].
+
+    Examples:
+    ```python
+    import numpy as np
+    from dsan_tf.layers import PositionwiseFeedForward
+
+    x = np.random.rand(2, 5, 8).astype("float32")
+    outputs = PositionwiseFeedForward(ffn_dim=16)(x)  # [2, 5, 8]
+    ```
     """
 
     def __init__(self, ffn_dim, layer_norm_epsilon=1e-5,

@@ -44,6 +44,16 @@ class FusionGate(keras.layers.Layer):
 
     Returns:
         float [B, T, D]; with `return_gate=True` also F [B, T, D].
+
+    Examples:
+    ```python
+    import numpy as np
+    from dsan_tf.layers import FusionGate
+
+    source = np.random.rand(2, 5, 8).astype("float32")
+    context = np.random.rand(2, 5, 8).astype("float32")
+    fused = FusionGate()(source, context)  # [2, 5, 8]
+    ```
     """
 
     def __init__(self, fusion="projected", dropout=0.1, layer_norm_epsilon=1e-5,

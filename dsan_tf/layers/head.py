@@ -22,6 +22,15 @@ class MatchingFeatures(keras.layers.Layer):
 
     Returns:
         float [B, 4E].
+
+    Examples:
+    ```python
+    import numpy as np
+    from dsan_tf.layers import MatchingFeatures
+
+    u, v = np.random.rand(2, 2, 8).astype("float32")
+    features = MatchingFeatures()(u, v)  # [2, 32]
+    ```
     """
 
     def call(self, premise, hypothesis):
@@ -112,6 +121,15 @@ class ClassificationHead(keras.layers.Layer):
 
     Returns:
         float32 logits [B, C] (float32 also under mixed precision, for a stable loss).
+
+    Examples:
+    ```python
+    import numpy as np
+    from dsan_tf.layers import ClassificationHead
+
+    features = np.random.rand(2, 32).astype("float32")  # [u; v; |u - v|; u * v]
+    logits = ClassificationHead(hidden_units=16)(features)  # [2, 3]
+    ```
     """
 
     def __init__(self, hidden_units=300, num_classes=3, dropout=0.1, input_dropout=0.0,

@@ -60,6 +60,15 @@ class LayerNorm(keras.layers.Layer):
 
     Returns:
         float [..., D] in the layer's compute dtype.
+
+    Examples:
+    ```python
+    import numpy as np
+    from dsan_tf.layers import LayerNorm
+
+    x = np.random.rand(2, 5, 8).astype("float32")
+    normalised = LayerNorm()(x)  # [2, 5, 8], each position mean 0, variance 1
+    ```
     """
 
     def __init__(self, epsilon=1e-5, **kwargs):

@@ -44,6 +44,16 @@ class Source2TokenAttention(keras.layers.Layer):
 
     Returns:
         float [B, D].
+
+    Examples:
+    ```python
+    import numpy as np
+    from dsan_tf.layers import Source2TokenAttention
+
+    x = np.random.rand(2, 5, 8).astype("float32")
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
+    vector = Source2TokenAttention()(x, padding_mask=mask)  # [2, 8]
+    ```
     """
 
     def __init__(self, layer_norm_epsilon=1e-5, kernel_initializer="glorot_uniform",
@@ -113,6 +123,16 @@ class MaskedMaxPooling(keras.layers.Layer):
 
     Returns:
         float [B, D].
+
+    Examples:
+    ```python
+    import numpy as np
+    from dsan_tf.layers import MaskedMaxPooling
+
+    x = np.random.rand(2, 5, 8).astype("float32")
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
+    vector = MaskedMaxPooling()(x, padding_mask=mask)  # [2, 8], padding never the max
+    ```
     """
 
     def __init__(self, padding="masked", **kwargs):

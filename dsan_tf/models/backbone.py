@@ -62,8 +62,13 @@ class Backbone(keras.Model):
         `NLIClassifier.from_preset` reads them), without its head.
 
         Examples:
-        >>> backbone = Backbone.from_preset("dsan_snli25k_glove50")
-        >>> backbone.predict(ids)  # sentence vectors [N, 4·d_e]  # doctest: +SKIP
+        ```python
+        import numpy as np
+        from dsan_tf.models import Backbone
+
+        backbone = Backbone.from_preset("dsan_snli25k_glove50")
+        backbone.predict(np.array([[4, 5, 6]]))  # sentence vectors [1, 4 d_e]
+        ```
         """
         from dsan_tf.models import preset as presets
 

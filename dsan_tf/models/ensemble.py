@@ -27,6 +27,15 @@ class NLIEnsemble(TextModel, keras.Model):
     Returns:
         float32 [B, C]: log of the mean probabilities, so that softmax (`predict`) gives
         the mean itself and the training loss reads them as logits.
+
+    Examples:
+    ```python
+    from dsan_tf.models import NLIClassifier, NLIEnsemble
+
+    member = NLIClassifier.from_preset("dsan_snli25k_glove50", compile=False)
+    ensemble = NLIEnsemble([member, member])
+    ensemble.predict({"premise": ["A man sleeps."], "hypothesis": ["A man rests."]})  # [1, 3]
+    ```
     """
 
     def __init__(self, members, **kwargs):

@@ -56,6 +56,23 @@ class NLIClassifier(TextModel, keras.Model):
 
     Returns:
         float32 logits [B, C] (`predict`: probabilities).
+
+    Examples:
+    ```python
+    import numpy as np
+    import dsan_tf
+
+    # A trained preset, on text:
+    model = dsan_tf.NLIClassifier.from_preset("dsan_snli25k_glove50")
+    model.predict({"premise": ["A man sleeps."], "hypothesis": ["A man rests."]})  # [1, 3]
+
+    # A new classifier on a backbone, on ids:
+    backbone = dsan_tf.DSANBackbone(vocabulary_size=100, embedding_dim=8, num_heads=2,
+                                    ffn_dim=16)
+    classifier = dsan_tf.NLIClassifier(backbone, hidden_units=16)
+    ids = {"premise": np.array([[4, 5, 6]]), "hypothesis": np.array([[4, 7, 0]])}
+    classifier.predict(ids)  # probabilities [1, 3]
+    ```
     """
 
     def __init__(self, backbone, num_classes=3, hidden_units=300, dropout=0.1,

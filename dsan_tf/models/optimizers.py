@@ -72,8 +72,13 @@ class Adam(_SavedConfig, _OneOpPerVariable, keras.optimizers.Adam):
     """`keras.optimizers.Adam`, with one fused update op per variable on TensorFlow.
 
     Examples:
-    >>> optimizer = Adam(1e-3)  # the paper's (Section 5.2)
-    >>> model.compile(optimizer=optimizer)  # doctest: +SKIP
+    ```python
+    import dsan_tf
+    from dsan_tf.models.optimizers import Adam
+
+    model = dsan_tf.NLIClassifier.from_preset("dsan_snli25k_glove50", compile=False)
+    model.compile(optimizer=Adam(1e-3))  # the paper's (Section 5.2)
+    ```
     """
 
 

@@ -77,6 +77,25 @@ def _free_shapes(data):
         tf.data.experimental.assert_cardinality(len(data))).prefetch(2)
 
 
+def _split(x, y, sample_weight, fraction):
+    """Text in memory split as Keras' `validation_split` splits arrays: the last
+    `fraction` of the pairs (before any shuffling) for validation. Returns (x, y,
+    sample_weight, validation_data)."""
+    text = _text_module()
+    premises, hypotheses, _ = text.pair_texts(x)
+    keep = int(len(premises) * (1 - fraction))
+    if not 0 < keep < len(premises):
+        raise ValueError(f"validation_split={fraction} leaves no pairs on one side of "
+                         f"{len(premises)}.")
+    labels = text.label_ids(y, len(premises)) if y is not None else None
+    weights = np.asarray(sample_weight, "float32") if sample_weight is not None else None
+    part = lambda values, side: None if values is None else (  # noqa: E731
+        values[:keep] if side == 0 else values[keep:])
+    validation = ((premises[keep:], hypotheses[keep:]), part(labels, 1), part(weights, 1))
+    return ((premises[:keep], hypotheses[:keep]), part(labels, 0), part(weights, 0),
+            validation if weights is not None else validation[:2])
+
+
 class _Presets:
     """`cls.presets`: {name: what it is} of the trained presets this package ships, as
     keras-hub's classes list theirs (`dsan_tf.presets()` is the same)."""
@@ -183,6 +202,20 @@ class TextModel:
             self._programs = sentence_programs.SentencePrograms(self)
         return getattr(self, "_programs", None)
 
+    def summary(self, *args, print_fn=None, **kwargs):
+        """Keras' summary, after a line for each preprocessor (they run in `tf.data`, not
+        in the model's graph, so Keras' table has no row for them; keras-hub's tasks show
+        theirs first)."""
+        for preprocessor in self.preprocessors():
+            if preprocessor is None or preprocessor.vocabulary is None:
+                continue
+            line = (f"Preprocessor: {type(preprocessor).__name__} {preprocessor.name!r}: "
+                    f"{preprocessor.vocabulary_size:,} words, lower-cased "
+                    f"{preprocessor.lowercase}, at most {preprocessor.max_length} tokens a "
+                    "sentence")
+            (print_fn or print)(line)
+        return super().summary(*args, print_fn=print_fn, **kwargs)
+
     def compile_from_config(self, config):
         # Keras' own skips a `compile` it did not write; this one takes all its arguments
         # but two: whether the step is XLA-compiled (or eager) belongs to the backend that
@@ -225,8 +258,10 @@ class TextModel:
         cut = None
         if self._is_text(x):
             if kwargs.get("validation_split"):
-                raise ValueError("validation_split does not split text: give "
-                                 "validation_data=(x, y).")
+                if validation_data is not None:
+                    raise ValueError("give validation_split or validation_data, not both.")
+                x, y, sample_weight, validation_data = _split(
+                    x, y, sample_weight, kwargs.pop("validation_split"))
             x, cut = self._text_batches(x, y, sample_weight, batch_size or BATCH_SIZE,
                                         kwargs.get("shuffle", True))
             y = sample_weight = batch_size = None
@@ -273,6 +308,12 @@ class TextModel:
                 "hypothesis": int [N]}, the tokens of each sentence cut by the model's
                 maximum length. Cutting any sentence also raises one `TruncationWarning`.
         """
+        if batch_size is not None and not isinstance(batch_size, int) \
+                and self.preprocessor is not None:
+            # predict(premises, hypotheses): Keras would read the hypotheses as batch_size.
+            raise ValueError(f"{self.name}.predict takes the pairs as one argument: "
+                             "predict((premises, hypotheses)) or predict({\"premise\": "
+                             "[...], \"hypothesis\": [...]}).")
         cut = None
         if self._is_text(x):
             x, cut = self._text_batches(x, None, None, batch_size)
@@ -322,9 +363,13 @@ class TextModel:
             load_weights: False: the architecture with fresh weights.
 
         Examples:
-        >>> model = NLIClassifier.from_preset("dsan_snli25k_glove50")
-        >>> model.predict({"premise": ["A man sleeps."], "hypothesis": ["A man rests."]})
-        >>> binary = NLIClassifier.from_preset("dsan_snli25k_glove50", num_classes=2)
+        ```python
+        from dsan_tf.models import NLIClassifier
+
+        model = NLIClassifier.from_preset("dsan_snli25k_glove50")
+        model.predict({"premise": ["A man sleeps."], "hypothesis": ["A man rests."]})
+        binary = NLIClassifier.from_preset("dsan_snli25k_glove50", num_classes=2)
+        ```
         """
         from dsan_tf.models import preset as presets
 

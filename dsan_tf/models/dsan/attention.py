@@ -77,6 +77,18 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
 
     Returns:
         float [B, T, D] (and the weights when asked).
+
+    Examples:
+    ```python
+    import numpy as np
+    from dsan_tf.models.dsan import MaskedMultiHeadAttention
+
+    attention = MaskedMultiHeadAttention(num_heads=2, direction="forward")
+    x = np.random.rand(2, 5, 8).astype("float32")
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
+    context, weights = attention(x, padding_mask=mask, return_attention_scores=True)
+    # context [2, 5, 8]; weights [2, 2, 5, 5], each row over the earlier words only
+    ```
     """
 
     def __init__(self, num_heads, direction="forward", use_direction_mask=True,

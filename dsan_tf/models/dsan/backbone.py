@@ -34,6 +34,15 @@ class DSANBackbone(SentenceEncoderBackbone):
 
     Returns:
         float [B, E], E = 4·d_e with the paper's pooling.
+
+    Examples:
+    ```python
+    import numpy as np
+    from dsan_tf.models.dsan import DSANBackbone
+
+    backbone = DSANBackbone(vocabulary_size=100, embedding_dim=8, num_heads=2, ffn_dim=16)
+    vectors = backbone(np.array([[4, 5, 6, 0]]))  # [1, 32]: 4 d_e a sentence
+    ```
     """
 
     def __init__(self, vocabulary_size, embedding_dim=300, num_heads=5, ffn_dim=1200,

@@ -44,6 +44,17 @@ class DSANBlock(keras.layers.Layer):
 
     Returns:
         float [B, T, D].
+
+    Examples:
+    ```python
+    import numpy as np
+    from dsan_tf.models.dsan import DSANBlock
+
+    block = DSANBlock("backward", num_heads=2, ffn_dim=16)
+    x = np.random.rand(2, 5, 8).astype("float32")
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
+    outputs = block(x, padding_mask=mask)  # [2, 5, 8]
+    ```
     """
 
     def __init__(self, direction, num_heads, ffn_dim=None, use_direction_mask=True,

@@ -46,6 +46,17 @@ class DSANEncoder(keras.layers.Layer):
 
     Returns:
         float [B, output_dim].
+
+    Examples:
+    ```python
+    import numpy as np
+    from dsan_tf.models.dsan import DSANEncoder
+
+    encoder = DSANEncoder(num_heads=2, ffn_dim=16)
+    x = np.random.rand(2, 5, 8).astype("float32")  # B 2, T 5, D 8
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
+    vectors = encoder(x, padding_mask=mask)  # [2, 32]
+    ```
     """
 
     def __init__(self, num_heads, ffn_dim=None, use_direction_mask=True,
