@@ -1,6 +1,5 @@
 """Properties of the individual layers: direction, distance, masking, finiteness."""
 
-import math
 import sys
 
 import keras
@@ -145,60 +144,6 @@ def test_the_encoder_computes_both_blocks_as_each_computes_alone(rng, options):
     _, inferred = dropping(x, padding_mask=mask, training=False, return_intermediates=True)
     for side in ("forward", "backward"):
         assert not np.allclose(trained[side]["output"], inferred[side]["output"]), side
-
-
-@pytest.mark.skipif(keras.backend.backend() != "jax",
-                    reason="packing is JAX's: an XLA optimization barrier keeps the buffer")
-def test_packed_weights_give_the_values_and_gradients_of_stacked_ones(rng):
-    """Within `stacking.packing(True)` the encoder reads both blocks' weights from one
-    buffer (`stacking.packed`, an A/B's layout): the forward pass, dropout included, and
-    the gradient of every weight are those of the weights stacked one by one, and the
-    program holds the buffer whole: a barrier over every float weight of both blocks, and
-    one over their gradient."""
-    import jax
-
-    from dsan_tf.layers import stacking
-
-    keras.utils.set_random_seed(7)
-    encoder = dsan.DSANEncoder(num_heads=HEADS, ffn_dim=2 * WIDTH)
-    encoder.build((None, None, WIDTH))
-    x = features(rng, batch=3, length=6)
-    mask = np.ones((3, 6), bool)
-    mask[1, 2:] = mask[2, 1:] = False
-    trainable = [v.value for v in encoder.trainable_variables]
-    others = [v.value for v in encoder.non_trainable_variables]
-    weights = rng.normal(size=(3, 4 * WIDTH)).astype("float32")
-
-    def loss(trainable):
-        outputs, _ = encoder.stateless_call(trainable, others, x, padding_mask=mask,
-                                            training=True)
-        return keras.ops.sum(outputs * weights)
-
-    results, barriers = {}, {}
-    for packing in (False, True):
-        with stacking.packing(packing):
-            traced = jax.jit(jax.value_and_grad(loss)).trace(trainable)
-        results[packing] = traced.lower().compile()(trainable)
-        barriers[packing] = [equation.outvars[0].aval.size for equation in traced.jaxpr.eqns
-                             if equation.primitive.name == "optimization_barrier"]
-    block_weights = sum(math.prod(v.shape) for block in (encoder.forward_block,
-                                                        encoder.backward_block)
-                        for v in block.weights if "float" in str(v.dtype))
-    assert barriers == {False: [], True: [block_weights] * 2}  # the weights, their gradient
-    (loss_apart, gradients_apart), (loss_packed, gradients_packed) = results[False], results[True]
-    np.testing.assert_allclose(loss_packed, loss_apart, rtol=1e-6)
-    assert len(gradients_packed) == len(encoder.trainable_variables)
-    for variable, packed, apart in zip(encoder.trainable_variables, gradients_packed,
-                                       gradients_apart):
-        assert np.abs(apart).max() > 0, variable.path  # every weight is read
-        np.testing.assert_allclose(packed, apart, rtol=1e-6, atol=1e-7, err_msg=variable.path)
-    # Other layers than the packed ones, or another order, are stacked as asked.
-    forward, backward = encoder.forward_block, encoder.backward_block
-    with stacking.packing(True), stacking.packed([forward, backward]):
-        for blocks in ([backward, forward], [forward, forward]):
-            kernels = [block.attention.output_dense for block in blocks]
-            np.testing.assert_array_equal(stacking.weights(kernels, "kernel", "float32"),
-                                          np.stack([k.kernel.numpy() for k in kernels]))
 
 
 @pytest.mark.parametrize("policy", ["float32", "mixed_float16"])

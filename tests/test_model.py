@@ -450,3 +450,12 @@ def test_every_hyperparameter_reaches_the_model_it_configures(name, small_config
             break
     assert tried >= len(described_fields(family.config)) - 1
     assert not unchanged, f"{name}: the model is the same with {unchanged}"
+
+
+@pytest.mark.parametrize("name", registry.PACKAGES)
+def test_every_layer_is_built_with_the_model(name, small_config):
+    """A model comes with every layer built, weightless ones too: Keras' `predict` on JAX
+    otherwise runs the whole model op by op once to build it (16 s of compiles on SNLI
+    dev's first batch)."""
+    model = build_model(name, small(name, small_config))
+    assert [layer.name for layer in model._flatten_layers() if not layer.built] == []

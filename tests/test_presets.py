@@ -228,6 +228,7 @@ def test_from_preset_takes_keras_hubs_arguments_and_honours_the_global_policy():
     text = {"premise": ["A man is playing a guitar on stage."] * 2,
             "hypothesis": ["A man is playing an instrument.", "A man is sleeping."]}
     trained = NLIClassifier.from_preset(name)
+    assert [layer.name for layer in trained._flatten_layers() if not layer.built] == []
     expected = trained.predict(text)
     weights = [w.numpy() for w in trained.backbone.weights]
     assert trained.compiled and not NLIClassifier.from_preset(name, compile=False).compiled

@@ -391,7 +391,7 @@ def label_ids(y, count):
 
 
 def text_batches(preprocessors, x, y=None, sample_weight=None, batch_size=None,
-                 shuffle=False, seed=None, keys=None):
+                 shuffle=False, seed=None, keys=None, fill_last=False):
     """The one raw-text path: text -> token ids -> batches, for one model's preprocessor
     or an ensemble's (one per member).
 
@@ -405,6 +405,9 @@ def text_batches(preprocessors, x, y=None, sample_weight=None, batch_size=None,
         batch_size: pairs per batch (default `PREDICTION_BATCH_SIZE`; a batched dataset
             keeps its batches).
         shuffle: reshuffle the pairs every pass (text in memory; seeded with `seed`).
+        fill_last: (text in memory, no labels; where `compiled_per_shape`) the last batch
+            filled to `batch_size` with rows of padding, so that it needs no program of its
+            own: the caller drops the outputs past the N pairs.
 
     Returns:
         (`tf.data.Dataset` of packed (ids, labels, weights) batches, cut), where cut is
@@ -432,6 +435,9 @@ def text_batches(preprocessors, x, y=None, sample_weight=None, batch_size=None,
     dataset = dataset.batch(batch_size).map(
         lambda many_ids, *rest: (_model_ids(many_ids, keys), *rest) if rest
         else _model_ids(many_ids, keys))
+    if fill_last and len(columns) == 1 and compiled_per_shape():
+        dataset = dataset.map(lambda ids: tf.nest.map_structure(
+            lambda rows: tf.pad(rows, [[0, batch_size - tf.shape(rows)[0]], [0, 0]]), ids))
     return dataset.prefetch(tf.data.AUTOTUNE), cut
 
 

@@ -228,10 +228,11 @@ class TextModel:
     def _is_text(self, x):
         return self.preprocessor is not None and _text_module().is_text(x)
 
-    def _text_batches(self, x, y, sample_weight, batch_size, shuffle=False):
+    def _text_batches(self, x, y, sample_weight, batch_size, shuffle=False, fill_last=False):
         """(batches of ids, cut) of raw text (`dsan_tf.data.preprocessor.text_batches`)."""
         return _text_module().text_batches(self.preprocessors(), x, y, sample_weight,
-                                           batch_size, shuffle, keys=self.input_keys())
+                                           batch_size, shuffle, keys=self.input_keys(),
+                                           fill_last=fill_last)
 
     def preprocessors(self):
         """The `NLIPreprocessor`s whose ids the model takes (one; an ensemble's members'
@@ -316,11 +317,14 @@ class TextModel:
                              "[...], \"hypothesis\": [...]}).")
         cut = None
         if self._is_text(x):
-            x, cut = self._text_batches(x, None, None, batch_size)
+            # The last batch filled where steps compile per shape: no program of its own.
+            x, cut = self._text_batches(x, None, None, batch_size, fill_last=True)
             batch_size = None
         kwargs.setdefault("verbose", 0)
         probabilities = _softmax(super().predict(_free_shapes(x), batch_size=batch_size,
                                                  **kwargs))
+        if cut is not None and not callable(cut):
+            probabilities = probabilities[:len(cut["premise"])]  # the filled rows dropped
         if cut is not None:
             self._warn_truncated(cut)
         if return_truncated:

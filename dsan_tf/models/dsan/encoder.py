@@ -119,6 +119,10 @@ class DSANEncoder(keras.layers.Layer):
         if self.pooling in ("multi_dim_max", "max"):
             self.max_pooling = MaskedMaxPooling(padding=self.max_pool_padding,
                                                 name="max_pooling", dtype=self.dtype_policy)
+            # Built now though it has no weights: Keras' `predict` on JAX runs a model
+            # with an unbuilt layer eagerly once to build it (16 s of op compiles for
+            # SNLI dev's first batch, docs/runs/text_predict_snli_dev.json).
+            self.max_pooling.build(encoded_shape)
         self.built = True
 
     def output_dim(self, input_dim):
