@@ -46,8 +46,7 @@ def presets():
     training and no data: `dsan_tf.load(name)`, `NLIClassifier.from_preset(name)`."""
     from dsan_tf.models import registry
 
-    return {name: description
-            for name, (_, description) in registry.trained_presets().items()}
+    return registry.preset_descriptions()
 
 
 def configs():

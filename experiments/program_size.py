@@ -340,13 +340,18 @@ def training_step_kernels(model, batch, steps=1, target=H100_TARGET):
     return {**gpu_kernels(text), "compile_seconds": seconds}
 
 
+def training_model(task, vocab_size=VOCAB_SIZE):
+    """`task`'s model at seed 0, compiled for training with its step jit-compiled."""
+    keras.utils.set_random_seed(0)
+    model = task.build_model(vocab_size)
+    task.compile(model, jit_compile=True)
+    return model
+
+
 def _kernels(task, batch, steps, target):
     """`training_step_kernels` of the task's model, compiled at seed 0."""
-    import keras
-
-    keras.utils.set_random_seed(0)
-    model = task.compile(task.build_model(VOCAB_SIZE), jit_compile=True)
-    return {"moments_per_variable": training_step_kernels(model, batch, steps, target)}
+    return {"moments_per_variable": training_step_kernels(training_model(task), batch,
+                                                          steps, target)}
 
 
 def _usable_target(path):

@@ -37,15 +37,7 @@ from dsan_tf.experiment.config import PRECISIONS, ExperimentConfig
 from dsan_tf.experiment.task import NLITask
 from experiments import device_profile
 from experiments.benchmark import LENGTH_PROFILE, SNLI_TRAIN_PAIRS
-from experiments.program_size import VOCAB_SIZE, batches
-
-
-def training_model(task, vocab_size=VOCAB_SIZE):
-    """`task`'s model at seed 0, compiled for training with its step jit-compiled."""
-    keras.utils.set_random_seed(0)
-    model = task.build_model(vocab_size)
-    task.compile(model, jit_compile=True)
-    return model
+from experiments.program_size import batches, training_model
 
 
 def _conditions(task, premise, hypothesis, steps):

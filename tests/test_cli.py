@@ -362,7 +362,7 @@ def test_help_is_short_and_grouped_by_topic_with_each_familys_flags_under_it():
 
 @pytest.mark.parametrize("name", ["disan", "cbow"])
 def test_visualize_draws_disan_and_says_cbow_has_nothing_to_draw(tmp_path, name):
-    """a DiSAN run gets its attention, gate and pooling figures; a CBOW
+    """A DiSAN run gets its attention, gate and pooling figures; a CBOW
     run gets one sentence naming the run and why (no traceback)."""
     from dsan_tf import build_model, model_config
     from dsan_tf.data import NLIPreprocessor, Vocabulary
@@ -482,7 +482,7 @@ def test_ensemble_export_serves_the_mean_of_its_members(demo, cbow_run, tmp_path
                                                                      "CBOWBackbone"]
     assert ensemble.predict((["the dog chased the cat"], ["the cat chased the dog"]))[0] == \
         pytest.approx(served(export), abs=1e-5)
-    # an ensemble has no sentence vectors, and says so (not "a pair model").
+    # An ensemble has no sentence vectors, and says so (not "a pair model").
     with pytest.raises(ValueError, match=r"1 is an ensemble: it averages its members' "
                                          r"probabilities and has no sentence vectors"):
         dsan_tf.load(str(export)).encode("the dog")
@@ -703,7 +703,7 @@ def test_bad_flag_values_are_refused_before_tensorflow_loads(program, flags):
 
 
 def test_a_missing_value_of_a_list_flag_is_named_alone(tmp_path):
-    """the missing file of a repeated flag is named as the flag's value,
+    """The missing file of a repeated flag is named as the flag's value,
     not inside absl's Python list (`--data=['...', '...']`)."""
     there = tmp_path / "dev.jsonl"
     there.write_text("")

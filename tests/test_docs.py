@@ -67,7 +67,7 @@ def test_the_mutation_list_is_documented_as_it_is():
 
 
 def test_fidelity_rows_are_linked_by_anchor_not_by_number():
-    """a link to a row or section of docs/FIDELITY.md names its anchor, so
+    """A link to a row or section of docs/FIDELITY.md names its anchor, so
     that it survives a reordering of the table: every `FIDELITY.md#name` anywhere in the
     project, and every `(#name)` inside the table, is an anchor the page defines, each row
     has one, and nothing points at a row by its number."""

@@ -231,7 +231,7 @@ def test_a_record_of_the_wrong_type_is_one_sentence_naming_file_and_line(trained
 
 
 def test_group_by_keeps_records_lacking_the_field_and_prints_a_screenful(trained, tmp_path):
-    """a record without the field is its own group, not an abort; a field
+    """A record without the field is its own group, not an abort; a field
     of many values prints its 20 largest groups and a line counting the rest; the JSON
     report holds every group."""
     records = [{"sentence1": "the dog saw the cat", "sentence2": "the cat saw the dog",
@@ -258,7 +258,7 @@ def test_group_by_keeps_records_lacking_the_field_and_prints_a_screenful(trained
     (["a dog", ""], ["a cat", "a dog"], "premises[1] is empty"),
     (["a dog"], ["\t"], "hypotheses[0] is empty")])
 def test_an_empty_sentence_is_refused_not_classified(trained, premise, hypothesis, message):
-    """an empty or blank sentence would be classified from padding alone;
+    """An empty or blank sentence would be classified from padding alone;
     the Python API refuses it naming which, the CLI too (flag or file line), and data files
     count it among the dropped records (`ReadReport`)."""
     model = dsan_tf.load(str(trained))
@@ -288,7 +288,7 @@ def test_the_cli_refuses_an_empty_sentence_naming_the_flag_or_line(trained, tmp_
 
 
 def test_a_model_without_sentence_vectors_says_why():
-    """the message names what the model is (an ensemble's export says
+    """The message names what the model is (an ensemble's export says
     so, `test_cli.py::test_ensemble_export_serves_the_mean_of_its_members`)."""
     from dsan_tf.saving.serving import LoadedModel
 
@@ -310,7 +310,7 @@ def test_a_model_without_sentence_vectors_says_why():
 
 
 def test_a_json_file_cut_off_is_one_sentence_naming_it(trained, tmp_path):
-    """a run's config.json cut mid-record (a killed process, an edit),
+    """A run's config.json cut mid-record (a killed process, an edit),
     or an evaluation file cut short, is one sentence naming the file, the line and the
     column, not a traceback."""
     import shutil
@@ -351,7 +351,7 @@ def test_a_named_config_is_refused_where_the_model_comes_from_a_run(program, tmp
 
 
 def test_the_old_preset_flag_says_it_is_now_config(tmp_path):
-    """a preset is a trained model loaded by name; the training
+    """A preset is a trained model loaded by name; the training
     configurations' flag is --config, and --preset, its old name, says so."""
     from helpers import run_in_process
 
@@ -365,7 +365,7 @@ def test_the_old_preset_flag_says_it_is_now_config(tmp_path):
 
 
 def test_a_named_configs_missing_path_names_it_and_where_it_was_looked_for(tmp_path):
-    """a named configuration's ../shared/data paths, run away from a clone, failed
+    """A named configuration's ../shared/data paths, run away from a clone, failed
     deep in reading without saying what they are relative to."""
     from helpers import run_in_process
 

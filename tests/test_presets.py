@@ -34,7 +34,7 @@ def _parsed(*argv):
 
 
 def test_a_named_config_is_its_flagfile_read_as_absl_reads_it():
-    """a named configuration is written once, as a flagfile in its
+    """A named configuration is written once, as a flagfile in its
     family's configs/ folder; `--config=NAME` and `ExperimentConfig.named(NAME)` read it
     (its `# base:` first) to the configuration absl's `--flagfile` gives, and the clone's
     experiments/configs/NAME.cfg are links to those files, not copies (a family's new
@@ -161,7 +161,7 @@ print(json.dumps({"labels": out["labels"], "probabilities": out["probabilities"]
 
 @pytest.mark.parametrize("name", sorted(registry.trained_presets()))
 def test_a_shipped_preset_loads_by_name_and_gives_its_recorded_numbers(name):
-    """a trained preset inside the package, loaded by name in a fresh
+    """A trained preset inside the package, loaded by name in a fresh
     process with no training and no data, gives the probabilities recorded when it was
     shipped (`tools/ship_preset.py`), compiles with its run's optimizer, and its card
     quotes the accuracies it was measured at."""

@@ -142,7 +142,7 @@ def test_keras_files_saved_under_the_backbones_older_argument_names_still_load(n
 
 @pytest.mark.parametrize("name", registry.PACKAGES)
 def test_a_layers_default_is_its_configuration_fields(name):
-    """a hyperparameter's default is declared by its field in the family's
+    """A hyperparameter's default is declared by its field in the family's
     configuration; a layer or backbone of the family that takes it by the same name keeps
     no other default (None on either side means "derived": from the width, or resolved
     when the model is built)."""

@@ -214,7 +214,7 @@ def test_generated_word_order_task_needs_no_download():
 
 
 def test_the_tables_predict_reads_are_read_with_their_labels(tmp_path):
-    """evaluate refused the .csv and premise,hypothesis .tsv files that
+    """Evaluate refused the .csv and premise,hypothesis .tsv files that
     predict reads. With a label column they are data: CSV quoting (commas and line breaks
     inside a cell), a pairID kept, a file without labels refused naming the column."""
     table = tmp_path / "pairs.csv"

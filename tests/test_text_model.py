@@ -79,7 +79,7 @@ def test_text_in_fit_evaluate_and_predict_in_every_form_a_keras_user_writes():
         model.fit(text, ["entailment", "maybe", "neutral", "neutral"], verbose=0)
     with pytest.raises(ValueError, match=r"hypotheses\[2\] is empty"):
         model.predict({"premise": PREMISES, "hypothesis": ["a", "b", " ", "c"]})
-    # label names inside a tf.data, and keras-hub's
+    # Label names inside a tf.data, and keras-hub's
     # ((premises, hypotheses), labels) datasets, in fit, evaluate and predict.
     names = ["entailment", "contradiction", "entailment", "contradiction"]
     trained = model.get_weights()
@@ -101,7 +101,7 @@ def test_text_in_fit_evaluate_and_predict_in_every_form_a_keras_user_writes():
 
 
 def test_pandas_columns_are_text_and_labels():
-    """pandas Series and DataFrames (pandas 3's string dtype) in predict,
+    """Pandas Series and DataFrames (pandas 3's string dtype) in predict,
     fit and evaluate, as keras-hub takes them: the probabilities of the lists."""
     pandas = pytest.importorskip("pandas")
     model = _classifier()

@@ -86,7 +86,7 @@ def test_a_run_is_its_configuration_not_trained_twice_and_trained_on_with_more_e
 @pytest.mark.parametrize("schedule_epoch_pairs", [0, 500])
 def test_tf_data_batches_resume_in_the_order_of_a_run_from_the_start(tmp_path,
                                                                       schedule_epoch_pairs):
-    """a run extended (or resumed) from epoch 1 with `tf.data` batches,
+    """A run extended (or resumed) from epoch 1 with `tf.data` batches,
     TensorFlow's default, trains epochs 2 and 3 on the batches a run from the start draws
     there (its seeded reshuffles went on, not again from the start): the same history.
     Also for epochs of `schedule_epoch_pairs`, whose passes start anywhere."""
@@ -316,7 +316,7 @@ def test_an_interrupted_first_epoch_leaves_no_directory(tmp_path, monkeypatch):
 
 def test_an_extension_stopped_early_finishes_as_asked_and_no_run_is_shortened(
         tmp_path, monkeypatch, capsys):
-    """an extension (2 -> 4 epochs) stopped before its first new epoch,
+    """An extension (2 -> 4 epochs) stopped before its first new epoch,
     then asked for its 2 epochs again, says it finishes (not "training from epoch 3") and
     writes the 2-epoch results; asking a run for fewer epochs than it trained is refused."""
     from dsan_tf.common.errors import UsageError
@@ -346,7 +346,7 @@ def test_an_extension_stopped_early_finishes_as_asked_and_no_run_is_shortened(
 
 
 def test_an_export_on_another_backend_is_refused_before_training(tmp_path, monkeypatch):
-    """on JAX, `train_run(..., RunOptions(export_dir=...))` trained its
+    """On JAX, `train_run(..., RunOptions(export_dir=...))` trained its
     epochs and then died in jax2tf; `serving.export` died the same way. Both now refuse in
     one sentence before any work (the backend is faked: the check is what is tested)."""
     import keras

@@ -98,15 +98,8 @@ def write_text(path, text):
 
 def write_bytes(path, content):
     """Writes `content` to `path` atomically."""
-    partial = temporary_name(path)
-    try:
-        with open(partial, "wb") as stream:
-            stream.write(content)
-    except BaseException:
-        if os.path.lexists(partial):
-            os.remove(partial)
-        raise
-    publish(partial, path)
+    with stream(path, "wb") as out:
+        out.write(content)
 
 
 def write_with(path, save, suffix=""):
@@ -123,13 +116,14 @@ def write_with(path, save, suffix=""):
 
 
 @contextlib.contextmanager
-def text_stream(path, newline=None):
-    """A text stream (UTF-8) whose content replaces `path` when the block succeeds; a
-    failed block leaves `path` as it was and no partial file."""
+def stream(path, mode="w", newline=None):
+    """A stream (text: UTF-8; `mode="wb"`: bytes) whose content replaces `path` when the
+    block succeeds; a failed block leaves `path` as it was and no partial file."""
     partial = temporary_name(path)
+    encoding = None if "b" in mode else "utf-8"
     try:
-        with open(partial, "w", encoding="utf-8", newline=newline) as stream:
-            yield stream
+        with open(partial, mode, encoding=encoding, newline=newline) as out:
+            yield out
     except BaseException:
         if os.path.lexists(partial):
             os.remove(partial)

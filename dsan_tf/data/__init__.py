@@ -32,16 +32,7 @@ _EXPORTS = {
 __all__ = sorted([*_EXPORTS, "PREPROCESSOR_FILE", "VOCABULARY_FILE"])
 
 
-# The modules that load TensorFlow (strings, lookups, tf.data): loaded quietly, as
-# `import dsan_tf`'s names are (`dsan_tf.common.quiet`).
-_TENSORFLOW = {"pipeline", "preprocessor", "tokenizer", "vocabulary"}
-
-
 def __getattr__(name):
     if name in _EXPORTS:
-        if _EXPORTS[name] in _TENSORFLOW:
-            from dsan_tf.common import quiet
-
-            quiet.load_frameworks(tensorflow=True)
         return getattr(importlib.import_module(f"dsan_tf.data.{_EXPORTS[name]}"), name)
     raise AttributeError(f"module 'dsan_tf.data' has no attribute {name!r}")

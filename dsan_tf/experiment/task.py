@@ -213,8 +213,8 @@ class NLITask:
     def skip_epochs(self, batches, epochs):
         """Advances the training `batches` (`build_inputs(..., training=True)`) by
         `epochs` epochs, so that the next epoch draws the order that epoch `epochs` + 1 of
-        a run from the start draws: a resumed or extended run continues its order
-. Returns what the caller keeps until `fit` has begun (None,
+        a run from the start draws: a resumed or extended run continues its order.
+        Returns what the caller keeps until `fit` has begun (None,
         or a `tf.data` iterator).
 
         `NLIBatches` draw an epoch from the seed and the pass alone. A `tf.data` shuffle

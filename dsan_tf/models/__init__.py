@@ -25,12 +25,8 @@ __all__ = ["Family", "build_backbone", "build_model", "family", "load_model", "n
 
 def __getattr__(name):
     """The shared classes, and each family's public names (`DSANBackbone`, ...), which
-    its package exports. Keras (and TensorFlow, its backend) load first, without their
-    start-up log lines (`dsan_tf.common.quiet`)."""
+    its package exports."""
     if name in _EXPORTS:
-        from dsan_tf.common import quiet
-
-        quiet.load_frameworks()
         return getattr(importlib.import_module(_EXPORTS[name]), name)
     for package in registry.PACKAGES:
         try:

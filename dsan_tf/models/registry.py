@@ -222,6 +222,12 @@ def trained_presets():
     return found
 
 
+def preset_descriptions():
+    """{name: what it is} of the trained presets (`trained_presets` without folders):
+    `dsan_tf.presets()` and `NLIClassifier.presets`."""
+    return {name: description for name, (_, description) in trained_presets().items()}
+
+
 def check_config(name, config):
     """Raises ValueError when `name` is no family or `config` is not its configuration
     (each configuration checks its own values when made)."""
@@ -238,9 +244,6 @@ def lazy_attributes(package, exports):
     the package (and registering the family) loads no Keras."""
     def __getattr__(name):
         if name in exports:
-            from dsan_tf.common import quiet
-
-            quiet.load_frameworks()  # Keras (and TensorFlow, its backend) without log lines
             return getattr(importlib.import_module(f"{package}.{exports[name]}"), name)
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
     return __getattr__

@@ -103,8 +103,7 @@ class _Presets:
     def __get__(self, instance, owner):
         from dsan_tf.models import registry
 
-        return {name: description
-                for name, (_, description) in registry.trained_presets().items()}
+        return registry.preset_descriptions()
 
 
 class TextModel:

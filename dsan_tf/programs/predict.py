@@ -174,13 +174,13 @@ class Writer:
 
 @contextlib.contextmanager
 def output_stream(path):
-    """stdout, or `path` written whole or not at all (`atomic.text_stream`): a failed run
+    """stdout, or `path` written whole or not at all (`atomic.stream`): a failed run
     leaves no file that looks like a valid (empty) submission, and keeps an older `path`
     as it was."""
     if not path:
         yield sys.stdout
         return
-    with atomic.text_stream(path, newline="") as stream:
+    with atomic.stream(path, newline="") as stream:
         yield stream
 
 
