@@ -3,7 +3,9 @@ the machine-readable rows, and the learning curve."""
 
 import json
 import os
+import re
 import statistics
+from importlib import metadata
 
 import numpy as np
 
@@ -12,6 +14,8 @@ from dsan_tf.experiment.config import TrainingConfig
 from dsan_tf.programs import flags as project_flags
 
 FULL_TRAIN_PAIRS = 25_299
+# `python -m dsan_tf.programs.NAME` (or `experiments.NAME`, the module older records name)
+PROGRAM_RUN = re.compile(r"^python -m (?:dsan_tf\.programs|experiments)\.(\w+)(?= |$)")
 DIFFERENCES = [
     "d_e 50 (GloVe 6B 50d, lower-cased, 100k words), not 300 (GloVe 840B, cased): every "
     "width scales with it (5 heads of d_k 10, d_ff 200), so DSAN has 0.33M parameters, "
@@ -241,6 +245,17 @@ def curve_lines(points, sizes):
     return lines
 
 
+def typed(command):
+    """A recorded command as a reader types it now: a program run as a module (as the
+    study runs it, or through a shim older records name, since removed) is its `dsan-*`
+    console script; other commands are left as recorded."""
+    scripts = {entry.value.split(":")[0]: entry.name
+               for entry in metadata.entry_points(group="console_scripts")
+               if entry.value.startswith("dsan_tf.programs.")}
+    return PROGRAM_RUN.sub(
+        lambda match: scripts.get(f"dsan_tf.programs.{match.group(1)}", match.group(0)), command)
+
+
 def markdown(rows, points, records, settings, sizes, elapsed, variants):
     command = (f"python -m experiments.results --workdir={settings.workdir} "
                f"--shared_data={settings.shared_data}")
@@ -280,9 +295,9 @@ def markdown(rows, points, records, settings, sizes, elapsed, variants):
         f"Runs finished: {len(finished)}; their wall clock summed: {wall / 3600:.2f} h "
         f"(this invocation: {elapsed / 3600:.2f} h).", "", "## Commands", ""]
     for name, record in records.items():
-        lines.append(f"- `{name}`: `{record.get('command', '')}`")
+        lines.append(f"- `{name}`: `{typed(record.get('command', ''))}`")
         if "evaluate_command" in record:
-            lines.append(f"  then `{record['evaluate_command']}`")
+            lines.append(f"  then `{typed(record['evaluate_command'])}`")
         if "error" in record:
             lines.append(f"  - **{record['error']}**")
     return "\n".join(lines) + "\n"
