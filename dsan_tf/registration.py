@@ -6,7 +6,8 @@ would load Keras (and TensorFlow) into every program's `--help`; so `import dsan
 watches for Keras: when Keras is (or already was) imported, the modules that define the
 classes (`dsan_tf.models.register_keras_classes`) are imported. When a module of this
 project (or Keras' own import) is part-way through, registration waits for the first
-import after it.
+import after it. Registration also plugs what makes the steps fast (`dsan_tf.speed`) into
+the task models, which do not import it (it sits above them).
 """
 
 import importlib
@@ -31,10 +32,14 @@ def _initializing(done=None):
 
 def register():
     """Imports the modules that register the Keras classes
-    (`dsan_tf.models.register_keras_classes`)."""
+    (`dsan_tf.models.register_keras_classes`), and gives the task models the hook of what
+    makes their steps fast (`dsan_tf.speed.steps.attach`)."""
     from dsan_tf import models
+    from dsan_tf.models.text_model import TextModel
+    from dsan_tf.speed import steps
 
     models.register_keras_classes()
+    TextModel.compiled_hook = steps.attach
 
 
 class _AfterKeras(importlib.abc.MetaPathFinder, importlib.abc.Loader):

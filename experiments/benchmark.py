@@ -50,7 +50,7 @@ from dsan_tf.experiment import rundir
 from dsan_tf.experiment.optimization import default_jit_compile
 from dsan_tf.experiment.task import NLITask
 from dsan_tf.models.backbone import count_parameters
-from dsan_tf.models import sentence_programs
+from dsan_tf.speed import sentence_programs
 from dsan_tf.programs import program
 from experiments import backends, program_size
 from experiments.program_size import VOCAB_SIZE
@@ -324,7 +324,7 @@ def jit_modes(backend):
 
 def per_length_programs(models):
     """{"true"/"false" (jit_compile): whether that model's steps are per-length programs
-    (`dsan_tf.models.sentence_programs`: JAX on a CPU, by default)}."""
+    (`dsan_tf.speed.sentence_programs`: JAX on a CPU, by default)}."""
     return {str(jit).lower(): sentence_programs.applies(model) for jit, model in models.items()}
 
 

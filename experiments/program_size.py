@@ -326,7 +326,7 @@ def training_step_kernels(model, batch, steps=1, target=H100_TARGET):
     """`gpu_kernels` of `model`'s compiled training step on `batch` ((x, y, sample
     weight)) for a GPU, or of `steps` steps as one scan (`multi_step`, a GPU's default);
     with "compile_seconds" on this machine."""
-    from dsan_tf.models import multi_step
+    from dsan_tf.speed import multi_step
 
     model.train_on_batch(*batch)  # builds the metrics' variables
     state = tuple([v.value for v in variables] for variables in (

@@ -122,7 +122,7 @@ def _feeds(model, x, y, batch_size, steps):
 def _loops(model, x, y, batch_size, steps, chunk):
     """ms a training step by what drives the steps (JAX), the same model and batches:
     `fit` from a PyDataset with steps_per_execution 1 and `chunk` (`chunk` steps a call of
-    the train function: fewer callbacks, and `dsan_tf.models.multi_step`'s scan), then
+    the train function: fewer callbacks, and `dsan_tf.speed.multi_step`'s scan), then
     `_device_loops`."""
     steps = steps // chunk * chunk
     host = _weighted_batches(x, y, batch_size, steps)

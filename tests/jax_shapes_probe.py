@@ -18,7 +18,7 @@ from dsan_tf.experiment.config import DataConfig, ExperimentConfig, TrainingConf
 from dsan_tf.data.batching import (HYPOTHESIS_LENGTHS, PREMISE_LENGTHS, IdPairs,
                                    Shapes)
 from dsan_tf.experiment.task import NLITask
-from dsan_tf.training import compilation
+from dsan_tf.speed import compilation
 
 PROFILE = pathlib.Path(__file__).parent.parent / "docs" / "runs" / "snli25k_lengths.json"
 
@@ -41,7 +41,7 @@ class Compiles(logging.Handler):
 
 
 # The programs counted: Keras' whole steps, or the per-length programs
-# (`dsan_tf.models.sentence_programs`).
+# (`dsan_tf.speed.sentence_programs`).
 PROGRAMS = ("train_step", "test_step", "encode", "backward", "head_gradient", "update",
             "inference", "evaluation")
 

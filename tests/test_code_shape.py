@@ -90,3 +90,21 @@ def test_no_family_imports_another():
     crossing = [(a, b) for a in packages for b in packages
                 if a != b and graph.chain_exists(a, b, as_packages=True)]
     assert not crossing, f"families that import another: {crossing}"
+
+
+def test_the_models_define_no_step_functions_of_their_own():
+    """What makes the steps fast lives in `dsan_tf.speed` and plugs in through its one hook
+    (`steps.attach`): no class of the models' or the layers' packages overrides Keras'
+    `make_train_function`, `make_test_function` or `make_predict_function`, or defines a
+    `train_step`, `test_step` or `predict_step`."""
+    steps = {"make_train_function", "make_test_function", "make_predict_function",
+             "train_step", "test_step", "predict_step"}
+    found = []
+    for package in ("models", "layers"):
+        for path in sorted((ROOT / "dsan_tf" / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ClassDef):
+                    found += [f"{path.relative_to(ROOT)}: {node.name}.{item.name}"
+                              for item in node.body
+                              if isinstance(item, ast.FunctionDef) and item.name in steps]
+    assert not found, found

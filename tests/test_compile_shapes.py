@@ -1,7 +1,7 @@
 """Real shapes, not the demo's one, on JAX (the CI's JAX pass runs this file; other backends
 skip it): pairs of SNLI's length distribution batched as training batches them where the
 step is compiled. XLA compiles the training and evaluation steps once per batch shape,
-or their programs once per sentence length (`dsan_tf.models.sentence_programs`, JAX's
+or their programs once per sentence length (`dsan_tf.speed.sentence_programs`, JAX's
 default on a CPU), before `fit` (compile-ahead), and not once during two epochs of
 training and evaluation; several steps run as one program (`multi_step`) and per-length
 programs compute what Keras' whole step computes. The default grid over 300 steps is
@@ -69,12 +69,13 @@ def test_a_regularizer_keeps_keras_whole_step():
     """A weight or activity regularizer adds to the loss, which the per-length programs
     would differentiate by the head alone: the model keeps Keras' step."""
     from dsan_tf import build_model
-    from dsan_tf.models import sentence_programs
+    from dsan_tf.speed import sentence_programs, steps
     from helpers import SMALL, config_for
 
     def model():
         m = build_model("dsan", config_for("dsan", **SMALL))
-        m.compile(jit_compile=True, sentence_programs=True)
+        m.compile(jit_compile=True)
+        steps.attach(m, sentence_programs=True)
         return m
 
     plain, weight, activity = model(), model(), model()
@@ -85,7 +86,7 @@ def test_a_regularizer_keeps_keras_whole_step():
 
 
 def test_k_steps_as_one_program_train_as_the_steps_one_by_one():
-    """`steps_per_execution` K on JAX (`dsan_tf.models.multi_step`): K batches of one shape
+    """`steps_per_execution` K on JAX (`dsan_tf.speed.multi_step`): K batches of one shape
     run as one scan of the training step, skip steps (weights all 0) change nothing, and
     the weights, seeds, optimizer step count and metrics are those of the same batches run
     one step at a time."""
@@ -94,7 +95,7 @@ def test_k_steps_as_one_program_train_as_the_steps_one_by_one():
     from dsan_tf.data.batching import NLIBatches, Shapes
     from dsan_tf.experiment.config import ExperimentConfig, TrainingConfig, model_config
     from dsan_tf.experiment.task import NLITask
-    from dsan_tf.training.compilation import _Batches
+    from dsan_tf.speed.compilation import _Batches
     from test_batching import varied_pairs
 
     def model(steps):
@@ -129,7 +130,7 @@ def test_k_steps_as_one_program_train_as_the_steps_one_by_one():
 
 
 def test_steps_of_per_length_programs_compute_what_keras_whole_step_computes():
-    """`dsan_tf.models.sentence_programs`: the same batches (varied shapes that share
+    """`dsan_tf.speed.sentence_programs`: the same batches (varied shapes that share
     lengths, rows of weight 0, dropout on) through Keras' whole step and through the
     per-length programs give the same weights, optimizer slots and step count, metrics,
     dropout seeds, logs, evaluation and predictions; the encoder's training program is
@@ -193,14 +194,15 @@ def test_every_sentence_encoder_family_steps_alike_by_length_and_a_pair_family_k
     import numpy as np
 
     from dsan_tf import build_model
-    from dsan_tf.models import sentence_programs
+    from dsan_tf.speed import sentence_programs, steps
     from helpers import SMALL, config_for
 
     def model(programs):
         keras.utils.set_random_seed(0)
         m = build_model(name, config_for(name, **{**SMALL, "num_heads": 2,
                                                   **registry.family(name).small}))
-        m.compile(jit_compile=True, sentence_programs=programs)
+        m.compile(jit_compile=True)
+        steps.attach(m, sentence_programs=programs)
         return m
 
     rng = np.random.default_rng(0)

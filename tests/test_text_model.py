@@ -340,8 +340,8 @@ def test_text_runs_on_the_jax_backend_with_the_same_numbers(tmp_path):
     """Strings stay in tf.data, the model runs on JAX: the probabilities of a saved model
     are TensorFlow's, from a compiled step (the preprocessor does not turn XLA off). Text
     is padded to a few lengths (`BOUNDED_LENGTHS`), so that 40 pairs of 1 to 40 words in
-    10 batches compile a program for each of 8, 16, 32 and 64 tokens at most, not one for
-    each batch's longest sentence."""
+    10 batches compile a program for each of 8, 12, 16, 24, 32 and 48 tokens at most, not
+    one for each batch's longest sentence (10)."""
     model = _classifier(max_length=64)
     expected = model.predict((PREMISES, HYPOTHESES))
     model.save(tmp_path / "m.keras")
@@ -359,7 +359,7 @@ def test_text_runs_on_the_jax_backend_with_the_same_numbers(tmp_path):
     np.testing.assert_allclose(json.loads(numbers), expected, atol=1e-5)
     compiles, names = result.stdout.strip().splitlines()[-1].split(" ", 1)
     by_name = json.loads(names)  # the encoder's per length, the head's for batches of 4
-    assert 1 <= by_name.get("inference", 0) <= 4 and by_name.get("prediction", 0) <= 1, names
+    assert 1 <= by_name.get("inference", 0) <= 6 and by_name.get("prediction", 0) <= 1, names
 
 
 def test_what_a_keras_hub_user_tries_next_works_or_says_what_to_do():

@@ -267,7 +267,7 @@ class Shapes:
     @classmethod
     def fit_shared(cls, pairs, batch_size, order, seed=0, max_length=None):
         """One grid of lengths for both sides, for a model that compiles a program per
-        sentence length (`dsan_tf.models.sentence_programs`): the fewest lengths whose grid
+        sentence length (`dsan_tf.speed.sentence_programs`): the fewest lengths whose grid
         pads no more tokens than `fit`'s two grids, which would take their 4 + 3 lengths.
         `chosen` records it: {"by": "shared_lengths", "lengths", "padding", "grids":
         {"lengths", "padding"} of `fit`'s}."""
@@ -363,7 +363,7 @@ class NLIBatches(keras.utils.PyDataset):
         seed: int.
         steps: batches per epoch; None: one whole pass.
         run_length: K > 1 (bounded shapes): the epoch's batches in runs of K of one shape,
-            for K steps run as one program (`dsan_tf.models.multi_step`). Each shape's
+            for K steps run as one program (`dsan_tf.speed.multi_step`). Each shape's
             batches keep their order; a run goes where its last batch was; a shape's last
             run starts with skip steps (its first batch again, weights all 0: no update);
             runs of skip steps fill every epoch to one length, K x floor((N + S(K - 1)) / K)

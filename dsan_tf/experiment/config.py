@@ -341,7 +341,7 @@ class ExperimentConfig:
                 keras.backend.backend() == "jax" and device_platform() != "cpu") else 1
         programs = self.training.sentence_programs
         if programs is None:
-            from dsan_tf.models.sentence_programs import default
+            from dsan_tf.speed.sentence_programs import default
 
             programs = default()
         programs = bool(programs and jit and keras.backend.backend() == "jax")  # JAX's only

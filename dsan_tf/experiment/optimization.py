@@ -7,6 +7,7 @@ import keras
 
 from dsan_tf.layers import DistancePrior
 from dsan_tf.models import optimizers
+from dsan_tf.speed import steps
 
 # Whether compiling the training step pays, per backend, measured on CPU (docs/BACKENDS.md):
 # TensorFlow runs its graph faster than XLA's code here; Keras runs a JAX
@@ -29,7 +30,7 @@ def compile_for_training(model, jit_compile=None, optimizer=None, steps_per_exec
     `make_optimizer`), and creates the optimizer's variables now. `jit_compile=None`
     takes the backend's `default_jit_compile`; `steps_per_execution` is Keras' (the
     configuration's: `TrainingConfig.steps_per_execution`); `sentence_programs`, JAX's
-    steps of per-length programs (`dsan_tf.models.sentence_programs`; None: on a CPU).
+    steps of per-length programs (`dsan_tf.speed.sentence_programs`; None: on a CPU).
 
     Keras creates them inside the first training step otherwise, and a `tf.function`
     that creates variables is traced twice: building them first halves the tracing that
@@ -38,8 +39,8 @@ def compile_for_training(model, jit_compile=None, optimizer=None, steps_per_exec
     if jit_compile is None:
         jit_compile = default_jit_compile()
     model.compile(optimizer=optimizer or "auto", jit_compile=jit_compile,
-                  steps_per_execution=steps_per_execution,
-                  sentence_programs=sentence_programs)
+                  steps_per_execution=steps_per_execution)
+    steps.attach(model, sentence_programs=sentence_programs)  # the run's choice
     if not model.optimizer.built:  # a model not built yet builds its variables first
         model.optimizer.build(model.trainable_variables)
     return model

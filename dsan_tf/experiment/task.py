@@ -266,9 +266,9 @@ class NLITask:
 
     def run_length(self):
         """K, the training batches of one shape in a row, where K steps run as one
-        compiled program (`dsan_tf.models.multi_step.applies`: JAX, a compiled step,
+        compiled program (`dsan_tf.speed.multi_step.applies`: JAX, a compiled step,
         `steps_per_execution` K, no Keras distribution); else 1."""
-        from dsan_tf.models import multi_step
+        from dsan_tf.speed import multi_step
 
         training = self.config.resolved().training
         steps = training.steps_per_execution

@@ -64,7 +64,7 @@ class Family:
             5.5 figures).
         pair_input: its backbone reads premise and hypothesis together
             (`Backbone.pair_input`): no sentence vectors, and no programs per sentence
-            length (`dsan_tf.models.sentence_programs`).
+            length (`dsan_tf.speed.sentence_programs`).
         small: {field: value} of the smallest model that still shows its behaviour, beside
             the vocabulary and embedding width a test picks: what the shared tests build of
             it (tests/test_model.py, test_backends.py, test_text_model.py).

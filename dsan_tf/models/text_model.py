@@ -114,6 +114,10 @@ class TextModel:
     """
 
     presets = _Presets()
+    # What makes the steps fast plugs in here, from a package above the models: a function
+    # of the model just compiled, which may fill Keras' step-function slots
+    # (`dsan_tf.speed.steps.attach`, given by `dsan_tf.registration`). None: Keras' steps.
+    compiled_hook = None
 
     @property
     def layers(self):
@@ -143,63 +147,15 @@ class TextModel:
             if weighted_metrics is None:
                 weighted_metrics = accuracy_metrics()
         build_optimizer = kwargs.pop("build_optimizer", True)
-        # JAX: steps of per-length programs (`sentence_programs`; None: on a CPU).
-        self.sentence_programs = kwargs.pop("sentence_programs", None)
-        self._programs = None
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
                         weighted_metrics=weighted_metrics, **kwargs)
+        if TextModel.compiled_hook is not None:
+            TextModel.compiled_hook(self)
         if build_optimizer and self.built and not self.optimizer.built:
             # Keras would create the optimizer's variables inside the first training step,
             # and a `tf.function` that creates variables is traced twice: created now, the
             # first `fit` traces once (demo size: 7 s instead of 11).
             self.optimizer.build(self.trainable_variables)
-
-    def make_train_function(self, force=False):
-        """Keras' own; on JAX with `steps_per_execution` K > 1 and a compiled step, K
-        batches of one shape run as one program (`multi_step`); with K = 1, where
-        `sentence_programs.applies`, a step is made of programs per sentence length."""
-        from dsan_tf.models import multi_step  # Keras only
-
-        if self.train_function is not None and not force:
-            return self.train_function
-        if multi_step.applies(self.steps_per_execution, self.jit_compile) \
-                and not self.run_eagerly:
-            self.train_function = multi_step.jax_train_function(self, self.steps_per_execution)
-        elif self._sentence_programs() is not None:
-            self.train_function = self._make_function(self._programs.train_step)
-        else:
-            super().make_train_function(force)
-        return self.train_function
-
-    def make_test_function(self, force=False):
-        """Keras' own, or per-length programs (as `make_train_function`)."""
-        return self._evaluation_function("test", force)
-
-    def make_predict_function(self, force=False):
-        """Keras' own, or per-length programs (as `make_train_function`)."""
-        return self._evaluation_function("predict", force)
-
-    def _evaluation_function(self, kind, force):
-        """`make_test_function` ("test") or `make_predict_function` ("predict")."""
-        attribute = f"{kind}_function"
-        if getattr(self, attribute) is not None and not force:
-            return getattr(self, attribute)
-        if self._sentence_programs() is not None:
-            setattr(self, attribute, self._make_function(
-                getattr(self._programs, f"{kind}_step"), concatenate_outputs=kind == "predict"))
-        else:
-            getattr(super(), f"make_{kind}_function")(force)
-        return getattr(self, attribute)
-
-    def _sentence_programs(self):
-        """This compiled model's `SentencePrograms`, made once, or None where they do not
-        apply (`dsan_tf.models.sentence_programs.applies`)."""
-        from dsan_tf.models import sentence_programs  # Keras only
-
-        if getattr(self, "_programs", None) is None and getattr(self, "compiled", False) \
-                and sentence_programs.applies(self):
-            self._programs = sentence_programs.SentencePrograms(self)
-        return getattr(self, "_programs", None)
 
     def summary(self, *args, print_fn=None, **kwargs):
         """Keras' summary, after a line for each preprocessor (they run in `tf.data`, not

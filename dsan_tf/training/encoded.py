@@ -12,8 +12,8 @@ import keras
 import numpy as np
 
 from dsan_tf.experiment.task import NLITask
-from dsan_tf.models import sentence_programs
-from dsan_tf.training import compilation
+from dsan_tf.speed import sentence_programs
+from dsan_tf.speed import compilation
 
 
 class _EpochTimes(keras.callbacks.Callback):

@@ -24,7 +24,8 @@ from dsan_tf.experiment.task import NLITask
 from dsan_tf.models import load_model, registry
 from dsan_tf.saving import model_card
 from dsan_tf.saving.export import export_run, exported_version
-from dsan_tf.training import callbacks, compilation, distribute
+from dsan_tf.speed import compilation
+from dsan_tf.training import callbacks, distribute
 from dsan_tf.training import run_state as run_state_lib
 
 

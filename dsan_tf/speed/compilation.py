@@ -54,7 +54,7 @@ def compile_ahead(model, train_batches, dev_batches):
     variable back (weights, optimizer slots and step count, metrics, dropout seeds): what
     is left is the compiled (traced) steps.
 
-    Where the model's steps are per-length programs (`dsan_tf.models.sentence_programs`),
+    Where the model's steps are per-length programs (`dsan_tf.speed.sentence_programs`),
     a shape runs only when it brings a sentence length the earlier shapes did not.
 
     Returns:
@@ -92,9 +92,9 @@ def compile_ahead(model, train_batches, dev_batches):
 
 def _needed(model, firsts):
     """Of {shape: batch}, those to run: all, or with per-length programs
-    (`dsan_tf.models.sentence_programs`) those that bring a sentence length the earlier
+    (`dsan_tf.speed.sentence_programs`) those that bring a sentence length the earlier
     shapes did not (the others' programs are compiled by then)."""
-    from dsan_tf.models import sentence_programs  # Keras only
+    from dsan_tf.speed import sentence_programs  # Keras only
 
     if not sentence_programs.applies(model):
         return firsts

@@ -1,0 +1,71 @@
+"""The one place where what makes a model's steps fast meets the model: `attach` fills a
+compiled model's Keras step-function slots (`train_function`, `test_function`,
+`predict_function`) with the steps of this package where they apply, and leaves Keras' own
+everywhere else. The model knows nothing of them: `TextModel.compile` calls the hook it
+was given (`dsan_tf.registration` gives it `attach`), and the training path calls `attach`
+again with the run's choices.
+
+A slot is filled at its first call, not at `compile`: what applies depends on the built
+model (its variables, its backbone), which a model compiled before its first batch does
+not have yet.
+"""
+
+import keras
+
+from dsan_tf.speed import multi_step, sentence_programs
+
+KINDS = ("train", "test", "predict")
+
+
+def attach(model, sentence_programs=None):
+    """Gives the compiled `model` this package's steps where they apply (JAX; elsewhere
+    nothing changes).
+
+    Args:
+        model: a compiled Keras model (an `NLIClassifier`, an `NLIEnsemble`).
+        sentence_programs: JAX's steps of per-length programs
+            (`dsan_tf.speed.sentence_programs`): True, False, or None (where the step
+            runs on a CPU).
+    """
+    model.sentence_programs = sentence_programs
+    model._programs = None
+    if keras.backend.backend() != "jax":
+        return
+    for kind in KINDS:
+        setattr(model, f"{kind}_function", _FirstCall(model, kind))
+
+
+def programs(model):
+    """`model`'s `SentencePrograms` (made once), or None where they do not apply."""
+    if getattr(model, "_programs", None) is None and sentence_programs.applies(model):
+        model._programs = sentence_programs.SentencePrograms(model)
+    return getattr(model, "_programs", None)
+
+
+def _made(model, kind):
+    """The step function of `kind` for `model`: K steps as one scan (`multi_step`, training
+    with `steps_per_execution` K > 1), per-length programs (`sentence_programs`), or
+    Keras' own."""
+    if kind == "train" and multi_step.applies(model.steps_per_execution, model.jit_compile) \
+            and not model.run_eagerly:
+        return multi_step.jax_train_function(model, model.steps_per_execution)
+    made = programs(model)
+    if made is not None:
+        return model._make_function(getattr(made, f"{kind}_step"),
+                                    concatenate_outputs=kind == "predict")
+    setattr(model, f"{kind}_function", None)
+    getattr(type(model), f"make_{kind}_function")(model, force=True)
+    return getattr(model, f"{kind}_function")
+
+
+class _FirstCall:
+    """A step-function slot that makes its function at the first call and puts it in its
+    place."""
+
+    def __init__(self, model, kind):
+        self.model, self.kind = model, kind
+
+    def __call__(self, *args, **kwargs):
+        function = _made(self.model, self.kind)
+        setattr(self.model, f"{self.kind}_function", function)
+        return function(*args, **kwargs)
