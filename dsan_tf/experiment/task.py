@@ -11,6 +11,7 @@ inputs, the model, its loss, metrics and optimizer. Programs (`dsan-train`,
 """
 
 import dataclasses
+import functools
 import os
 import sys
 
@@ -86,6 +87,12 @@ class NLITask:
     def __init__(self, config=None, log=print):
         self.config = config or ExperimentConfig()
         self.log = log
+
+    @functools.cached_property
+    def resolved(self):
+        """The configuration as it runs here, resolved once for the current Keras backend
+        and device (`ExperimentConfig.resolved`): every "unset" how-it-runs field decided."""
+        return self.config.resolved()
 
     @property
     def cache_dir(self):
@@ -171,7 +178,7 @@ class NLITask:
     def bounded_shapes(self):
         """Whether batches come in a fixed set of shapes (`DataConfig.bounded_shapes`;
         unset: when the training step is compiled)."""
-        return bool(self.config.resolved().data.bounded_shapes)
+        return bool(self.resolved.data.bounded_shapes)
 
     def build_inputs(self, pairs, training=False, static_shapes=False, in_order=False,
                      shapes=None):
@@ -270,7 +277,7 @@ class NLITask:
         `steps_per_execution` K, no Keras distribution); else 1."""
         from dsan_tf.speed import multi_step
 
-        training = self.config.resolved().training
+        training = self.resolved.training
         steps = training.steps_per_execution
         return steps if multi_step.applies(steps, training.jit_compile) else 1
 
@@ -278,14 +285,14 @@ class NLITask:
         """Whether both sides' batches are padded to one grid of lengths: where the model
         compiles programs per sentence length (`TrainingConfig.sentence_programs`, resolved;
         a sentence-encoder family), a length shared by the sides is compiled once."""
-        return bool(self.config.resolved().training.sentence_programs
+        return bool(self.resolved.training.sentence_programs
                     and not family(self.config.model).pair_input)
 
     def one_pass(self):
         """Whether the model's encoder reads premise and hypothesis as one batch padded to
         the longer side (`TrainingConfig.one_pass`, resolved; a sentence-encoder family):
         a batch shape then costs what its longer side costs."""
-        return bool(self.config.resolved().training.one_pass
+        return bool(self.resolved.training.one_pass
                     and not family(self.config.model).pair_input)
 
     def training_shapes(self, pairs, steps=None):
@@ -342,7 +349,7 @@ class NLITask:
             word_vectors = chosen.token_features(config, vocabulary, word_vectors,
                                                  self.config.data.seed)
         return build_model(self.config.model, config, word_vectors,
-                           one_pass=self.config.resolved().training.one_pass)
+                           one_pass=self.resolved.training.one_pass)
 
     def compile(self, model, jit_compile=None, train_size=None):
         """Compiles with the paper's loss and metric and the configured optimizer
@@ -353,7 +360,7 @@ class NLITask:
         the device."""
         training = self.config.training
         jit_compile = training.jit_compile if jit_compile is None else jit_compile
-        resolved = self.config.resolved().training
+        resolved = self.resolved.training
         return compile_for_training(model, jit_compile, self.optimizer(model, train_size),
                                     resolved.steps_per_execution, resolved.sentence_programs)
 

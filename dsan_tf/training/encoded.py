@@ -97,8 +97,8 @@ def _train(setting, epochs, patience, compile_ahead, compilation_cache, log):
     train = task.numpy_batches(train_pairs, training=True)
     dev = task.numpy_batches(dev_pairs, shapes=train.shapes)
     record = {"backend": keras.backend.backend(), "device": device_name(),
-              "one_pass": config.resolved().training.one_pass,
-              "steps_per_execution": config.resolved().training.steps_per_execution,
+              "one_pass": task.resolved.training.one_pass,
+              "steps_per_execution": task.resolved.training.steps_per_execution,
               "dtype_policy": keras.config.dtype_policy().name,
               "train_pairs": len(train_pairs), "dev_pairs": len(dev_pairs),
               "batches": {"train": train.summary(), "dev": dev.summary(),
