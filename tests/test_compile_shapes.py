@@ -220,3 +220,28 @@ def test_every_sentence_encoder_family_steps_alike_by_length_and_a_pair_family_k
     assert split._programs is not None and whole._programs is None
     for expected, got in zip(whole.trainable_variables, split.trainable_variables):
         np.testing.assert_allclose(np.asarray(got), np.asarray(expected), atol=1e-5)
+
+
+def test_a_keras_distribution_keeps_keras_steps_and_fits():
+    """Under a Keras distribution (`DataParallel`), the model keeps Keras' own sharded
+    steps, made where Keras makes them: `fit` trains (the speed package's steps would be
+    made after Keras has handed the variables' values to the step, and fail)."""
+    import jax
+    import numpy as np
+
+    from dsan_tf import build_model
+    from dsan_tf.experiment.optimization import compile_for_training
+    from helpers import SMALL, config_for
+
+    keras.distribution.set_distribution(
+        keras.distribution.DataParallel(devices=jax.devices("cpu")[:1]))
+    try:
+        model = compile_for_training(build_model("cbow", config_for("cbow", **SMALL)),
+                                     jit_compile=True, sentence_programs=True)
+        rng = np.random.default_rng(0)
+        x = {"premise": rng.integers(1, 50, (8, 7)).astype("int32"),
+             "hypothesis": rng.integers(1, 50, (8, 5)).astype("int32")}
+        history = model.fit(x, np.array([0, 1, 2, 1, 0, 1, 2, 0]), batch_size=4, verbose=0)
+    finally:
+        keras.distribution.set_distribution(None)
+    assert np.isfinite(history.history["loss"][0]) and model._programs is None

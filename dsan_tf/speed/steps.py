@@ -29,7 +29,11 @@ def attach(model, sentence_programs=None):
     """
     model.sentence_programs = sentence_programs
     model._programs = None
-    if keras.backend.backend() != "jax":
+    if keras.backend.backend() != "jax" or model.run_eagerly or not model.jit_compile \
+            or keras.distribution.distribution() is not None:
+        # Keras' own steps: none of this package's applies. Under a Keras distribution they
+        # must also be made where Keras makes them, before `fit` hands the variables' values
+        # to the step (its sharded step reads the variables' shardings).
         return
     for kind in KINDS:
         setattr(model, f"{kind}_function", _FirstCall(model, kind))
