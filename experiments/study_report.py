@@ -1,6 +1,7 @@
 """The study's outputs from its run records (`experiments.results`): the Markdown table,
 the machine-readable rows, and the learning curve."""
 
+import functools
 import json
 import os
 import re
@@ -245,13 +246,19 @@ def curve_lines(points, sizes):
     return lines
 
 
+@functools.lru_cache(maxsize=None)
+def _console_scripts():
+    """{module: console script} of the installed `dsan-*` programs (pyproject.toml's)."""
+    return {entry.value.split(":")[0]: entry.name
+            for entry in metadata.entry_points(group="console_scripts")
+            if entry.value.startswith("dsan_tf.programs.")}
+
+
 def typed(command):
     """A recorded command as a reader types it now: a program run as a module (as the
     study runs it, or through a shim older records name, since removed) is its `dsan-*`
     console script; other commands are left as recorded."""
-    scripts = {entry.value.split(":")[0]: entry.name
-               for entry in metadata.entry_points(group="console_scripts")
-               if entry.value.startswith("dsan_tf.programs.")}
+    scripts = _console_scripts()
     return PROGRAM_RUN.sub(
         lambda match: scripts.get(f"dsan_tf.programs.{match.group(1)}", match.group(0)), command)
 

@@ -52,17 +52,24 @@ def _positions(model):
     return result
 
 
+def wanted(model):
+    """Whether per-length programs are asked for and the compiled step allows them: its
+    `sentence_programs` (None: `default()`), JAX, a compiled step, `steps_per_execution`
+    1 and no Keras distribution. What the compile arguments decide, before the model is
+    built (`applies` adds what the built model decides)."""
+    asked = getattr(model, "sentence_programs", False)
+    asked = default() if asked is None else asked
+    return bool(asked and keras.backend.backend() == "jax" and model.jit_compile
+                and not model.run_eagerly and model.steps_per_execution == 1
+                and keras.distribution.distribution() is None)
+
+
 def applies(model):
     """Whether `model`'s train, test and predict functions are made of per-length
-    programs: its `sentence_programs` (None: `default()`) and the conditions above."""
-    wanted = getattr(model, "sentence_programs", False)
-    wanted = default() if wanted is None else wanted
+    programs: `wanted`, and the built model's conditions above."""
     backbone = getattr(model, "backbone", None)
     return bool(
-        wanted and keras.backend.backend() == "jax" and model.jit_compile
-        and not model.run_eagerly and model.steps_per_execution == 1
-        and keras.distribution.distribution() is None
-        and backbone is not None and not backbone.pair_input
+        wanted(model) and backbone is not None and not backbone.pair_input
         and not getattr(model, "one_pass", False) and getattr(model, "head", None) is not None
         and not isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
         and not _regularized(model) and _positions(model) is not None)

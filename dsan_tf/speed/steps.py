@@ -5,14 +5,14 @@ everywhere else. The model knows nothing of them: `TextModel.compile` calls the 
 was given (`dsan_tf.registration` gives it `attach`), and the training path calls `attach`
 again with the run's choices.
 
-A slot is filled at its first call, not at `compile`: what applies depends on the built
-model (its variables, its backbone), which a model compiled before its first batch does
-not have yet.
+K steps as one scan are decided by the compile arguments alone, and set at once. Whether
+per-length programs apply also depends on the built model (its variables, its backbone),
+which a model compiled before its first batch does not have yet: their slots are filled at
+their first call.
 """
 
-import keras
-
-from dsan_tf.speed import multi_step, sentence_programs
+from dsan_tf.speed import multi_step
+from dsan_tf.speed import sentence_programs as per_length
 
 KINDS = ("train", "test", "predict")
 
@@ -29,30 +29,27 @@ def attach(model, sentence_programs=None):
     """
     model.sentence_programs = sentence_programs
     model._programs = None
-    if keras.backend.backend() != "jax" or model.run_eagerly or not model.jit_compile \
-            or keras.distribution.distribution() is not None:
-        # Keras' own steps: none of this package's applies. Under a Keras distribution they
-        # must also be made where Keras makes them, before `fit` hands the variables' values
-        # to the step (its sharded step reads the variables' shardings).
-        return
-    for kind in KINDS:
-        setattr(model, f"{kind}_function", _FirstCall(model, kind))
+    if multi_step.applies(model.steps_per_execution, model.jit_compile) \
+            and not model.run_eagerly:
+        model.train_function = multi_step.jax_train_function(model, model.steps_per_execution)
+    elif per_length.wanted(model):
+        # Whether they apply depends on the built model: decided at the first call. (Where
+        # they cannot, Keras' own steps are left to Keras, which makes its sharded steps
+        # under a distribution before `fit` hands the variables' values to the step.)
+        for kind in KINDS:
+            setattr(model, f"{kind}_function", _FirstCall(model, kind))
 
 
 def programs(model):
     """`model`'s `SentencePrograms` (made once), or None where they do not apply."""
-    if getattr(model, "_programs", None) is None and sentence_programs.applies(model):
-        model._programs = sentence_programs.SentencePrograms(model)
+    if getattr(model, "_programs", None) is None and per_length.applies(model):
+        model._programs = per_length.SentencePrograms(model)
     return getattr(model, "_programs", None)
 
 
 def _made(model, kind):
-    """The step function of `kind` for `model`: K steps as one scan (`multi_step`, training
-    with `steps_per_execution` K > 1), per-length programs (`sentence_programs`), or
-    Keras' own."""
-    if kind == "train" and multi_step.applies(model.steps_per_execution, model.jit_compile) \
-            and not model.run_eagerly:
-        return multi_step.jax_train_function(model, model.steps_per_execution)
+    """The step function of `kind` for `model`: per-length programs (`sentence_programs`)
+    where they apply, else Keras' own."""
     made = programs(model)
     if made is not None:
         return model._make_function(getattr(made, f"{kind}_step"),

@@ -12,8 +12,7 @@ import keras
 import numpy as np
 
 from dsan_tf.experiment.task import NLITask
-from dsan_tf.speed import sentence_programs
-from dsan_tf.speed import compilation
+from dsan_tf.speed import compilation, sentence_programs
 
 
 class _EpochTimes(keras.callbacks.Callback):
