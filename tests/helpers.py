@@ -180,6 +180,32 @@ def _numpy(x):
     return np.asarray(keras.ops.convert_to_numpy(x))
 
 
+def layer_arguments(layer_class, config=None, **arguments):
+    """`arguments`, and each other argument `layer_class` takes that is a configuration
+    field (the shared layers' own names for DSAN's fields included) from `config` (DSAN's
+    paper values when None): the layers keep no defaults of their own, the
+    configuration declares them once."""
+    from dsan_tf.models.backbone import arguments_of
+    from dsan_tf.models.dsan.config import DSANConfig
+
+    config = config if config is not None else DSANConfig()
+    values = dataclasses.asdict(config)
+    if isinstance(config, DSANConfig):
+        values.update(hidden_units=config.classifier_units,
+                      input_dropout=config.classifier_input_dropout,
+                      padding=config.max_pool_padding, output_norm=config.fusion_output_norm,
+                      shared_norm=False, hidden_layer_norm=True, activation="relu",
+                      prior=config.distance_prior, alpha=config.distance_alpha,
+                      max_distance=config.prior_max_distance)
+    return {**arguments_of(layer_class, values), **arguments}
+
+
+def made(layer_class, *args, config=None, **arguments):
+    """`layer_class(*args, ...)` with `layer_arguments`: `arguments`, the rest from the
+    configuration."""
+    return layer_class(*args, **layer_arguments(layer_class, config, **arguments))
+
+
 def run_layer_test(layer_class, init_kwargs, inputs, call_kwargs=None,
                    expected_output_shape=None, float32_output=False, fit=True):
     """Checks a layer the way Keras users meet it, failing on the first broken property.

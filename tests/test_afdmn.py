@@ -148,3 +148,13 @@ def test_a_bilstm_made_while_keras_loads_is_never_an_earlier_layer():
         layer = bilstm(4, "fusion_bilstm", "float32", "glorot_uniform")
     assert layer.forward_layer is not earlier and layer.backward_layer is not earlier
     assert (layer.forward_layer.go_backwards, layer.backward_layer.go_backwards) == (False, True)
+
+
+def test_a_hyperparameter_afdmn_has_no_use_for_is_refused_not_ignored():
+    """`--layer_norm_epsilon` (every family's field) would change nothing in AF-DMN, which
+    has no LayerNorm: one sentence says so, rather than a config.json recording a value
+    the model never used."""
+    with pytest.raises(ValueError, match=r"layer_norm_epsilon does not apply to AF-DMN "
+                                         r"\(it has no LayerNorm\)"):
+        model_config("afdmn", layer_norm_epsilon=1e-3)
+    assert model_config("afdmn").layer_norm_epsilon == model_config("dsan").layer_norm_epsilon

@@ -195,3 +195,12 @@ def test_pair_analysis_gives_every_map(rng):
     shapes = {entry["kind"]: entry["weights"].shape for entry in maps}
     assert shapes["premise_to_hypothesis"] == (TINY.num_heads, 3, 2)
     assert shapes["hypothesis_self"] == (TINY.num_heads, 2, 2)
+
+
+@pytest.mark.parametrize("prior", ["linear", "learned"])
+def test_a_prior_with_a_parameter_it_does_not_declare_is_refused(prior):
+    """The linear prior's α and the learned prior's longest distance are DSAN's
+    hyperparameters; this family declares neither, so it offers neither prior rather than
+    building one with values no flag set (the layer keeps no default of its own)."""
+    with pytest.raises(ValueError, match=f"distance_prior must be one of .*, got '{prior}'"):
+        model_config("gaussian_transformer", distance_prior=prior)

@@ -8,19 +8,18 @@ import pytest
 
 from dsan_tf import layers
 from dsan_tf.models import disan, dsan, registry
-from helpers import run_layer_test
+from helpers import layer_arguments, made, run_layer_test
 
 WIDTH, HEADS = 24, 4
 
 
 def block(direction, **kwargs):
-    return dsan.DSANBlock(direction=direction, num_heads=HEADS,
-                                           ffn_dim=2 * WIDTH, **kwargs)
+    return made(dsan.DSANBlock, direction=direction, num_heads=HEADS, ffn_dim=2 * WIDTH, **kwargs)
 
 
 def attention(**kwargs):
     kwargs.setdefault("direction", "forward")
-    return dsan.MaskedMultiHeadAttention(num_heads=HEADS, **kwargs)
+    return made(dsan.MaskedMultiHeadAttention, num_heads=HEADS, **kwargs)
 
 
 def features(rng, batch=3, length=7):
@@ -31,7 +30,8 @@ def features(rng, batch=3, length=7):
 @pytest.mark.parametrize("direction", ["forward", "backward"])
 def test_direction_is_real(rng, direction, model):
     """Forward output at i ignores tokens after i; backward output ignores tokens before i."""
-    layer = block(direction) if model == "dsan" else disan.DiSABlock(direction)
+    layer = (block(direction) if model == "dsan"
+             else made(disan.DiSABlock, direction, config=disan.DiSANConfig()))
     x = features(rng)
     base = np.asarray(layer(x, training=False))
     length = x.shape[1]
@@ -107,7 +107,8 @@ def test_the_encoder_computes_both_blocks_as_each_computes_alone(rng, options):
     encoders = []
     for rate in (0.0, 0.0, 0.3):  # the same seed: the same weights
         keras.utils.set_random_seed(7)
-        encoder = dsan.DSANEncoder(num_heads=HEADS, ffn_dim=2 * WIDTH, dropout=rate, **options)
+        encoder = made(dsan.DSANEncoder, num_heads=HEADS, ffn_dim=2 * WIDTH, dropout=rate,
+                       **options)
         encoder.build((None, None, WIDTH))
         encoders.append(encoder)
     stacked, alone, dropping = encoders
@@ -149,7 +150,7 @@ def test_the_encoder_computes_both_blocks_as_each_computes_alone(rng, options):
 @pytest.mark.parametrize("policy", ["float32", "mixed_float16"])
 def test_one_token_sentences_are_finite(rng, policy):
     keras.config.set_dtype_policy(policy)
-    encoder = dsan.DSANEncoder(num_heads=HEADS, ffn_dim=2 * WIDTH)
+    encoder = made(dsan.DSANEncoder, num_heads=HEADS, ffn_dim=2 * WIDTH)
     x = features(rng, batch=2, length=5)
     mask = np.array([[1, 0, 0, 0, 0], [1, 1, 1, 1, 1]], bool)
     vector, info = encoder(x, padding_mask=mask, return_intermediates=True)
@@ -164,14 +165,14 @@ def test_one_token_sentences_are_finite(rng, policy):
 
 def test_max_pooling_ignores_padding():
     x = -np.ones((1, 4, 3), "float32") * np.array([[[1], [2], [3], [4]]], "float32")
-    pooled = layers.MaskedMaxPooling()(x, padding_mask=np.array([[0, 1, 1, 0]], bool))
+    pooled = made(layers.MaskedMaxPooling)(x, padding_mask=np.array([[0, 1, 1, 0]], bool))
     np.testing.assert_array_equal(np.asarray(pooled), [[-2.0, -2.0, -2.0]])
-    empty = layers.MaskedMaxPooling()(x, padding_mask=np.zeros((1, 4), bool))
+    empty = made(layers.MaskedMaxPooling)(x, padding_mask=np.zeros((1, 4), bool))
     np.testing.assert_array_equal(np.asarray(empty), np.zeros((1, 3)))
 
 
 def test_source2token_is_a_softmax_over_real_tokens_per_dimension(rng):
-    layer = layers.Source2TokenAttention()
+    layer = made(layers.Source2TokenAttention)
     x = features(rng, batch=2, length=5)
     mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
     pooled, weights = layer(x, padding_mask=mask, return_attention_scores=True)
@@ -182,7 +183,7 @@ def test_source2token_is_a_softmax_over_real_tokens_per_dimension(rng):
 
 
 def test_fusion_gate_is_a_convex_combination_of_projections(rng):
-    gate_layer = layers.FusionGate(dropout=0.0)
+    gate_layer = made(layers.FusionGate, dropout=0.0)
     s, h = features(rng), features(rng)
     out, gate = gate_layer(s, h, return_gate=True)
     gate = np.asarray(gate)
@@ -190,7 +191,7 @@ def test_fusion_gate_is_a_convex_combination_of_projections(rng):
     s_f = np.asarray(gate_layer.source_norm(gate_layer.source_dense(s)))
     h_f = np.asarray(gate_layer.context_norm(gate_layer.context_dense(h)))
     np.testing.assert_allclose(np.asarray(out), gate * s_f + (1 - gate) * h_f, atol=1e-5)
-    raw = layers.FusionGate(fusion="raw", dropout=0.0)
+    raw = made(layers.FusionGate, fusion="raw", dropout=0.0)
     out, gate = raw(s, h, return_gate=True)
     np.testing.assert_allclose(np.asarray(out), gate * s + (1 - gate) * h, atol=1e-5)
 
@@ -274,10 +275,20 @@ SHARED_CASES = {
                             dict(hidden_units=8, num_classes=3, dropout=0.2, input_dropout=0.3),
                             (X[:, 0],), {}, (B, 3), True),
 }
-LAYER_CASES = {**SHARED_CASES, **{
+
+
+def _completed(cases, config=None):
+    """The cases with every configuration value their layers take (`layer_arguments`):
+    a family's from its configuration's defaults, the shared layers' from DSAN's."""
+    return {case: (layer_class, layer_arguments(layer_class, config, **arguments), *rest)
+            for case, (layer_class, arguments, *rest) in cases.items()}
+
+
+LAYER_CASES = {**_completed(SHARED_CASES), **{
     case: value for name in registry.names()
     if registry.family(name).layer_cases
-    for case, value in registry.family(name).layer_cases(X, MASK, HEADS).items()}}
+    for case, value in _completed(registry.family(name).layer_cases(X, MASK, HEADS),
+                                  registry.family(name).config()).items()}}
 
 
 def test_every_layer_has_a_case():
@@ -321,9 +332,9 @@ def test_classifier_drops_only_the_relu_layer_by_default(rng):
     """Section 4.1 names dropout on the 300-d ReLU layer; the input features are kept."""
     u, v = features(rng, batch=4, length=2)[:, 0], features(rng, batch=4, length=2)[:, 1]
     matched = layers.MatchingFeatures()(u, v)
-    paper = layers.ClassificationHead(hidden_units=8, dropout=0.0)
+    paper = made(layers.ClassificationHead, hidden_units=8, dropout=0.0)
     np.testing.assert_allclose(np.asarray(paper(matched, training=True)),
                                np.asarray(paper(matched, training=False)), atol=1e-6)
-    extra = layers.ClassificationHead(hidden_units=8, dropout=0.0, input_dropout=0.5)
+    extra = made(layers.ClassificationHead, hidden_units=8, dropout=0.0, input_dropout=0.5)
     assert not np.allclose(np.asarray(extra(matched, training=True)),
                            np.asarray(extra(matched, training=False)), atol=1e-3)

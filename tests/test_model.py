@@ -7,12 +7,12 @@ import keras
 import numpy as np
 import pytest
 
-from helpers import config_for, inference, random_ids, reloaded_outputs_of
+from helpers import SMALL, config_for, inference, made, random_ids, reloaded_outputs_of
 
 from dsan_tf import DSANConfig, build_model, model_config
 from dsan_tf.models import Backbone, NLIClassifier, PairBackbone, registry
 from dsan_tf.layers import ClassificationHead
-from dsan_tf.models.disan import DiSANEncoder
+from dsan_tf.models.disan import DiSANConfig, DiSANEncoder
 from dsan_tf.models.dsan import DSANEncoder
 
 
@@ -33,7 +33,7 @@ SENTENCE_ENCODERS = [name for name in FAMILIES if not registry.family(name).pair
 
 def small(name, small_config, **changes):
     """The family's smallest model (`Family.small`) at the shared test size."""
-    return config_for(name, **{**small_config.to_dict(), **registry.family(name).small,
+    return config_for(name, **{**SMALL, **registry.family(name).small,
                                **changes})
 
 
@@ -87,7 +87,7 @@ def test_one_pass_of_the_encoder_gives_the_same_logits_and_gradients(small_confi
     `.keras` file reloads to it."""
     if keras.backend.backend() != "tensorflow" and name != "dsan":
         pytest.skip("one family on the other backends: JAX compiles a program per shape")
-    config = config_for(name, **small_config.to_dict())
+    config = config_for(name, **SMALL)
     keras.utils.set_random_seed(0)
     two = build_model(name, config)
     one = build_model(name, config, one_pass=True)
@@ -279,7 +279,8 @@ def test_no_two_kernels_start_equal(small_config, initializer):
     blocks, or the classifier's two layers) identical; the same seed still builds the
     same weights."""
     def kernels(layer_class, input_width, **kwargs):
-        layer = layer_class(kernel_initializer=initializer, **kwargs)
+        config = DiSANConfig() if layer_class is DiSANEncoder else None
+        layer = made(layer_class, kernel_initializer=initializer, config=config, **kwargs)
         layer.build((None, None, input_width) if layer_class is not ClassificationHead
                     else (None, input_width))
         return [np.asarray(w) for w in layer.weights if w.path.endswith("kernel")]
@@ -302,7 +303,7 @@ def test_no_two_kernels_start_equal(small_config, initializer):
 def test_backbone_alone_embeds_sentences_and_reloads(small_config, rng, tmp_path, name):
     """A sentence-encoder backbone is a model of its own: ids in, one vector per sentence
     out, the same vectors inside the classifier, and a `.keras` file of its own."""
-    model = build_model(name, config_for(name, **small_config.to_dict()))
+    model = build_model(name, config_for(name, **SMALL))
     backbone = model.backbone
     ids = random_ids(rng, 3, 6)
     vectors = np.asarray(backbone(ids, training=False))
@@ -393,13 +394,16 @@ def _other_values(field, value):
 
 
 def _built(name, config):
-    """What a configuration makes of family `name`: each sublayer's class and
-    configuration (names aside: Keras numbers them), each weight's shape, whether it
-    trains, and its initial values at one seed."""
+    """What a configuration makes of family `name`, where it computes: each layer without
+    sublayers by class and configuration (names aside: Keras numbers them; a layer that
+    holds a value without passing it on shows it only in its own), each weight's shape,
+    whether it trains and its initial values at one seed, and the logits of two pairs."""
     keras.utils.set_random_seed(0)
     model = build_model(name, config)
     layers = []
     for layer in model._flatten_layers(include_self=False, recursive=True):
+        if list(layer._flatten_layers(include_self=False)):
+            continue
         try:
             settings = layer.get_config()
         except NotImplementedError:
@@ -408,11 +412,14 @@ def _built(name, config):
         layers.append((type(layer).__name__, json.dumps(settings, sort_keys=True, default=str)))
     weights = [(tuple(w.shape), w.trainable, keras.ops.convert_to_numpy(w.value).tobytes())
                for w in model.weights]
-    return layers, weights
+    ids = np.array([[3, 4, 5, 6, 0], [7, 8, 0, 0, 0]], "int32")
+    logits = np.asarray(model({"premise": ids, "hypothesis": ids[:, ::-1].copy()}))
+    return layers, weights, np.round(logits, 6).tobytes()
 
 
 # A field that acts only beside another value: (family, field) -> the companion values.
-ACTS_WITH = {("dsan", "prior_max_distance"): {"distance_prior": "learned"}}
+ACTS_WITH = {("dsan", "prior_max_distance"): {"distance_prior": "learned"},
+             ("afdmn", "init_scale"): {"initialization": "esim"}}
 
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow",
@@ -421,11 +428,11 @@ ACTS_WITH = {("dsan", "prior_max_distance"): {"distance_prior": "learned"}}
 @pytest.mark.parametrize("name", registry.PACKAGES)
 def test_every_hyperparameter_reaches_the_model_it_configures(name, small_config):
     """Each hyperparameter of a family (`hyperparameter` fields: they are flags), set to
-    another value, changes the model `build_model` makes of it: a sublayer's
-    configuration, a weight's shape or its initial values. A field a backbone takes and
-    does not pass on, its layer training with a default of its own while config.json
-    records the flag, fails here (the layers' defaults equal the fields', so no other test
-    can tell)."""
+    another value, changes the model `build_model` makes of it where it computes: a
+    layer's configuration, a weight's shape or initial values, or the logits. A field a
+    backbone takes and passes on as a constant (or not at all, where its layer still
+    had a default of its own: tests/test_registry.py keeps them from having one) fails
+    here while config.json would record the flag."""
     from dsan_tf.models.config import check_fields, described_fields, value_type
 
     family = registry.family(name)
@@ -438,11 +445,12 @@ def test_every_hyperparameter_reaches_the_model_it_configures(name, small_config
         key = repr(base)
         before = made[key] = made[key] if key in made else _built(name, base)
         for value in _other_values(field, getattr(base, field.name)):
-            other = dataclasses.replace(base, **{field.name: value})
             try:
+                other = dataclasses.replace(base, **{field.name: value})
                 check_fields(other)
                 after = _built(name, other)
-            except ValueError:  # not a model this family makes (a width heads cannot split)
+            except ValueError:  # not a model this family makes (a width heads cannot split,
+                # a field that does not apply to it)
                 continue
             tried += 1
             if after == before:

@@ -5,6 +5,7 @@ import dataclasses
 import keras
 import numpy as np
 import pytest
+from helpers import made
 
 from dsan_tf import DSANConfig, build_model, layers
 from dsan_tf.layers import masks
@@ -80,8 +81,8 @@ def test_prior_adds_only_its_scalars(prior, extra):
 @pytest.mark.parametrize("prior", PRIORS)
 def test_every_prior_keeps_masking_exact_and_finite_in_half_precision(rng, prior):
     keras.config.set_dtype_policy("mixed_float16")
-    layer = dsan.MaskedMultiHeadAttention(num_heads=4, direction="forward",
-                                            distance_prior=prior)
+    layer = made(dsan.MaskedMultiHeadAttention, num_heads=4, direction="forward",
+                 distance_prior=prior)
     x = (rng.normal(size=(2, 6, 16)) * 30).astype("float32")
     padding = np.array([[True] * 6, [True] * 4 + [False] * 2])
     out, weights = layer(x, padding_mask=padding, return_attention_scores=True)

@@ -168,3 +168,39 @@ def test_a_layers_default_is_its_configuration_fields(name):
                     differing.append(f"{cls.__name__}({parameter.name}={default!r}), field "
                                      f"{fields[parameter.name]!r}")
     assert not differing, differing
+
+
+@pytest.mark.parametrize("name", registry.PACKAGES)
+def test_the_layers_below_a_backbone_keep_no_default_for_a_configuration_field(name):
+    """A layer receives every configuration value it uses: a parameter named as one of
+    the family's fields (or the shared layers' parameters made from them) has no default,
+    so that a value a backbone forgets to pass fails loudly instead of building the
+    layer's own (InferSent's `--lstm_units=2048` once trained 512 units so)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import keras
+
+    from dsan_tf import layers as shared
+
+    family = registry.family(name)
+    fields = {field.name for field in dataclasses.fields(family.config)}
+    # The layers' names for fields: the head's width and input dropout, the max pooling's
+    # padding, the gate's and source2token's LayerNorm sharing, AF-DMN's width.
+    fields |= {"hidden_units", "input_dropout", "padding", "shared_norm", "output_norm",
+               "hidden_layer_norm", "activation", "units"}
+    modules = [module for module in family.modules if not module.endswith(".backbone")]
+    modules += [f"dsan_tf.layers.{info.name}" for info in pkgutil.iter_modules(shared.__path__)]
+    defaulted = []
+    for module_name in modules:
+        module = importlib.import_module(module_name)
+        for cls in vars(module).values():
+            if not (isinstance(cls, type) and cls.__module__ == module_name and issubclass(
+                    cls, (keras.layers.Layer, keras.initializers.Initializer))):
+                continue
+            defaulted += [f"{cls.__name__}({parameter.name}={parameter.default!r})"
+                          for parameter in inspect.signature(cls.__init__).parameters.values()
+                          if parameter.name in fields
+                          and parameter.default is not inspect.Parameter.empty]
+    assert not defaulted, defaulted

@@ -8,6 +8,7 @@ import dataclasses
 import keras
 import numpy as np
 import pytest
+from helpers import made
 
 from dsan_tf import layers
 from dsan_tf.experiment.config import ExperimentConfig
@@ -48,9 +49,8 @@ def test_attention_weights_are_recomputed_from_the_weights(rng, inputs, scale, q
     """softmax(LN(x W_q) LN(x W_k)ᵀ / √(d_k or d_e) + α·M_dis) over the visible keys, with
     one LayerNorm per projection or one for Q, K and V (SAN4NLI's)."""
     x, mask = inputs
-    layer = dsan.MaskedMultiHeadAttention(num_heads=HEADS, direction="forward",
-                                          attention_scale=scale, qkv_norm=qkv_norm,
-                                          distance_alpha=1.5, dropout=0.0)
+    layer = made(dsan.MaskedMultiHeadAttention, num_heads=HEADS, direction="forward",
+                 attention_scale=scale, qkv_norm=qkv_norm, distance_alpha=1.5, dropout=0.0)
     layer(x, padding_mask=mask)
     randomize_norms(layer, rng)
     _, weights = layer(x, padding_mask=mask, return_attention_scores=True)
@@ -82,7 +82,7 @@ def test_fusion_gate_norms(rng, inputs, shared, output_norm):
     LN'd again with `output_norm`; SAN4NLI's one LayerNorm serves all three."""
     s, _ = inputs
     h = rng.normal(size=s.shape).astype("float32")
-    gate_layer = layers.FusionGate(dropout=0.0, shared_norm=shared, output_norm=output_norm)
+    gate_layer = made(layers.FusionGate, dropout=0.0, shared_norm=shared, output_norm=output_norm)
     gate_layer(s, h)
     randomize_norms(gate_layer, rng)
     gate_layer.gate_bias.assign(rng.normal(size=WIDTH).astype("float32"))
@@ -107,7 +107,7 @@ def test_fusion_gate_norms(rng, inputs, shared, output_norm):
 def test_source2token_norms(rng, inputs, shared):
     """Eq. 14 with one LayerNorm each (the default) or one for both projections."""
     x, mask = inputs
-    layer = layers.Source2TokenAttention(shared_norm=shared)
+    layer = made(layers.Source2TokenAttention, shared_norm=shared)
     layer(x, padding_mask=mask)
     randomize_norms(layer, rng)
     pooled, weights = layer(x, padding_mask=mask, return_attention_scores=True)
@@ -135,14 +135,14 @@ def test_max_pooling_over_zero_filled_padding():
     x = -np.arange(1, 13, dtype="float32").reshape(1, 4, 3)
     x[0, 1, 2] = 5.0
     mask = np.array([[1, 1, 0, 0]], bool)
-    zeros = layers.MaskedMaxPooling(padding="zeros")
+    zeros = made(layers.MaskedMaxPooling, padding="zeros")
     np.testing.assert_array_equal(np.asarray(zeros(x, padding_mask=mask)), [[0.0, 0.0, 5.0]])
     np.testing.assert_array_equal(np.asarray(zeros(x, padding_mask=np.ones((1, 4), bool))),
                                   [[-1.0, -2.0, 5.0]])
-    np.testing.assert_array_equal(np.asarray(layers.MaskedMaxPooling()(x, padding_mask=mask)),
+    np.testing.assert_array_equal(np.asarray(made(layers.MaskedMaxPooling)(x, padding_mask=mask)),
                                   [[-1.0, -2.0, 5.0]])
     with pytest.raises(ValueError, match="padding must be one of"):
-        layers.MaskedMaxPooling(padding="zero")
+        made(layers.MaskedMaxPooling, padding="zero")
 
 
 @pytest.mark.parametrize("ffn_dropout", [False, True])
@@ -150,8 +150,8 @@ def test_ffn_dropout_acts_only_when_asked(rng, inputs, ffn_dropout):
     """With the attention's and the gate's dropout off, a training call differs from an
     inference call only through the FFN's dropout (SAN4NLI's; the paper names none)."""
     x, mask = inputs
-    block = dsan.DSANBlock("forward", num_heads=HEADS, ffn_dim=2 * WIDTH, dropout=0.5,
-                           ffn_dropout=ffn_dropout)
+    block = made(dsan.DSANBlock, "forward", num_heads=HEADS, ffn_dim=2 * WIDTH, dropout=0.5,
+                 ffn_dropout=ffn_dropout)
     block(x, padding_mask=mask)
     block.attention.output_dropout.rate = 0.0
     block.fusion_gate.gate_dropout.rate = 0.0

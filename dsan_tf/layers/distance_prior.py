@@ -48,8 +48,9 @@ class DistancePrior(keras.layers.Layer):
 
     Args:
         prior: one of `PRIORS`.
-        alpha: float, α of `linear` (ignored otherwise).
-        max_distance: int, distances above this share one `learned` bias.
+        alpha: float, α of `linear` (which needs it; ignored otherwise).
+        max_distance: int, distances above this share one `learned` bias (which needs
+            it; ignored otherwise).
         initial_weight: float, initial w of the Gaussian priors.
         min_weight: float > 0, lower bound of w.
 
@@ -69,13 +70,19 @@ class DistancePrior(keras.layers.Layer):
     ```
     """
 
-    def __init__(self, prior="linear", alpha=1.5, max_distance=10, initial_weight=1.0,
+    def __init__(self, prior, alpha=None, max_distance=None, initial_weight=1.0,
                  min_weight=1e-4, **kwargs):
         super().__init__(**kwargs)
         if prior not in PRIORS:
             raise ValueError(f"distance prior must be one of {PRIORS}, got {prior!r}.")
-        if max_distance < 1 or min_weight <= 0 or initial_weight < min_weight:
-            raise ValueError("need max_distance >= 1 and initial_weight >= min_weight > 0.")
+        # A model passes the values its configuration holds: none taken from here.
+        if prior == "linear" and alpha is None:
+            raise ValueError("the linear distance prior needs alpha (its α), got none.")
+        if prior == "learned" and (max_distance is None or max_distance < 1):
+            raise ValueError(f"the learned distance prior needs max_distance >= 1, "
+                             f"got {max_distance}.")
+        if min_weight <= 0 or initial_weight < min_weight:
+            raise ValueError("need initial_weight >= min_weight > 0.")
         self.prior = prior
         self.alpha = alpha
         self.max_distance = max_distance

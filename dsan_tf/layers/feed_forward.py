@@ -38,13 +38,14 @@ class PositionwiseFeedForward(keras.layers.Layer):
     from dsan_tf.layers import PositionwiseFeedForward
 
     x = np.random.rand(2, 5, 8).astype("float32")
-    outputs = PositionwiseFeedForward(ffn_dim=16)(x)  # [2, 5, 8]
+    feed_forward = PositionwiseFeedForward(ffn_dim=16, layer_norm_epsilon=1e-5,
+                                           dropout=0.0, initialization="glorot")
+    outputs = feed_forward(x)  # [2, 5, 8]
     ```
     """
 
-    def __init__(self, ffn_dim, layer_norm_epsilon=1e-5,
-                 kernel_initializer="glorot_uniform", dropout=0.0, initialization="glorot",
-                 **kwargs):
+    def __init__(self, ffn_dim, layer_norm_epsilon, dropout, initialization,
+                 kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
         self.ffn_dim = ffn_dim
         self.dropout = dropout

@@ -52,13 +52,14 @@ class FusionGate(keras.layers.Layer):
 
     source = np.random.rand(2, 5, 8).astype("float32")
     context = np.random.rand(2, 5, 8).astype("float32")
-    fused = FusionGate()(source, context)  # [2, 5, 8]
+    gate = FusionGate(fusion="projected", dropout=0.1, layer_norm_epsilon=1e-5,
+                      shared_norm=False, output_norm=False, initialization="glorot")
+    fused = gate(source, context)  # [2, 5, 8]
     ```
     """
 
-    def __init__(self, fusion="projected", dropout=0.1, layer_norm_epsilon=1e-5,
-                 kernel_initializer="glorot_uniform", shared_norm=False, output_norm=False,
-                 initialization="glorot", **kwargs):
+    def __init__(self, fusion, dropout, layer_norm_epsilon, shared_norm, output_norm,
+                 initialization, kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
         if fusion not in FUSIONS:
             raise ValueError(f"fusion must be one of {FUSIONS}, got {fusion!r}.")

@@ -128,14 +128,17 @@ class ClassificationHead(keras.layers.Layer):
     from dsan_tf.layers import ClassificationHead
 
     features = np.random.rand(2, 32).astype("float32")  # [u; v; |u - v|; u * v]
-    logits = ClassificationHead(hidden_units=16)(features)  # [2, 3]
+    head = ClassificationHead(hidden_units=16, num_classes=3, dropout=0.1,
+                              input_dropout=0.0, layer_norm_epsilon=1e-5,
+                              hidden_layer_norm=True, activation="relu",
+                              initialization="glorot")
+    logits = head(features)  # [2, 3]
     ```
     """
 
-    def __init__(self, hidden_units=300, num_classes=3, dropout=0.1, input_dropout=0.0,
-                 layer_norm_epsilon=1e-5, kernel_initializer="glorot_uniform",
-                 hidden_layer_norm=True, activation="relu", initialization="glorot",
-                 **kwargs):
+    def __init__(self, hidden_units, num_classes, dropout, input_dropout, layer_norm_epsilon,
+                 hidden_layer_norm, activation, initialization,
+                 kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
         self.activation = activation
         self.hidden_units = hidden_units

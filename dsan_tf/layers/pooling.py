@@ -52,12 +52,14 @@ class Source2TokenAttention(keras.layers.Layer):
 
     x = np.random.rand(2, 5, 8).astype("float32")
     mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
-    vector = Source2TokenAttention()(x, padding_mask=mask)  # [2, 8]
+    pooling = Source2TokenAttention(layer_norm_epsilon=1e-5, shared_norm=False,
+                                    initialization="glorot")
+    vector = pooling(x, padding_mask=mask)  # [2, 8]
     ```
     """
 
-    def __init__(self, layer_norm_epsilon=1e-5, kernel_initializer="glorot_uniform",
-                 shared_norm=False, initialization="glorot", **kwargs):
+    def __init__(self, layer_norm_epsilon, shared_norm, initialization,
+                 kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
@@ -115,7 +117,7 @@ class MaskedMaxPooling(keras.layers.Layer):
     reading instead: the max over the whole padded sentence, padding counted as 0.
 
     Args:
-        padding: `"masked"` (the default) or `"zeros"`.
+        padding: `"masked"` (DSAN) or `"zeros"` (SAN4NLI).
 
     Call arguments:
         inputs: float [B, T, D].
@@ -131,11 +133,12 @@ class MaskedMaxPooling(keras.layers.Layer):
 
     x = np.random.rand(2, 5, 8).astype("float32")
     mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
-    vector = MaskedMaxPooling()(x, padding_mask=mask)  # [2, 8], padding never the max
+    vector = MaskedMaxPooling(padding="masked")(x, padding_mask=mask)  # [2, 8]: padding
+    # is never the max
     ```
     """
 
-    def __init__(self, padding="masked", **kwargs):
+    def __init__(self, padding, **kwargs):
         super().__init__(**kwargs)
         if padding not in MAX_POOL_PADDINGS:
             raise ValueError(f"padding must be one of {MAX_POOL_PADDINGS}, got {padding!r}.")

@@ -147,6 +147,14 @@ class ModelConfig:
         return cls.from_dict(json.loads(text))
 
 
+def field_defaults(config_class):
+    """The declared defaults of `config_class`'s fields, as attributes: a backbone's
+    constructor defaults, so that each value is written once, in its field."""
+    return types.SimpleNamespace(**{
+        field.name: field.default for field in dataclasses.fields(config_class)
+        if field.default is not dataclasses.MISSING})
+
+
 def with_default(name, default):
     """`ModelConfig`'s field `name`, its help and limits kept, with a family's own default
     (its paper's)."""

@@ -8,9 +8,10 @@ import keras
 from keras import ops
 
 from dsan_tf.layers import masks
-from dsan_tf.models.afdmn.config import INITIALIZATIONS
+from dsan_tf.models.afdmn.config import INITIALIZATIONS, AFDMNConfig
 from dsan_tf.models.afdmn.layers import ComputationalBlock, ESIMInitializer, bilstm
 from dsan_tf.models.backbone import PairBackbone
+from dsan_tf.models.config import field_defaults
 
 SIDES = ("premise", "hypothesis")
 
@@ -30,6 +31,9 @@ def initializer(initialization, scale):
     raise ValueError(f"initialization must be one of {INITIALIZATIONS}, got "
                      f"{initialization!r}.")
 
+
+# The constructor's defaults are the configuration's (declared once, in AFDMNConfig).
+DEFAULTS = field_defaults(AFDMNConfig)
 
 @keras.saving.register_keras_serializable(package="dsan_tf")
 class AFDMNBackbone(PairBackbone):
@@ -60,9 +64,11 @@ class AFDMNBackbone(PairBackbone):
         float [B, 8h].
     """
 
-    def __init__(self, vocabulary_size, embedding_dim=300, lstm_units=300, matching_blocks=3,
-                 dropout=0.2, initialization="esim", init_scale=0.01,
-                 trainable_embeddings=True, **kwargs):
+    def __init__(self, vocabulary_size, embedding_dim=DEFAULTS.embedding_dim,
+                 lstm_units=DEFAULTS.lstm_units, matching_blocks=DEFAULTS.matching_blocks,
+                 dropout=DEFAULTS.dropout, initialization=DEFAULTS.initialization,
+                 init_scale=DEFAULTS.init_scale,
+                 trainable_embeddings=DEFAULTS.trainable_embeddings, **kwargs):
         super().__init__(vocabulary_size, embedding_dim, trainable_embeddings, **kwargs)
         self.lstm_units, self.matching_blocks = lstm_units, matching_blocks
         self.dropout = dropout

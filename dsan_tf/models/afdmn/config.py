@@ -5,7 +5,8 @@ paper links (Section 5.7; docs/FIDELITY.md#afdmn-initialisation and
 
 import dataclasses
 
-from dsan_tf.models.config import ModelConfig, check_choice, hyperparameter, with_default
+from dsan_tf.models.config import (
+    ModelConfig, check_choice, field_defaults, hyperparameter, with_default)
 
 INITIALIZATIONS = ("esim", "uniform", "glorot")
 
@@ -45,3 +46,10 @@ class AFDMNConfig(ModelConfig):
             raise ValueError("lstm_units and init_scale must be positive, matching_blocks "
                              ">= 0 (init_scale=0 no longer means Keras' initialisers: "
                              "use initialization=glorot).")
+        unused = field_defaults(ModelConfig).layer_norm_epsilon
+        if self.layer_norm_epsilon != unused:
+            # Every family's field (ModelConfig's), kept at its default in AF-DMN's saved
+            # configurations: refused, not ignored, where it would change nothing.
+            raise ValueError(f"layer_norm_epsilon does not apply to AF-DMN (it has no "
+                             f"LayerNorm); leave it at {unused}, got "
+                             f"{self.layer_norm_epsilon}.")

@@ -35,12 +35,12 @@ class ESIMInitializer(keras.initializers.Initializer):
     blocks are always orthogonal. Vectors start N(0, s²).
 
     Args:
-        scale: s, the standard deviation of the Gaussian blocks (ESIM: 0.01).
+        scale: s, the standard deviation of the Gaussian blocks (`init_scale`).
         gates: column blocks, each orthogonal when square (0: none).
         seed: int or None.
     """
 
-    def __init__(self, scale=0.01, gates=0, seed=None):
+    def __init__(self, scale, gates=0, seed=None):
         self.scale, self.gates, self._seed = scale, gates, seed
         # As Keras' own initializers: an unseeded one draws its seed once (from Python's
         # generator, which `keras.utils.set_random_seed` seeds), so the same instance
@@ -161,7 +161,7 @@ class _MatchingLayer(keras.layers.Layer):
     """What the fusion and the computational block share: h (`units`), the dropout on the
     fusion MLPs' inputs and the initializer, stored and round-tripped by `get_config`."""
 
-    def __init__(self, units, dropout=0.2, kernel_initializer="glorot_uniform", **kwargs):
+    def __init__(self, units, dropout, kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
         self.supports_masking = True  # the masks are explicit arguments
         self.units = units

@@ -7,7 +7,12 @@ import keras
 
 from dsan_tf.models.cbow.bag_of_words import BagOfWordsEncoder
 from dsan_tf.models.backbone import SentenceEncoderBackbone
+from dsan_tf.models.config import field_defaults
+from dsan_tf.models.cbow.config import CBOWConfig
 
+
+# The constructor's defaults are the configuration's (declared once, in CBOWConfig).
+DEFAULTS = field_defaults(CBOWConfig)
 
 @keras.saving.register_keras_serializable(package="dsan_tf")
 class CBOWBackbone(SentenceEncoderBackbone):
@@ -25,8 +30,8 @@ class CBOWBackbone(SentenceEncoderBackbone):
         float [B, D].
     """
 
-    def __init__(self, vocabulary_size, embedding_dim=300, trainable_embeddings=False,
-                 **kwargs):
+    def __init__(self, vocabulary_size, embedding_dim=DEFAULTS.embedding_dim,
+                 trainable_embeddings=False, **kwargs):
         super().__init__(vocabulary_size, embedding_dim, trainable_embeddings, **kwargs)
         self.encoder = BagOfWordsEncoder(name="bag_of_words", dtype=self.dtype_policy)
         self._make_token_embedding()

@@ -7,8 +7,13 @@ import keras
 
 from dsan_tf.layers import masks
 from dsan_tf.models.backbone import SentenceEncoderBackbone
+from dsan_tf.models.config import field_defaults
+from dsan_tf.models.disan.config import DiSANConfig
 from dsan_tf.models.disan.layers import DiSANEncoder
 
+
+# The constructor's defaults are the configuration's (declared once, in DiSANConfig).
+DEFAULTS = field_defaults(DiSANConfig)
 
 @keras.saving.register_keras_serializable(package="dsan_tf")
 class DiSANBackbone(SentenceEncoderBackbone):
@@ -30,8 +35,9 @@ class DiSANBackbone(SentenceEncoderBackbone):
         float [B, 2D].
     """
 
-    def __init__(self, vocabulary_size, embedding_dim=300, dropout=0.1,
-                 layer_norm_epsilon=1e-5, trainable_embeddings=False, **kwargs):
+    def __init__(self, vocabulary_size, embedding_dim=DEFAULTS.embedding_dim,
+                 dropout=DEFAULTS.dropout, layer_norm_epsilon=DEFAULTS.layer_norm_epsilon,
+                 trainable_embeddings=False, **kwargs):
         super().__init__(vocabulary_size, embedding_dim, trainable_embeddings, **kwargs)
         self.dropout = dropout
         self.layer_norm_epsilon = layer_norm_epsilon

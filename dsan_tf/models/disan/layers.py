@@ -115,7 +115,7 @@ class DiSABlock(keras.layers.Layer):
         float [B, T, D] (and the dict).
     """
 
-    def __init__(self, direction="forward", dropout=0.1, layer_norm_epsilon=1e-5,
+    def __init__(self, direction, dropout, layer_norm_epsilon,
                  kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
         self.direction = direction
@@ -134,6 +134,7 @@ class DiSABlock(keras.layers.Layer):
             dtype=self.dtype_policy)
         self.fusion_gate = FusionGate(
             fusion="raw", dropout=self.dropout, layer_norm_epsilon=self.layer_norm_epsilon,
+            shared_norm=False, output_norm=False, initialization="glorot",
             kernel_initializer=initializer("fusion_gate"), name="fusion_gate",
             dtype=self.dtype_policy)
         for layer in (self.token_map, self.attention, self.fusion_gate):
@@ -187,8 +188,8 @@ class DiSANEncoder(keras.layers.Layer):
         float [B, 2D] (and the dict).
     """
 
-    def __init__(self, dropout=0.1, layer_norm_epsilon=1e-5,
-                 kernel_initializer="glorot_uniform", **kwargs):
+    def __init__(self, dropout, layer_norm_epsilon, kernel_initializer="glorot_uniform",
+                 **kwargs):
         super().__init__(**kwargs)
         self.dropout = dropout
         self.layer_norm_epsilon = layer_norm_epsilon
@@ -206,7 +207,8 @@ class DiSANEncoder(keras.layers.Layer):
         self.forward_block.build(inputs_shape)
         self.backward_block.build(inputs_shape)
         self.source2token = Source2TokenAttention(
-            layer_norm_epsilon=self.layer_norm_epsilon, name="source2token",
+            layer_norm_epsilon=self.layer_norm_epsilon, shared_norm=False,
+            initialization="glorot", name="source2token",
             kernel_initializer=initializer("source2token"), dtype=self.dtype_policy)
         self.source2token.build(tuple(inputs_shape[:-1]) + (2 * inputs_shape[-1],))
         self.built = True

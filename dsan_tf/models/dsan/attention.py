@@ -81,9 +81,13 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
     Examples:
     ```python
     import numpy as np
+    from dsan_tf.models.backbone import arguments_of
     from dsan_tf.models.dsan import MaskedMultiHeadAttention
+    from dsan_tf.models.dsan.config import DSANConfig
 
-    attention = MaskedMultiHeadAttention(num_heads=2, direction="forward")
+    config = DSANConfig(num_heads=2)  # the paper's values (DSANConfig's defaults)
+    attention = MaskedMultiHeadAttention(
+        direction="forward", **arguments_of(MaskedMultiHeadAttention, config))
     x = np.random.rand(2, 5, 8).astype("float32")
     mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
     context, weights = attention(x, padding_mask=mask, return_attention_scores=True)
@@ -91,11 +95,10 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
     ```
     """
 
-    def __init__(self, num_heads, direction="forward", use_direction_mask=True,
-                 distance_prior="linear", distance_alpha=1.5, prior_max_distance=10,
-                 dropout=0.1, qkv_norm="per_head", attention_scale="d_k",
-                 layer_norm_epsilon=1e-5, kernel_initializer="glorot_uniform",
-                 initialization="glorot", **kwargs):
+    def __init__(self, num_heads, direction, use_direction_mask, distance_prior,
+                 distance_alpha, prior_max_distance, dropout, qkv_norm, attention_scale,
+                 layer_norm_epsilon, initialization, kernel_initializer="glorot_uniform",
+                 **kwargs):
         super().__init__(**kwargs)
         if direction not in masks.DIRECTIONS:
             raise ValueError(f"direction must be one of {masks.DIRECTIONS}, got {direction!r}.")

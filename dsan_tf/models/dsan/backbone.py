@@ -8,8 +8,13 @@ import keras
 
 from dsan_tf.layers import masks
 from dsan_tf.models.backbone import SentenceEncoderBackbone
+from dsan_tf.models.config import field_defaults
+from dsan_tf.models.dsan.config import DSANConfig
 from dsan_tf.models.dsan.encoder import DSANEncoder
 
+
+# The constructor's defaults are the configuration's (declared once, in DSANConfig).
+DEFAULTS = field_defaults(DSANConfig)
 
 @keras.saving.register_keras_serializable(package="dsan_tf")
 class DSANBackbone(SentenceEncoderBackbone):
@@ -45,13 +50,20 @@ class DSANBackbone(SentenceEncoderBackbone):
     ```
     """
 
-    def __init__(self, vocabulary_size, embedding_dim=300, num_heads=5, ffn_dim=1200,
-                 distance_prior="linear", distance_alpha=1.5, prior_max_distance=10,
-                 use_direction_mask=True, fusion="projected", pooling="multi_dim_max",
-                 qkv_norm="per_head", dropout=0.1, layer_norm_epsilon=1e-5,
-                 trainable_embeddings=False, attention_scale="d_k", fusion_norm="separate",
-                 fusion_output_norm=False, ffn_dropout=False, s2t_norm="separate",
-                 max_pool_padding="masked", initialization="glorot", **kwargs):
+    def __init__(self, vocabulary_size, embedding_dim=DEFAULTS.embedding_dim,
+                 num_heads=DEFAULTS.num_heads, ffn_dim=DEFAULTS.ffn_dim,
+                 distance_prior=DEFAULTS.distance_prior,
+                 distance_alpha=DEFAULTS.distance_alpha,
+                 prior_max_distance=DEFAULTS.prior_max_distance,
+                 use_direction_mask=DEFAULTS.use_direction_mask, fusion=DEFAULTS.fusion,
+                 pooling=DEFAULTS.pooling, qkv_norm=DEFAULTS.qkv_norm,
+                 dropout=DEFAULTS.dropout, layer_norm_epsilon=DEFAULTS.layer_norm_epsilon,
+                 trainable_embeddings=False, attention_scale=DEFAULTS.attention_scale,
+                 fusion_norm=DEFAULTS.fusion_norm,
+                 fusion_output_norm=DEFAULTS.fusion_output_norm,
+                 ffn_dropout=DEFAULTS.ffn_dropout, s2t_norm=DEFAULTS.s2t_norm,
+                 max_pool_padding=DEFAULTS.max_pool_padding,
+                 initialization=DEFAULTS.initialization, **kwargs):
         super().__init__(vocabulary_size, embedding_dim, trainable_embeddings, **kwargs)
         self.encoder_config = dict(
             num_heads=num_heads, ffn_dim=ffn_dim, distance_prior=distance_prior,

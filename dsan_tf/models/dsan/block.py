@@ -48,22 +48,23 @@ class DSANBlock(keras.layers.Layer):
     Examples:
     ```python
     import numpy as np
+    from dsan_tf.models.backbone import arguments_of
     from dsan_tf.models.dsan import DSANBlock
+    from dsan_tf.models.dsan.config import DSANConfig
 
-    block = DSANBlock("backward", num_heads=2, ffn_dim=16)
+    # The paper's values (DSANConfig's defaults), two heads and a 16-wide FFN.
+    config = DSANConfig(num_heads=2, ffn_dim=16)
+    block = DSANBlock("backward", **arguments_of(DSANBlock, config))
     x = np.random.rand(2, 5, 8).astype("float32")
     mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
     outputs = block(x, padding_mask=mask)  # [2, 5, 8]
     ```
     """
 
-    def __init__(self, direction, num_heads, ffn_dim=None, use_direction_mask=True,
-                 distance_prior="linear", distance_alpha=1.5, prior_max_distance=10,
-                 fusion="projected", qkv_norm="per_head",
-                 dropout=0.1, layer_norm_epsilon=1e-5,
-                 kernel_initializer="glorot_uniform", attention_scale="d_k",
-                 fusion_norm="separate", fusion_output_norm=False, ffn_dropout=False,
-                 initialization="glorot", **kwargs):
+    def __init__(self, direction, num_heads, ffn_dim, use_direction_mask, distance_prior,
+                 distance_alpha, prior_max_distance, fusion, qkv_norm, dropout,
+                 layer_norm_epsilon, attention_scale, fusion_norm, fusion_output_norm,
+                 ffn_dropout, initialization, kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
         self.direction = direction
         self.num_heads = num_heads

@@ -50,23 +50,24 @@ class DSANEncoder(keras.layers.Layer):
     Examples:
     ```python
     import numpy as np
+    from dsan_tf.models.backbone import arguments_of
     from dsan_tf.models.dsan import DSANEncoder
+    from dsan_tf.models.dsan.config import DSANConfig
 
-    encoder = DSANEncoder(num_heads=2, ffn_dim=16)
+    # The paper's values (DSANConfig's defaults), two heads and a 16-wide FFN.
+    config = DSANConfig(num_heads=2, ffn_dim=16)
+    encoder = DSANEncoder(**arguments_of(DSANEncoder, config))
     x = np.random.rand(2, 5, 8).astype("float32")  # B 2, T 5, D 8
     mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
     vectors = encoder(x, padding_mask=mask)  # [2, 32]
     ```
     """
 
-    def __init__(self, num_heads, ffn_dim=None, use_direction_mask=True,
-                 distance_prior="linear", distance_alpha=1.5, prior_max_distance=10,
-                 fusion="projected", pooling="multi_dim_max", qkv_norm="per_head",
-                 dropout=0.1, layer_norm_epsilon=1e-5,
-                 kernel_initializer="glorot_uniform", attention_scale="d_k",
-                 fusion_norm="separate", fusion_output_norm=False, ffn_dropout=False,
-                 s2t_norm="separate", max_pool_padding="masked", initialization="glorot",
-                 **kwargs):
+    def __init__(self, num_heads, ffn_dim, use_direction_mask, distance_prior,
+                 distance_alpha, prior_max_distance, fusion, pooling, qkv_norm, dropout,
+                 layer_norm_epsilon, attention_scale, fusion_norm, fusion_output_norm,
+                 ffn_dropout, s2t_norm, max_pool_padding, initialization,
+                 kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}.")

@@ -52,8 +52,8 @@ class GaussianAttentionSublayer(keras.layers.Layer):
         float [B, Tq, D] (and the weights when asked).
     """
 
-    def __init__(self, num_heads, distance_prior="gaussian_variant", dropout=0.1,
-                 layer_norm_epsilon=1e-5, kernel_initializer="glorot_uniform", **kwargs):
+    def __init__(self, num_heads, distance_prior, dropout, layer_norm_epsilon,
+                 kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
         self.num_heads = num_heads
         self.distance_prior = distance_prior

@@ -11,9 +11,14 @@ from dsan_tf.layers import masks
 from dsan_tf.models.gaussian_transformer.layers import (
     GaussianEncodingBlock, GaussianTransformerEmbedding, InteractionBlock, SiameseAggregation)
 from dsan_tf.models.backbone import PairBackbone
+from dsan_tf.models.config import field_defaults
+from dsan_tf.models.gaussian_transformer.config import GaussianTransformerConfig
 
 SIDES = ("premise", "hypothesis")
 
+
+# The constructor's defaults are the configuration's (declared once, in GaussianTransformerConfig).
+DEFAULTS = field_defaults(GaussianTransformerConfig)
 
 @keras.saving.register_keras_serializable(package="dsan_tf")
 class GaussianTransformerBackbone(PairBackbone):
@@ -53,11 +58,14 @@ class GaussianTransformerBackbone(PairBackbone):
         float [B, 2D].
     """
 
-    def __init__(self, vocabulary_size, embedding_dim=300, char_dim=30, model_dim=120,
-                 num_heads=4,
-                 num_encoder_blocks=3, num_interaction_blocks=2, ffn_dim=None,
-                 distance_prior="gaussian_variant", dropout=0.1, layer_norm_epsilon=1e-5,
-                 trainable_embeddings=False, **kwargs):
+    def __init__(self, vocabulary_size, embedding_dim=DEFAULTS.embedding_dim,
+                 char_dim=DEFAULTS.char_dim, model_dim=DEFAULTS.model_dim,
+                 num_heads=DEFAULTS.num_heads,
+                 num_encoder_blocks=DEFAULTS.num_encoder_blocks,
+                 num_interaction_blocks=DEFAULTS.num_interaction_blocks, ffn_dim=None,
+                 distance_prior=DEFAULTS.distance_prior, dropout=DEFAULTS.dropout,
+                 layer_norm_epsilon=DEFAULTS.layer_norm_epsilon, trainable_embeddings=False,
+                 **kwargs):
         super().__init__(vocabulary_size, embedding_dim + char_dim, trainable_embeddings,
                          **kwargs)
         self.word_dim, self.char_dim = embedding_dim, char_dim

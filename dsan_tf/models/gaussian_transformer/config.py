@@ -6,6 +6,11 @@ import dataclasses
 
 from dsan_tf.models.config import PRIORS, ModelConfig, check_choice, hyperparameter
 
+# The priors that need no hyperparameter of DSAN's (the linear prior's α, the learned one's
+# longest distance): this family declares neither.
+GAUSSIAN_TRANSFORMER_PRIORS = tuple(prior for prior in PRIORS
+                                    if prior not in ("linear", "learned"))
+
 
 @dataclasses.dataclass
 class GaussianTransformerConfig(ModelConfig):
@@ -13,8 +18,8 @@ class GaussianTransformerConfig(ModelConfig):
 
     Attributes:
         num_heads: H (4).
-        distance_prior: the prior of its self-attentions (`PRIORS`; eq. (4):
-            "gaussian_variant").
+        distance_prior: the prior of its self-attentions
+            (`GAUSSIAN_TRANSFORMER_PRIORS`; eq. (4): "gaussian_variant").
         model_dim: d_model (120), the width inside the blocks, its FFN and classifier.
         num_encoder_blocks: M (3).
         num_interaction_blocks: N (2).
@@ -25,7 +30,7 @@ class GaussianTransformerConfig(ModelConfig):
                                     lower_bound=1)
     distance_prior: str = hyperparameter(
         "gaussian_variant", "The prior of its self-attentions (eq. (4): gaussian_variant).",
-        choices=PRIORS)
+        choices=GAUSSIAN_TRANSFORMER_PRIORS)
     model_dim: int = hyperparameter(120, "d_model: the width inside its blocks.",
                                     lower_bound=1)
     num_encoder_blocks: int = hyperparameter(3, "M: encoding blocks.", lower_bound=1)
@@ -35,7 +40,7 @@ class GaussianTransformerConfig(ModelConfig):
 
     def validate(self):
         super().validate()
-        check_choice("distance_prior", self.distance_prior, PRIORS)
+        check_choice("distance_prior", self.distance_prior, GAUSSIAN_TRANSFORMER_PRIORS)
         if min(self.model_dim, self.num_encoder_blocks, self.char_dim, self.num_heads) < 1:
             raise ValueError("model_dim, num_encoder_blocks, char_dim and num_heads must be "
                              "positive.")

@@ -48,7 +48,7 @@ class GaussianTransformerEmbedding(keras.layers.Layer):
         float [B, T, D].
     """
 
-    def __init__(self, model_dim, dropout=0.1, kernel_initializer="glorot_uniform", **kwargs):
+    def __init__(self, model_dim, dropout, kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
         self.model_dim = model_dim
         self.dropout = dropout
@@ -82,8 +82,8 @@ class GaussianTransformerEmbedding(keras.layers.Layer):
 class _Block(keras.layers.Layer):
     """Hyperparameters and config shared by the encoding and interaction blocks."""
 
-    def __init__(self, num_heads, ffn_dim, distance_prior="gaussian_variant", dropout=0.1,
-                 layer_norm_epsilon=1e-5, kernel_initializer="glorot_uniform", **kwargs):
+    def __init__(self, num_heads, ffn_dim, distance_prior, dropout, layer_norm_epsilon,
+                 kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
         self.num_heads = num_heads
         self.ffn_dim = ffn_dim
@@ -103,7 +103,7 @@ class _Block(keras.layers.Layer):
     def _feed_forward(self, shape):
         layer = PositionwiseFeedForward(
             self.ffn_dim, layer_norm_epsilon=self.layer_norm_epsilon, dropout=self.dropout,
-            name="feed_forward", dtype=self.dtype_policy,
+            initialization="glorot", name="feed_forward", dtype=self.dtype_policy,
             kernel_initializer=clone_initializer(self.kernel_initializer, "feed_forward"))
         layer.build(shape)
         return layer
