@@ -1,6 +1,6 @@
 """dsan_tf: Distance-based Self-Attention Network (Im & Cho, 2017) in TensorFlow 2 / Keras 3.
 
-Names load on first use, so that `import dsan_tf.experiment.config` (and a program's
+Names load on first use, so that `import dsan_tf.core.config` (and a program's
 `--help`) does not load TensorFlow. The layers, models and the preprocessor are registered
 for `.keras` files (`keras.saving.load_model`) as soon as Keras is imported
 (`dsan_tf.registration`).
@@ -14,29 +14,29 @@ from dsan_tf.version import __version__
 
 # name -> module that defines it
 _EXPORTS = {
-    "DSANConfig": "dsan_tf.models.dsan.config", "DataConfig": "dsan_tf.experiment.config",
-    "ExperimentConfig": "dsan_tf.experiment.config", "TrainingConfig": "dsan_tf.experiment.config",
-    "MODELS": "dsan_tf.experiment.config", "ModelConfig": "dsan_tf.experiment.config",
-    "model_config": "dsan_tf.experiment.config",
+    "DSANConfig": "dsan_tf.models.dsan.config", "DataConfig": "dsan_tf.core.config",
+    "ExperimentConfig": "dsan_tf.core.config", "TrainingConfig": "dsan_tf.core.config",
+    "MODELS": "dsan_tf.core.config", "ModelConfig": "dsan_tf.core.config",
+    "model_config": "dsan_tf.core.config",
     "LABELS": "dsan_tf.common.labels", "LABEL_IDS": "dsan_tf.common.labels",
     "Backbone": "dsan_tf.models", "NLIClassifier": "dsan_tf.models",
     "NLIEnsemble": "dsan_tf.models", "PairBackbone": "dsan_tf.models", "SentenceEncoderBackbone": "dsan_tf.models",
     "build_backbone": "dsan_tf.models",
     "build_model": "dsan_tf.models",
     "NLIPreprocessor": "dsan_tf.data",
-    "NLITask": "dsan_tf.experiment.task", "compile_for_training": "dsan_tf.experiment.optimization",
+    "NLITask": "dsan_tf.core.task", "compile_for_training": "dsan_tf.core.optimization",
     "load": "dsan_tf.saving.serving", "LoadedModel": "dsan_tf.saving.serving",
 }
 # The packages, by their role (docs/DEVELOPMENT.md, "Layers"), and the short public names of
 # the modules users reach most (`from dsan_tf import serving`), where each file lives.
-_PACKAGES = ("common", "layers", "data", "models", "experiment", "evaluation", "saving",
+_PACKAGES = ("common", "layers", "data", "models", "core", "evaluation", "saving",
              "training", "programs")
-_MODULES = {"analysis": "dsan_tf.evaluation.analysis", "config": "dsan_tf.experiment.config",
+_MODULES = {"analysis": "dsan_tf.evaluation.analysis", "config": "dsan_tf.core.config",
             "labels": "dsan_tf.common.labels", "masks": "dsan_tf.layers.masks",
             "metrics": "dsan_tf.evaluation.metrics",
-            "optimization": "dsan_tf.experiment.optimization",
+            "optimization": "dsan_tf.core.optimization",
             "plots": "dsan_tf.evaluation.plots", "serving": "dsan_tf.saving.serving",
-            "task": "dsan_tf.experiment.task"}
+            "task": "dsan_tf.core.task"}
 
 __all__ = sorted(_EXPORTS) + list(_PACKAGES) + list(_MODULES) + ["configs", "presets"]
 
@@ -61,7 +61,7 @@ def configs():
 # The names that load without Keras. Every other name (not a submodule: `from dsan_tf
 # import models` must stay light for the programs' --help) loads Keras, and TensorFlow when
 # it is the backend, first, without their start-up C++ log lines (`dsan_tf.common.quiet`).
-_PLAIN = {"dsan_tf.experiment.config", "dsan_tf.common.labels", "dsan_tf.models.dsan.config"}
+_PLAIN = {"dsan_tf.core.config", "dsan_tf.common.labels", "dsan_tf.models.dsan.config"}
 
 
 def __getattr__(name):

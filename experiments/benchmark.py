@@ -46,9 +46,9 @@ import numpy as np
 from absl import flags
 
 from dsan_tf.data import batching
-from dsan_tf.experiment import rundir
-from dsan_tf.experiment.optimization import default_jit_compile
-from dsan_tf.experiment.task import NLITask
+from dsan_tf.core import rundir
+from dsan_tf.core.optimization import default_jit_compile
+from dsan_tf.core.task import NLITask
 from dsan_tf.models.backbone import count_parameters
 from dsan_tf.speed import sentence_programs
 from dsan_tf.programs import program
@@ -317,7 +317,7 @@ def bounded_epoch(model, task, path, seconds, steps=3):
 
 def jit_modes(backend):
     """The compile settings measured on `backend`, its default first
-    (`dsan_tf.experiment.optimization.default_jit_compile`)."""
+    (`dsan_tf.core.optimization.default_jit_compile`)."""
     default = default_jit_compile(backend)
     return (default,) if backend in DEFAULT_JIT_ONLY else (default, not default)
 

@@ -28,7 +28,7 @@ import time
 
 
 from dsan_tf.data.batching import IdPairs
-from dsan_tf.experiment.config import PRECISIONS, ExperimentConfig
+from dsan_tf.core.config import PRECISIONS, ExperimentConfig
 from dsan_tf.training.encoded import train_encoded
 from dsan_tf.training.setting import EncodedSetting
 from experiments import program_size

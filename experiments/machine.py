@@ -8,7 +8,7 @@ names both can be told apart from one made elsewhere (docs/STUDY.md, "SAN4NLI's 
 import os
 import platform
 
-from dsan_tf.experiment import rundir
+from dsan_tf.core import rundir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -17,7 +17,7 @@ import time
 
 from absl import flags
 
-from dsan_tf.experiment.config import BATCHINGS
+from dsan_tf.core.config import BATCHINGS
 from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program
 
@@ -75,7 +75,7 @@ def training_rate(task, dataset, vocabulary_size, steps):
 
 def task_with(task, **data_settings):
     """The same task with other `DataConfig` settings."""
-    from dsan_tf.experiment.task import NLITask
+    from dsan_tf.core.task import NLITask
 
     data = dataclasses.replace(task.config.data, **data_settings)
     return NLITask(dataclasses.replace(task.config, data=data), log=task.log)
@@ -85,7 +85,7 @@ def task_with(task, **data_settings):
 def main(argv):
     program.check_start(argv, train_data="a data file, tfds:NAME/SPLIT or synthetic:...")
     from dsan_tf import data  # TensorFlow loads here, not for --help
-    from dsan_tf.experiment.task import NLITask
+    from dsan_tf.core.task import NLITask
     from experiments.benchmark import frozen_embeddings
 
     task = NLITask(frozen_embeddings(project_flags.experiment_config()))

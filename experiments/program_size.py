@@ -371,7 +371,7 @@ def _usable_target(path):
 
 
 def _parser():
-    from dsan_tf.experiment.config import PRECISIONS
+    from dsan_tf.core.config import PRECISIONS
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[2],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -393,8 +393,8 @@ def main(argv=None):
     args = _parser().parse_args(argv)
     import keras
 
-    from dsan_tf.experiment.config import ExperimentConfig
-    from dsan_tf.experiment.task import NLITask
+    from dsan_tf.core.config import ExperimentConfig
+    from dsan_tf.core.task import NLITask
     if keras.backend.backend() != "jax":
         sys.exit("--gpu_kernels compiles with JAX: run it with KERAS_BACKEND=jax.")
     target = _usable_target(args.target)

@@ -25,8 +25,8 @@ import time
 
 from absl import flags
 
-from dsan_tf.experiment import rundir
-from dsan_tf.experiment.rundir import read_history, read_json, write_json
+from dsan_tf.core import rundir
+from dsan_tf.core.rundir import read_history, read_json, write_json
 from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program
 from experiments import machine
@@ -51,7 +51,7 @@ CURVE_MODELS = ("dsan", "prior_none", "disan", "cbow", "san4nli")
 def config_flags(preset, base="snli25k_glove50"):
     """The flags that turn the study's setting (`base`) into `preset`: its fields that
     differ, as a command line writes them (`--name=value`, `--name`/`--noname`)."""
-    from dsan_tf.experiment.config import named_values
+    from dsan_tf.core.config import named_values
 
     values, start = named_values(preset), named_values(base)
     flags_ = []

@@ -33,8 +33,8 @@ import keras
 import numpy as np
 
 from dsan_tf.data.costs import StepCosts, as_run, scan_key
-from dsan_tf.experiment.config import PRECISIONS, ExperimentConfig
-from dsan_tf.experiment.task import NLITask
+from dsan_tf.core.config import PRECISIONS, ExperimentConfig
+from dsan_tf.core.task import NLITask
 from experiments import device_profile
 from experiments.benchmark import LENGTH_PROFILE, SNLI_TRAIN_PAIRS
 from experiments.program_size import batches, training_model

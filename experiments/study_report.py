@@ -11,7 +11,7 @@ from importlib import metadata
 import numpy as np
 
 from dsan_tf.evaluation import metrics, plots
-from dsan_tf.experiment.config import TrainingConfig
+from dsan_tf.core.config import TrainingConfig
 from dsan_tf.programs import flags as project_flags
 
 FULL_TRAIN_PAIRS = 25_299

@@ -20,7 +20,7 @@ SMALL = dict(vocab_size=50, embedding_dim=24, num_heads=4, ffn_dim=48, classifie
 def config_for(name, **values):
     """The configuration of family `name` with those of `values` it has (tests share one
     size across families; a field one family lacks is left out)."""
-    from dsan_tf.experiment.config import model_config
+    from dsan_tf.core.config import model_config
     from dsan_tf.models import registry
 
     known = {field.name for field in dataclasses.fields(registry.family(name).config)}

@@ -14,10 +14,10 @@ import sys
 import jax
 import numpy as np
 
-from dsan_tf.experiment.config import DataConfig, ExperimentConfig, TrainingConfig, model_config
+from dsan_tf.core.config import DataConfig, ExperimentConfig, TrainingConfig, model_config
 from dsan_tf.data.batching import (HYPOTHESIS_LENGTHS, PREMISE_LENGTHS, IdPairs,
                                    Shapes)
-from dsan_tf.experiment.task import NLITask
+from dsan_tf.core.task import NLITask
 from dsan_tf.speed import compilation
 
 PROFILE = pathlib.Path(__file__).parent.parent / "docs" / "runs" / "snli25k_lengths.json"

@@ -34,8 +34,8 @@ import json, os, sys
 if os.environ["KERAS_BACKEND"] != "tensorflow":
     sys.modules["tensorflow"] = None  # `import tensorflow` fails: the models need Keras only
 import keras, numpy as np
-from dsan_tf.experiment.config import MODELS, model_config
-from dsan_tf.experiment.optimization import compile_for_training
+from dsan_tf.core.config import MODELS, model_config
+from dsan_tf.core.optimization import compile_for_training
 import dsan_tf.models
 from dsan_tf.models import build_model
 

@@ -9,7 +9,7 @@ import pytest
 from helpers import ENV, ROOT, cli, ok
 
 from dsan_tf import DSANConfig
-from dsan_tf.experiment.config import ExperimentConfig
+from dsan_tf.core.config import ExperimentConfig
 from experiments.benchmark import (format_side_by_side, forward_flops, frozen_embeddings,
                                    project_epoch)
 
@@ -132,7 +132,7 @@ def test_the_training_program_is_counted():
     import keras
 
     import dsan_tf
-    from dsan_tf.experiment.optimization import compile_for_training
+    from dsan_tf.core.optimization import compile_for_training
     from experiments import program_size
 
     config = dsan_tf.model_config("dsan", vocab_size=30, embedding_dim=8, num_heads=2,
@@ -393,8 +393,8 @@ def test_the_bounded_epoch_times_each_shape_once_and_projects_snli(monkeypatch):
     SNLI's 549,367 pairs."""
     import numpy as np
 
-    from dsan_tf.experiment.config import DataConfig, ExperimentConfig
-    from dsan_tf.experiment.task import NLITask
+    from dsan_tf.core.config import DataConfig, ExperimentConfig
+    from dsan_tf.core.task import NLITask
     from experiments import benchmark
 
     class Model:

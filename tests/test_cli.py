@@ -272,7 +272,7 @@ def test_killed_run_resumes_from_the_last_completed_epoch(tmp_path):
     deadline = time.monotonic() + 300
     # An epoch is done when its checkpoint is committed (history.csv is written just
     # before: a kill between them trains that epoch again).
-    from dsan_tf.experiment.rundir import RunDirectory
+    from dsan_tf.core.rundir import RunDirectory
 
     run = RunDirectory(str(tmp_path))
     while time.monotonic() < deadline and process.poll() is None:

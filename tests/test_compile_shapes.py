@@ -48,8 +48,8 @@ def test_per_length_programs_choose_one_grid_for_both_sides_and_say_shape_costs_
     """With per-length programs, training shapes are one grid of lengths for both sides
     (`Shapes.fit_shared`), logged with its padding against two grids; a `shape_costs` the
     user set, which prices whole steps, is reported unused rather than dropped silently."""
-    from dsan_tf.experiment.config import DataConfig, ExperimentConfig, TrainingConfig
-    from dsan_tf.experiment.task import NLITask
+    from dsan_tf.core.config import DataConfig, ExperimentConfig, TrainingConfig
+    from dsan_tf.core.task import NLITask
     from test_batching import varied_pairs
 
     for setting in ("device", "padding"):
@@ -93,8 +93,8 @@ def test_k_steps_as_one_program_train_as_the_steps_one_by_one():
     import numpy as np
 
     from dsan_tf.data.batching import NLIBatches, Shapes
-    from dsan_tf.experiment.config import ExperimentConfig, TrainingConfig, model_config
-    from dsan_tf.experiment.task import NLITask
+    from dsan_tf.core.config import ExperimentConfig, TrainingConfig, model_config
+    from dsan_tf.core.task import NLITask
     from dsan_tf.speed.compilation import _Batches
     from test_batching import varied_pairs
 
@@ -138,8 +138,8 @@ def test_steps_of_per_length_programs_compute_what_keras_whole_step_computes():
     import numpy as np
 
     from dsan_tf.data.batching import NLIBatches, Shapes
-    from dsan_tf.experiment.config import ExperimentConfig, TrainingConfig, model_config
-    from dsan_tf.experiment.task import NLITask
+    from dsan_tf.core.config import ExperimentConfig, TrainingConfig, model_config
+    from dsan_tf.core.task import NLITask
     from test_batching import varied_pairs
 
     def model(programs):
@@ -230,7 +230,7 @@ def test_a_keras_distribution_keeps_keras_steps_and_fits():
     import numpy as np
 
     from dsan_tf import build_model
-    from dsan_tf.experiment.optimization import compile_for_training
+    from dsan_tf.core.optimization import compile_for_training
     from helpers import SMALL, config_for
 
     keras.distribution.set_distribution(

@@ -11,8 +11,8 @@ import pytest
 
 from dsan_tf.data import costs
 from dsan_tf.data.batching import IdPairs, NLIBatches, Shapes, batch_order
-from dsan_tf.experiment.config import DataConfig, ExperimentConfig, TrainingConfig
-from dsan_tf.experiment.task import NLITask
+from dsan_tf.core.config import DataConfig, ExperimentConfig, TrainingConfig
+from dsan_tf.core.task import NLITask
 from tests.test_batching import all_pairs, rows, varied_pairs
 
 RUNS = pathlib.Path(__file__).resolve().parents[1] / "docs" / "runs"

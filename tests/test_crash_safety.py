@@ -16,7 +16,7 @@ import pytest
 
 from dsan_tf.common import atomic
 from dsan_tf.common.errors import UsageError
-from dsan_tf.experiment import rundir
+from dsan_tf.core import rundir
 from helpers import ENV, ROOT
 
 pytestmark = pytest.mark.tensorflow
@@ -30,7 +30,7 @@ class Killed(BaseException):
 
 def _config(epochs=3):
     import dsan_tf
-    from dsan_tf.experiment.config import DataConfig, ExperimentConfig, TrainingConfig
+    from dsan_tf.core.config import DataConfig, ExperimentConfig, TrainingConfig
 
     return ExperimentConfig(
         model="cbow", model_config=dsan_tf.model_config("cbow", embedding_dim=16,
@@ -43,7 +43,7 @@ def _config(epochs=3):
 
 
 def _options():
-    from dsan_tf.experiment.config import RunOptions
+    from dsan_tf.core.config import RunOptions
 
     return RunOptions(log_every_steps=5, compile_ahead=False)
 
@@ -183,7 +183,7 @@ def test_a_second_training_of_a_run_is_refused_naming_the_first(tmp_path):
     sentence naming it; the kernel releases it when that process ends, however."""
     workdir = tmp_path / "run"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom dsan_tf.experiment import rundir\n"
+        [sys.executable, "-c", "import sys, time\nfrom dsan_tf.core import rundir\n"
          f"rundir.RunDirectory({str(workdir)!r}).lock()\nprint('locked', flush=True)\n"
          "time.sleep(60)"], cwd=ROOT, env=ENV, stdout=subprocess.PIPE, text=True)
     try:

@@ -11,7 +11,7 @@ import pytest
 
 import dsan_tf
 from dsan_tf.common import progress
-from dsan_tf.experiment.rundir import read_history
+from dsan_tf.core.rundir import read_history
 from helpers import ENV, ROOT, cli, ok
 
 

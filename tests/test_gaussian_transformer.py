@@ -39,7 +39,7 @@ def test_paper_configuration_has_the_papers_parameter_count():
     configuration is the preset's."""
     import dataclasses
 
-    from dsan_tf.experiment.config import ExperimentConfig
+    from dsan_tf.core.config import ExperimentConfig
 
     paper = ExperimentConfig.named("gaussian_transformer_snli").model_config
     model = build_model("gaussian_transformer", dataclasses.replace(paper, vocab_size=5))

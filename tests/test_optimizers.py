@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import dsan_tf
-from dsan_tf.experiment.config import TrainingConfig
-from dsan_tf.experiment.optimization import compile_for_training, make_optimizer
+from dsan_tf.core.config import TrainingConfig
+from dsan_tf.core.optimization import compile_for_training, make_optimizer
 from dsan_tf.models import optimizers
 
 pytestmark = pytest.mark.tensorflow  # the fused kernel is TensorFlow's

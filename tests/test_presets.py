@@ -9,7 +9,7 @@ import pathlib
 import pytest
 
 import dsan_tf
-from dsan_tf.experiment.config import DataConfig, ExperimentConfig, RunOptions, TrainingConfig
+from dsan_tf.core.config import DataConfig, ExperimentConfig, RunOptions, TrainingConfig
 from dsan_tf.models import registry
 from dsan_tf.models.config import described_fields
 from dsan_tf.programs import flags as project_flags

@@ -21,7 +21,7 @@ STUDY_TOOLING = {"experiments/results.py", "experiments/study_report.py",
 
 def test_families_are_listed_in_registration_order_whatever_is_imported_first():
     probe = ("import dsan_tf.models.afdmn, dsan_tf.models.cbow; "
-             "import dsan_tf.experiment.config as c; "
+             "import dsan_tf.core.config as c; "
              "from dsan_tf.programs import flags; flags.define_model_flags(); "
              "print(','.join(c.MODELS)); print(flags.FLAGS['model'].default)")
     found = ok(subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=ENV,

@@ -83,7 +83,7 @@ def test_every_row_trains_a_different_model():
     assert seen["dsan"][1].distance_prior == "linear" and seen["dsan"][1].distance_alpha == 1.5
     assert seen["dsan"][1].embedding_dim == 50 and seen["dsan"][1].qkv_norm == "per_head"
     # SAN4NLI's row is its preset: every departure on, and nothing else changed.
-    from dsan_tf.experiment.config import ExperimentConfig
+    from dsan_tf.core.config import ExperimentConfig
 
     preset = ExperimentConfig.named("san4nli", vocab_size=10)
     assert seen["san4nli"][1] == preset.model_config and seen["san4nli"][3] == "plain"

@@ -11,7 +11,7 @@ import pytest
 from helpers import made
 
 from dsan_tf import layers
-from dsan_tf.experiment.config import ExperimentConfig
+from dsan_tf.core.config import ExperimentConfig
 from dsan_tf.models import build_model, dsan
 from dsan_tf.models.dsan.config import DSANConfig
 

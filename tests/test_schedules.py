@@ -11,8 +11,8 @@ import pytest
 
 from helpers import cli, ok
 
-from dsan_tf.experiment.config import TrainingConfig
-from dsan_tf.experiment.optimization import make_optimizer
+from dsan_tf.core.config import TrainingConfig
+from dsan_tf.core.optimization import make_optimizer
 
 pytestmark = pytest.mark.tensorflow  # the training program reads its data with tf.data
 

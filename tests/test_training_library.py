@@ -16,7 +16,7 @@ import pytest
 
 import dsan_tf
 from dsan_tf.common.errors import UsageError
-from dsan_tf.experiment.config import DataConfig, ExperimentConfig, RunOptions, TrainingConfig
+from dsan_tf.core.config import DataConfig, ExperimentConfig, RunOptions, TrainingConfig
 from dsan_tf.training import steps
 from helpers import ROOT
 
@@ -353,7 +353,7 @@ def test_an_export_on_another_backend_is_refused_before_training(tmp_path, monke
 
     from dsan_tf.common.errors import UsageError
     from dsan_tf.data import costs
-    from dsan_tf.experiment.config import RunOptions
+    from dsan_tf.core.config import RunOptions
     from dsan_tf.saving import serving
 
     monkeypatch.setattr(keras.backend, "backend", lambda: "jax")

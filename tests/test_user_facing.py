@@ -161,7 +161,7 @@ def test_figures_have_titles_colour_bars_and_plain_labels():
 
 
 def test_vocabulary_log_line_says_only_what_was_asked():
-    from dsan_tf.experiment.task import vocabulary_summary
+    from dsan_tf.core.task import vocabulary_summary
 
     line = vocabulary_summary(1000, {"from_data": 12, "from_vectors": 0}, True, 0)
     assert line == "vocabulary: 1,000 training words and 12 more dev/test words that have a vector"

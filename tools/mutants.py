@@ -8,12 +8,12 @@ user would see, tests).
 
 MUTANTS = [
     # Run directories: identity, refusal, epochs extended.
-    ("dsan_tf/experiment/rundir.py",
+    ("dsan_tf/core/rundir.py",
      'MAY_CHANGE = ("tfds_data_dir", "embeddings_cache_dir", "epochs", "shape_costs",',
      'MAY_CHANGE = ("tfds_data_dir", "embeddings_cache_dir", "shape_costs",',
      "a finished run asked for more epochs is refused as another configuration",
      ["tests/test_training_library.py"]),
-    ("dsan_tf/experiment/rundir.py", 'row["epoch"] += 1', 'row["epoch"] += 0',
+    ("dsan_tf/core/rundir.py", 'row["epoch"] += 1', 'row["epoch"] += 0',
      "an older history.csv counts epochs from 0 in the tables and curves",
      ["tests/test_first_hour.py::test_history_counts_epochs_from_one_also_in_older_files"]),
     # Best epoch.
@@ -26,7 +26,7 @@ MUTANTS = [
      "            return step > epochs",
      "an epoch killed before its commit has two points in TensorBoard after the resume",
      ["tests/test_crash_safety.py"]),
-    ("dsan_tf/experiment/rundir.py",
+    ("dsan_tf/core/rundir.py",
      "            fault = _checkpoint_fault(path)",
      "            fault = None",
      "a checkpoint damaged after its commit is resumed from, and the run fails or differs",
@@ -40,7 +40,7 @@ MUTANTS = [
     ("dsan_tf/training/callbacks.py", "rate.assign(rate * 0.5)", "rate.assign(rate * 0.9)",
      "--halve_on_dev_drop lowers the learning rate by 10%, not half",
      ["tests/test_schedules.py::test_halving_on_a_dev_drop_halves_the_rate_only_after_a_drop"]),
-    ("dsan_tf/experiment/optimization.py", "t_mul=1.0, m_mul=1.0,", "t_mul=2.0, m_mul=1.0,",
+    ("dsan_tf/core/optimization.py", "t_mul=1.0, m_mul=1.0,", "t_mul=2.0, m_mul=1.0,",
      "AdamWR's restarts come at epochs 10, 30, 70 instead of every 10",
      ["tests/test_schedules.py"]),
     # Statistics of the study.
@@ -112,7 +112,7 @@ MUTANTS = [
      "self.csv.writerow([label, pair_id])",
      "a leaderboard CSV with the columns swapped: every submission scored 0",
      ["tests/test_cli.py::test_predict_writes_submission_files"]),
-    ("dsan_tf/experiment/config.py", 'values.get("model_config") or {}),',
+    ("dsan_tf/core/config.py", 'values.get("model_config") or {}),',
      '{}),',
      "config.json reads back with the paper's model hyperparameters, not the run's",
      ["tests/test_presets.py::test_every_configuration_round_trips_through_json"]),
@@ -149,7 +149,7 @@ MUTANTS = [
      "        with self.summary.record_if(False):",
      "TensorBoard's epoch curves are missing (tensorflow/tensorboard#4975 again)",
      ["tests/test_cli.py::test_tensorboard_holds_the_learning_curves"]),
-    ("dsan_tf/experiment/rundir.py", "        if changed:", "        if changed and False:",
+    ("dsan_tf/core/rundir.py", "        if changed:", "        if changed and False:",
      "a run of another configuration in the workdir is trained on without a word",
      ["tests/test_training_library.py"]),
     # Evaluation by group, prediction files, the study's table, TensorBoard's steps.

@@ -78,7 +78,7 @@ def _card(run, name, description, results):
 def ship(workdir, name, sources, description):
     """Writes the preset of the finished run `workdir` as `name`; its directory."""
     import dsan_tf
-    from dsan_tf.experiment import rundir
+    from dsan_tf.core import rundir
     from dsan_tf.models import preset
 
     run = rundir.RunDirectory(workdir)

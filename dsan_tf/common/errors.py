@@ -11,7 +11,7 @@ class UsageError(Exception):
 
     Args:
         message: the sentence.
-        fields: the configuration fields it names (`dsan_tf.experiment.config`), as their names: a
+        fields: the configuration fields it names (`dsan_tf.core.config`), as their names: a
             program shows each as the flag of the same name (`--batch_size`).
     """
 

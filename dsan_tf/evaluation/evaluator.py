@@ -1,6 +1,6 @@
 """Evaluating loaded models on a data source: one model's classification report
 (`evaluate`) and an ensemble's, with each member's (`evaluate_ensemble`). Both predict
-through `dsan_tf.experiment.task.predict`, the one prediction loop, and score with
+through `dsan_tf.core.task.predict`, the one prediction loop, and score with
 `dsan_tf.evaluation.metrics`.
 """
 
@@ -12,8 +12,8 @@ from dsan_tf.common import progress
 from dsan_tf.common.errors import UsageError
 from dsan_tf.common.labels import LABELS
 from dsan_tf.evaluation import metrics
-from dsan_tf.experiment.rundir import RunDirectory
-from dsan_tf.experiment.task import predict
+from dsan_tf.core.rundir import RunDirectory
+from dsan_tf.core.task import predict
 
 # A loaded run: its `RunDirectory`, `NLIClassifier`, `NLIPreprocessor` and config dict.
 Member = collections.namedtuple("Member", "run model preprocessor config")

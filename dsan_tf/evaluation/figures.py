@@ -1,6 +1,6 @@
 """The paper's analysis figures (Section 5.5) of trained runs: what `dsan-visualize`
 draws, from each model's own intermediate outputs (`dsan_tf.evaluation.analysis`) drawn by
-`dsan_tf.evaluation.plots`. Runs are `dsan_tf.experiment.rundir.RunDirectory`s; a run
+`dsan_tf.evaluation.plots`. Runs are `dsan_tf.core.rundir.RunDirectory`s; a run
 whose model cannot show a figure raises `UsageError` naming it.
 """
 
@@ -10,7 +10,7 @@ import os
 from dsan_tf.common.errors import UsageError
 from dsan_tf.evaluation import analysis, plots
 from dsan_tf.evaluation.analysis import AnalysisUnavailable
-from dsan_tf.experiment.task import NLITask
+from dsan_tf.core.task import NLITask
 
 
 def _unavailable(run, config, error):

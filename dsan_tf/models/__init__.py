@@ -48,7 +48,7 @@ def build_model(name=registry.DEFAULT, config=None, word_vectors=None, one_pass=
     Args:
         name: a registered family (`names()`).
         config: the family's configuration (`model_config(name, ...)` of
-            `dsan_tf.experiment.config`); its paper's hyperparameters when None. An unset
+            `dsan_tf.core.config`); its paper's hyperparameters when None. An unset
             `trainable_embeddings` trains the embeddings when no `word_vectors` are given
             and freezes given ones; its `vocab_size` may be None when they are given.
         word_vectors: optional float array [V, W] (row 0, padding, becomes zeros), W the

@@ -34,7 +34,7 @@ TASK_CONFIG, TASK_WEIGHTS = "task.json", "task.weights.h5"
 PREPROCESSOR_CONFIG, PREPROCESSOR_ASSETS = "preprocessor.json", os.path.join("assets",
                                                                              "preprocessor")
 MEMBERS = "members"
-# A run directory's model and an export's (`dsan_tf.experiment.rundir`: BEST, MODEL).
+# A run directory's model and an export's (`dsan_tf.core.rundir`: BEST, MODEL).
 MODEL_FILES = ("best.keras", "model.keras")
 
 

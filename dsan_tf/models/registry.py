@@ -134,7 +134,7 @@ class NamedConfig:
         base: the named configuration under it (its `# base: NAME` line), or None.
         flags: {flag name: value text as written, or True / False for absl's bare
             boolean forms `--NAME` / `--noNAME`} (the configuration's field types read the
-            text: `dsan_tf.experiment.config.named_values`).
+            text: `dsan_tf.core.config.named_values`).
     """
 
     name: str

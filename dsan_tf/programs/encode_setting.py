@@ -33,9 +33,9 @@ def main(argv):
         config.training.jit_compile = None
     if not FLAGS["bounded_shapes"].present:
         config.data.bounded_shapes = None
-    from dsan_tf.experiment import rundir  # TensorFlow loads here, after --help
+    from dsan_tf.core import rundir  # TensorFlow loads here, after --help
     from dsan_tf.data.batching import IdPairs
-    from dsan_tf.experiment.task import NLITask
+    from dsan_tf.core.task import NLITask
     from dsan_tf.training import steps
     from dsan_tf.training.setting import EncodedSetting
 

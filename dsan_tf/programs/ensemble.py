@@ -54,7 +54,7 @@ def main(argv):
         require_tensorflow_backend("export_dir")
     # TensorFlow loads here, after --help.
     from dsan_tf.evaluation import evaluator, metrics
-    from dsan_tf.experiment.task import NLITask
+    from dsan_tf.core.task import NLITask
     from dsan_tf.saving import export
 
     members = evaluator.load_members(FLAGS.workdir)

@@ -38,7 +38,7 @@ def main(argv):
     program.check_start(argv, data="the data to evaluate on (repeat it for several sources)")
     # TensorFlow loads here, after --help.
     from dsan_tf.evaluation import evaluator, metrics
-    from dsan_tf.experiment.task import NLITask
+    from dsan_tf.core.task import NLITask
 
     model, preprocessor, family = program.trained_model(FLAGS.workdir)
     task = NLITask(project_flags.reading_config(model=family), log=lambda _: None)

@@ -17,7 +17,7 @@ hold the model and its `NLIPreprocessor` for Keras users.
 from absl import flags
 
 from dsan_tf.common.errors import require_tensorflow_backend
-from dsan_tf.experiment import rundir
+from dsan_tf.core import rundir
 from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program
 

@@ -1,7 +1,7 @@
 """The flags several programs share, defined by functions (after TF Model Garden's
 `official/common/flags.py`); each program calls the ones it needs and defines its own.
 
-Every flag of a configuration is derived from its field (`dsan_tf.experiment.config`, the families'
+Every flag of a configuration is derived from its field (`dsan_tf.core.config`, the families'
 configurations, `RunOptions`): the same name, default, type, limits, choices and help
 (`hyperparameter`), so a hyperparameter is written once, in its configuration. The flags a
 program was given become an `ExperimentConfig` here, once: a `--config`'s values, the given
@@ -16,7 +16,7 @@ import textwrap
 
 from absl import flags
 
-from dsan_tf.experiment.config import (
+from dsan_tf.core.config import (
     DATA_PREFIXES, MODELS, DataConfig, ExperimentConfig, RunOptions, TrainingConfig,
     named_values)
 from dsan_tf.models import registry
@@ -117,7 +117,7 @@ def require_output_file(name):
     """Checks, when flags are parsed, that --name is a file a program may write: not a
     folder, in a folder that exists and can be written, and not one of a run directory's
     records (another program's output would replace the run's own)."""
-    from dsan_tf.experiment import rundir
+    from dsan_tf.core import rundir
 
     def check(value):
         if value is None or value == "-":
@@ -142,7 +142,7 @@ def refuse_other_runs(name, workdir="workdir"):
     """Checks, when flags are parsed, that --name (a folder written to) is not inside a
     run directory other than the --workdir(s) given: an export inside another run would
     be loaded as that run's model."""
-    from dsan_tf.experiment import rundir
+    from dsan_tf.core import rundir
 
     def check(values):
         target, own = values[name], values.get(workdir)

@@ -27,7 +27,7 @@ from absl import flags
 
 import dsan_tf  # light: its names (dsan_tf.load, ...) load TensorFlow on first use
 from dsan_tf.common import atomic, progress
-from dsan_tf.experiment import rundir
+from dsan_tf.core import rundir
 from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program
 

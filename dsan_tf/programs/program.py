@@ -180,7 +180,7 @@ def trained_model(workdir):
     """(model, its preprocessor, its family's name) that --workdir names: a run directory
     (its config.json says the family) or a trained preset, by name or folder (its
     metadata.json does). Keras loads here."""
-    from dsan_tf.experiment import rundir
+    from dsan_tf.core import rundir
     from dsan_tf.models import preset
 
     if not rundir.is_run_directory(workdir):

@@ -12,7 +12,7 @@ import os
 
 from absl import flags
 
-from dsan_tf.experiment import rundir
+from dsan_tf.core import rundir
 from dsan_tf.models import registry
 from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program

@@ -16,7 +16,7 @@ import json
 from absl import flags
 
 from dsan_tf.common import atomic
-from dsan_tf.experiment.config import TrainingConfig
+from dsan_tf.core.config import TrainingConfig
 from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program
 

@@ -1,7 +1,7 @@
 """Exports for serving: the one export of a trained run (`export_run`, for `train
 --export_dir` and `export` alike) and of an ensemble of runs (`export_ensemble`). Each
 writes, in TF Serving's layout EXPORT_DIR/<version>/, a SavedModel of raw strings that
-needs TensorFlow only, plus what a Keras user reloads (file names: `dsan_tf.experiment.rundir`).
+needs TensorFlow only, plus what a Keras user reloads (file names: `dsan_tf.core.rundir`).
 
 A version appears whole or not at all: the export is written into a temporary folder in
 EXPORT_DIR (a name TF Serving does not take for a version) and renamed to the next free
@@ -17,7 +17,7 @@ import tempfile
 
 from dsan_tf.common import atomic
 from dsan_tf.common.errors import UsageError
-from dsan_tf.experiment import rundir as run_files
+from dsan_tf.core import rundir as run_files
 from dsan_tf.models import preset
 from dsan_tf.models.ensemble import NLIEnsemble
 from dsan_tf.saving import model_card

@@ -9,8 +9,8 @@ import os
 
 from dsan_tf.common import atomic, progress
 from dsan_tf.common.errors import UsageError
-from dsan_tf.experiment import rundir as run_files
-from dsan_tf.experiment.config import ExperimentConfig
+from dsan_tf.core import rundir as run_files
+from dsan_tf.core.config import ExperimentConfig
 from dsan_tf.models import registry
 
 CARD = run_files.CARD

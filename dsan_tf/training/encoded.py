@@ -11,7 +11,7 @@ import time
 import keras
 import numpy as np
 
-from dsan_tf.experiment.task import NLITask
+from dsan_tf.core.task import NLITask
 from dsan_tf.speed import compilation, sentence_programs
 
 

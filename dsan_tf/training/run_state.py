@@ -1,7 +1,7 @@
 """The record of what a run has done, and the one commit point of each epoch.
 
 A run's truth is its newest complete checkpoint, WORKDIR/checkpoints/epoch-N/
-(`dsan_tf.experiment.rundir.RunDirectory.checkpoint`):
+(`dsan_tf.core.rundir.RunDirectory.checkpoint`):
 
     state.weights.h5   the weights and the optimizer's state (its step count, learning
                        rate and moments)
@@ -32,7 +32,7 @@ import tensorflow as tf
 
 from dsan_tf.common import atomic
 from dsan_tf.common.errors import UsageError
-from dsan_tf.experiment import rundir as run_files
+from dsan_tf.core import rundir as run_files
 
 
 class RunState(keras.callbacks.Callback):

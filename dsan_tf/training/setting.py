@@ -24,7 +24,7 @@ class EncodedSetting:
     """What a run trains on, encoded.
 
     Attributes:
-        config: `dsan_tf.experiment.config.ExperimentConfig` (its `data` names where the
+        config: `dsan_tf.core.config.ExperimentConfig` (its `data` names where the
             ids came from).
         splits: {"train": IdPairs, "dev": IdPairs, ...}.
         word_vectors: float32 [V, D], or None (random vectors).
@@ -63,7 +63,7 @@ class EncodedSetting:
     @classmethod
     def load(cls, path):
         """Reads a file `save` wrote; ValueError when it is not one."""
-        from dsan_tf.experiment.config import ExperimentConfig  # plain Python, no Keras
+        from dsan_tf.core.config import ExperimentConfig  # plain Python, no Keras
 
         with np.load(path) as arrays:
             if "meta" not in arrays:

@@ -1,7 +1,7 @@
 """A training run, as functions of explicit arguments: `train_run` claims the run directory
 and calls `train`, which calls the steps in order (devices, data, model, callbacks, fit,
 results); the `NLITask` builds the parts. `dsan_tf.programs.train` parses its flags into the
-`ExperimentConfig` and `RunOptions` (`dsan_tf.experiment.config`) these take.
+`ExperimentConfig` and `RunOptions` (`dsan_tf.core.config`) these take.
 """
 
 import dataclasses
@@ -18,9 +18,9 @@ from dsan_tf.common import progress
 from dsan_tf.common.errors import UsageError, require_tensorflow_backend
 from dsan_tf.common.labels import LABELS, NON_ENTAILMENT_ID
 from dsan_tf.data import batching
-from dsan_tf.experiment import rundir as run_files
-from dsan_tf.experiment.config import RunOptions
-from dsan_tf.experiment.task import NLITask
+from dsan_tf.core import rundir as run_files
+from dsan_tf.core.config import RunOptions
+from dsan_tf.core.task import NLITask
 from dsan_tf.models import load_model, registry
 from dsan_tf.saving import model_card
 from dsan_tf.saving.export import export_run, exported_version
@@ -58,7 +58,7 @@ def train_run(workdir, config, options=RunOptions(), overwrite=False):
         workdir: the run directory (each worker's own under strategy "multi_worker").
         config: `ExperimentConfig`, what to train; its unset fields are resolved for the
             current backend (`ExperimentConfig.resolved`) and recorded so.
-        options: `dsan_tf.experiment.config.RunOptions`, how.
+        options: `dsan_tf.core.config.RunOptions`, how.
         overwrite: replace what an earlier run left in `workdir` (its files only).
 
     Returns:
@@ -153,7 +153,7 @@ def interrupted_message(workdir, command):
 
 def train(config, run, options):
     """Trains `config` (`ExperimentConfig`) in the claimed `RunDirectory` `run` as
-    `options` (`dsan_tf.experiment.config.RunOptions`) say; returns the results dict
+    `options` (`dsan_tf.core.config.RunOptions`) say; returns the results dict
     that results.json holds."""
     strategy = set_up(config, options.strategy, options.tpu, options.logical_cpus)
     if options.compilation_cache:

@@ -19,8 +19,8 @@ import numpy as np
 
 from dsan_tf import data
 from dsan_tf.data import batching
-from dsan_tf.experiment.config import ExperimentConfig
-from dsan_tf.experiment.optimization import compile_for_training, make_optimizer
+from dsan_tf.core.config import ExperimentConfig
+from dsan_tf.core.optimization import compile_for_training, make_optimizer
 from dsan_tf.models import build_model, family
 
 
@@ -80,7 +80,7 @@ class NLITask:
     """Builds every part of an NLI experiment from its configuration.
 
     Args:
-        config: `dsan_tf.experiment.config.ExperimentConfig`.
+        config: `dsan_tf.core.config.ExperimentConfig`.
         log: called with one line of text per report (reading, vocabulary, vectors).
     """
 
@@ -365,6 +365,6 @@ class NLITask:
                                     resolved.steps_per_execution, resolved.sentence_programs)
 
     def optimizer(self, model, train_size=None):
-        """The configured optimizer (`dsan_tf.experiment.optimization.make_optimizer`)."""
+        """The configured optimizer (`dsan_tf.core.optimization.make_optimizer`)."""
         return make_optimizer(self.config.training, self.config.data.batch_size, model,
                               train_size)

@@ -40,7 +40,7 @@ import sys
 from dsan_tf import data
 from dsan_tf.common import atomic
 from dsan_tf.common.errors import UsageError
-from dsan_tf.experiment.config import ExperimentConfig
+from dsan_tf.core.config import ExperimentConfig
 from dsan_tf.models.config import described_fields
 from dsan_tf.version import __version__
 

@@ -57,7 +57,7 @@ def make_optimizer(training, batch_size, model, train_size=None):
     `schedule_epoch_pairs` pairs, which B then counts (a schedule carried by examples).
 
     Args:
-        training: `dsan_tf.experiment.config.TrainingConfig`.
+        training: `dsan_tf.core.config.TrainingConfig`.
         batch_size: b, pairs per step.
         model: the model whose weights it will train.
         train_size: training pairs (restarts and normalized weight decay need it).

@@ -209,7 +209,7 @@ class TrainingConfig:
 
 @dataclasses.dataclass
 class ExperimentConfig:
-    """Everything `dsan_tf.experiment.task.NLITask` builds an experiment from: the one
+    """Everything `dsan_tf.core.task.NLITask` builds an experiment from: the one
     description of a run (its run directory records it as config.json and compares a
     re-run with it).
 
@@ -285,7 +285,7 @@ class ExperimentConfig:
         unknown = [n for n in unknown if n not in lenient or not _any_family_has(n)]
         if unknown:
             raise ValueError(f"no field {', '.join(unknown)} in the configuration of model "
-                             f"{model!r} (dsan_tf.experiment.config: model, its "
+                             f"{model!r} (dsan_tf.core.config: model, its "
                              "model_config, data, training).")
         return cls(model=model, **{
             name: part(**{n: v for n, v in values.items() if n in names[name]})
@@ -305,7 +305,7 @@ class ExperimentConfig:
         unknown = sorted(set(overrides) - set(ExperimentConfig.field_names()))
         if unknown:
             raise ValueError(f"no field {', '.join(unknown)} in any configuration "
-                             "(dsan_tf.experiment.config).")
+                             "(dsan_tf.core.config).")
         return cls.from_flat({**values, **overrides},
                              lenient=set(values) - set(overrides))
 
@@ -328,7 +328,7 @@ class ExperimentConfig:
         import keras
 
         from dsan_tf.data.costs import device_platform
-        from dsan_tf.experiment.optimization import default_jit_compile
+        from dsan_tf.core.optimization import default_jit_compile
 
         jit = self.training.jit_compile
         jit = default_jit_compile() if jit is None else jit
@@ -381,7 +381,7 @@ def named_values(name):
             values[key] = value
         elif key not in fields:
             raise ValueError(f"configuration {name!r} sets --{key}, which is no field of "
-                             "any configuration (dsan_tf.experiment.config).")
+                             "any configuration (dsan_tf.core.config).")
         else:
             values[key] = typed_value(fields[key], value)
     return values
