@@ -1,5 +1,5 @@
 """The reproduction study at the largest real setting we hold: every variant trained on
-25,299 SNLI pairs with frozen GloVe 6B 50d (`experiments/configs/snli25k_glove50.cfg`).
+25,299 SNLI pairs with frozen GloVe 6B 50d (`--config=snli25k_glove50`).
 
     python -m experiments.results --workdir=/work/study [--shared_data=../shared/data]
 
@@ -29,10 +29,10 @@ from dsan_tf.core import rundir
 from dsan_tf.core.rundir import read_history, read_json, write_json
 from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program
-from experiments import machine
+from benchmarks import machine
 
 FLAGS = project_flags.FLAGS
-CONFIG_FILE = "experiments/configs/snli25k_glove50.cfg"
+CONFIG_FILE = "dsan_tf/models/configs/snli25k_glove50.cfg"  # --config=snli25k_glove50
 GLOVE = "glove/glove.6B.50d.top100k.txt.gz"
 SNLI = {"train_data": "snli/snli_1.0_train_25k.jsonl.gz",
         "dev_data": "snli/snli_1.0_dev.jsonl.gz"}
@@ -40,8 +40,9 @@ SICK = {"train_data": "sick/SICK_train.txt", "dev_data": "sick/SICK_trial.txt",
         "test_data": "sick/SICK_test_annotated.txt"}
 MULTINLI = "multinli/multinli_1.0_dev_matched.jsonl.gz"
 SEEDS = (0, 1, 2)
-GT_FLAGFILE = "--flagfile=experiments/configs/gaussian_transformer_snli25k_glove50.cfg"
-AFDMN_FLAGFILE = "--flagfile=experiments/configs/afdmn_snli25k_glove50.cfg"
+GT_FLAGFILE = ("--flagfile=dsan_tf/models/gaussian_transformer/configs/"
+               "gaussian_transformer_snli25k_glove50.cfg")
+AFDMN_FLAGFILE = "--flagfile=dsan_tf/models/afdmn/configs/afdmn_snli25k_glove50.cfg"
 DSAN_OPTIMIZER = ("--optimizer=adam", "--learning_rate=1e-3", "--patience=3")
 # The issue's three, and the paper's ablation: is the distance prior's effect a matter of
 # data size? And SAN4NLI's model: does its lead over DSAN shrink as the data grows?

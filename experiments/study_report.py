@@ -17,6 +17,8 @@ from dsan_tf.programs import flags as project_flags
 FULL_TRAIN_PAIRS = 25_299
 # `python -m dsan_tf.programs.NAME` (or `experiments.NAME`, the module older records name)
 PROGRAM_RUN = re.compile(r"^python -m (?:dsan_tf\.programs|experiments)\.(\w+)(?= |$)")
+# A flagfile a command names: a named configuration's (`--config=NAME`) where it is one.
+FLAGFILE = re.compile(r"--flagfile=(\S*/)?(\w+)\.cfg(?= |$)")
 DIFFERENCES = [
     "d_e 50 (GloVe 6B 50d, lower-cased, 100k words), not 300 (GloVe 840B, cased): every "
     "width scales with it (5 heads of d_k 10, d_ff 200), so DSAN has 0.33M parameters, "
@@ -257,10 +259,23 @@ def _console_scripts():
 def typed(command):
     """A recorded command as a reader types it now: a program run as a module (as the
     study runs it, or through a shim older records name, since removed) is its `dsan-*`
-    console script; other commands are left as recorded."""
+    console script, and the flagfiles of named configurations, each on top of the one
+    before (the study's setting, then a rival's), are `--config=` the last (wherever the
+    files were when it ran); other commands are left as recorded."""
+    from dsan_tf.models import registry
+
     scripts = _console_scripts()
-    return PROGRAM_RUN.sub(
+    command = PROGRAM_RUN.sub(
         lambda match: scripts.get(f"dsan_tf.programs.{match.group(1)}", match.group(0)), command)
+    named = registry.named_configs()
+    files = [match for match in FLAGFILE.finditer(command) if match.group(2) in named]
+    names = [match.group(2) for match in files]
+    if not files or named[names[0]].base or any(
+            named[after].base != before for before, after in zip(names, names[1:])):
+        return command
+    for match in reversed(files[1:]):
+        command = command[:match.start() - 1] + command[match.end():]
+    return command[:files[0].start()] + f"--config={names[-1]}" + command[files[0].end():]
 
 
 def markdown(rows, points, records, settings, sizes, elapsed, variants):

@@ -78,7 +78,7 @@ def _seed_and_policy():
 
 # The README's first command, shortened to 4 epochs, with an export and a probe sentence:
 # the finished run that the programs' tests read (test_cli, test_first_hour, test_docs).
-DEMO_FLAGS = ("--flagfile=experiments/configs/demo.cfg", "--epochs=4",
+DEMO_FLAGS = ("--config=demo", "--epochs=4",
               "--probe_sentence=the dog saw the cat")
 
 

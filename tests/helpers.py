@@ -28,7 +28,8 @@ def config_for(name, **values):
 
 
 def command(program, *flags):
-    """`python -m dsan_tf.programs.PROGRAM FLAGS...` (a measurement tool's: experiments)."""
+    """`python -m dsan_tf.programs.PROGRAM FLAGS...` (the study's: experiments; a
+    measurement tool's: benchmarks)."""
     return [sys.executable, "-m", _program_module(program).__name__, *flags]
 
 
@@ -83,7 +84,7 @@ def cli_in_child(runs, env, timeout=600):
 def _program_module(name):
     import importlib
 
-    for package in ("dsan_tf.programs", "experiments"):
+    for package in ("dsan_tf.programs", "experiments", "benchmarks"):
         try:
             return importlib.import_module(f"{package}.{name}")
         except ModuleNotFoundError as error:

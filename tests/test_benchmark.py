@@ -1,4 +1,4 @@
-"""`experiments.benchmark` writes the figures users compare machines with (not a timed test)."""
+"""`benchmarks.benchmark` writes the figures users compare machines with (not a timed test)."""
 
 import json
 import subprocess
@@ -10,7 +10,7 @@ from helpers import ENV, ROOT, cli, ok
 
 from dsan_tf import DSANConfig
 from dsan_tf.core.config import ExperimentConfig
-from experiments.benchmark import (format_side_by_side, forward_flops, frozen_embeddings,
+from benchmarks.benchmark import (format_side_by_side, forward_flops, frozen_embeddings,
                                    project_epoch)
 
 
@@ -100,7 +100,7 @@ NO_TENSORFLOW = """
 import sys
 sys.modules["tensorflow"] = None  # `import tensorflow` fails
 sys.argv[0] = "benchmark"
-from experiments.benchmark import cli
+from benchmarks.benchmark import cli
 cli()
 """
 
@@ -126,14 +126,14 @@ def test_benchmark_runs_on_jax_without_tensorflow(tmp_path):
 
 
 def test_the_training_program_is_counted():
-    """`experiments.program_size` (the benchmark's `program`): the gradient's and the whole
+    """`benchmarks.program_size` (the benchmark's `program`): the gradient's and the whole
     step's graph ops on TensorFlow, the step larger by the optimizer's update; HLO text's
     instructions counted one a line, fused computations' included."""
     import keras
 
     import dsan_tf
     from dsan_tf.core.optimization import compile_for_training
-    from experiments import program_size
+    from benchmarks import program_size
 
     config = dsan_tf.model_config("dsan", vocab_size=30, embedding_dim=8, num_heads=2,
                                   ffn_dim=16, classifier_units=8)
@@ -163,7 +163,7 @@ def test_gpu_kernels_are_counted_from_an_optimised_module():
     """`program_size.gpu_kernels`: what a GPU launches for one run of a compiled module:
     fusions, library calls and copies, not the bookkeeping of buffers; a loop's body once
     (one step of a scan), its condition not."""
-    from experiments import program_size
+    from benchmarks import program_size
 
     hlo = """HloModule jit_scanned
 %fused_exp (p: f32[2]) -> f32[2] {
@@ -207,7 +207,7 @@ def test_gpu_kernels_count_the_slices_a_fusion_reads_not_the_whole_operand():
     """An operand that a fusion reads only through slices (a step's batch out of the scan's
     stack) counts the slices' bytes; one read otherwise counts whole, and so does an
     operand XLA prints past the fifth ("/*index=5*/%name")."""
-    from experiments import program_size
+    from benchmarks import program_size
 
     hlo = """HloModule jit_step
 %fused_take (p0: f32[32,64], p1: s32[], p2: f32[64]) -> f32[64] {
@@ -248,7 +248,7 @@ def test_a_gpu_checks_record_describes_its_gpu_for_deviceless_compiles(tmp_path)
     """`program_size.read_target`: the GPU check's `target_config` (XLA's description of
     the GPU it ran on) or a text file of one; a record made on a CPU is refused, saying
     why."""
-    from experiments import program_size
+    from benchmarks import program_size
 
     record = tmp_path / "gpu_check.json"
     record.write_text(json.dumps({"target_config": program_size.H100_TARGET}))
@@ -262,10 +262,10 @@ def test_a_gpu_checks_record_describes_its_gpu_for_deviceless_compiles(tmp_path)
 
 
 def test_shape_costs_plans_grids_from_a_record(capsys):
-    """`experiments.shape_costs --plan`, as docs/PERFORMANCE.md runs it (`--config`, which
+    """`benchmarks.shape_costs --plan`, as docs/PERFORMANCE.md runs it (`--config`, which
     it once refused): the H200's record read, grids of one to three shapes printed with
     their padding and the seconds of a schedule."""
-    from experiments import shape_costs
+    from benchmarks import shape_costs
 
     assert shape_costs.main(["--config=dsan_snli",
                              "--plan=docs/runs/shape_costs_h200.jsonl"]) == 0
@@ -279,7 +279,7 @@ def test_shape_costs_says_whether_a_precision_beat_float32(tmp_path, capsys):
     scan of the same shape with the default layout; scans of other layouts, flags,
     precisions of matmuls or shapes do not count, and a file without both says so and
     answers no."""
-    from experiments import shape_costs
+    from benchmarks import shape_costs
 
     def scan(ms, policy="float32", **others):
         return json.dumps({"scan32_first_call_s": 17.0, "scan32_ms_per_step": ms,
@@ -311,9 +311,9 @@ def test_shape_costs_says_whether_a_precision_beat_float32(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_shape_costs_measures_a_shape(tmp_path):
-    """`experiments.shape_costs` measuring: a header and a line a measurement, appended as
+    """`benchmarks.shape_costs` measuring: a header and a line a measurement, appended as
     made (one shape, a tiny model)."""
-    from experiments import shape_costs
+    from benchmarks import shape_costs
 
     output = tmp_path / "costs.jsonl"
     assert shape_costs.main(["--config=dsan_snli", "--shapes=6x5", "--steps=4",
@@ -395,7 +395,7 @@ def test_the_bounded_epoch_times_each_shape_once_and_projects_snli(monkeypatch):
 
     from dsan_tf.core.config import DataConfig, ExperimentConfig
     from dsan_tf.core.task import NLITask
-    from experiments import benchmark
+    from benchmarks import benchmark
 
     class Model:
         shapes = []
@@ -429,7 +429,7 @@ def test_the_quick_gpu_ab_times_the_scan_alone(tmp_path):
     two calls summarised by HLO instruction of the program it ran."""
     output, profile = tmp_path / "scan.jsonl", tmp_path / "profile"
     result = subprocess.run(
-        [sys.executable, "-m", "experiments.shape_costs", "--shapes=6x5", "--steps=5",
+        [sys.executable, "-m", "benchmarks.shape_costs", "--shapes=6x5", "--steps=5",
          "--scan_only=2", "--size=embedding_dim=8,num_heads=2,ffn_dim=16",
          f"--output={output}", f"--profile={profile}"], cwd=ROOT,
         env=dict(ENV, KERAS_BACKEND="jax"), capture_output=True, text=True, timeout=600)

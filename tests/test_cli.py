@@ -14,7 +14,7 @@ import pytest
 
 from helpers import ENV, ROOT, cli, cli_process, command, ok, shared_once
 
-DEMO = ["--flagfile=experiments/configs/demo.cfg"]
+DEMO = ["--config=demo"]
 
 
 def history(workdir):
@@ -302,7 +302,8 @@ def test_usage_lines_are_as_written():
     spaces)."""
     import ast
 
-    for path in sorted([*ROOT.glob("dsan_tf/programs/*.py"), *ROOT.glob("experiments/*.py")]):
+    for path in sorted([*ROOT.glob("dsan_tf/programs/*.py"), *ROOT.glob("experiments/*.py"),
+                        *ROOT.glob("benchmarks/*.py")]):
         doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")), clean=False)
         joined = re.search(r"\S {5,}(--|\[)", doc or "")
         assert joined is None, f"{path.name}: {joined.group(0)!r}"
@@ -312,7 +313,7 @@ def test_help_does_not_load_tensorflow():
     """`--help` lists a program's flags without importing TensorFlow (0.3 s, not 5 s)."""
     probe = ("import importlib, importlib.util, sys; "
              "[importlib.import_module(f'{package}.{p}') for p in "
-             f"{PROGRAMS!r} for package in ('experiments', 'dsan_tf.programs') "
+             f"{PROGRAMS!r} for package in ('experiments', 'benchmarks', 'dsan_tf.programs') "
              "if importlib.util.find_spec(f'{package}.{p}')]; "
              "print('tensorflow' in sys.modules, 'keras' in sys.modules)")
     loaded = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=ENV,

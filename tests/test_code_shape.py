@@ -10,7 +10,7 @@ LIMIT = 50
 
 def test_no_function_is_longer_than_50_lines():
     long = []
-    for folder in ("dsan_tf", "experiments"):
+    for folder in ("dsan_tf", "experiments", "benchmarks"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -21,10 +21,11 @@ def test_no_function_is_longer_than_50_lines():
     assert not long, "functions longer than 50 lines: " + "; ".join(long)
 
 
-def test_the_layering_contracts_hold_and_the_package_has_no_import_cycle():
-    """.importlinter's contracts (the layers of docs/DEVELOPMENT.md, the families apart),
-    checked as CI checks them, and no file that imports another that imports it back,
-    directly or through others."""
+def test_the_layering_contracts_hold_and_the_repository_has_no_import_cycle():
+    """.importlinter's contracts (the layers of docs/DEVELOPMENT.md, the families apart,
+    the measurement tools above the library), checked as CI checks them, and no file of
+    the repository that imports another that imports it back, directly or through
+    others."""
     import subprocess
     import sys
 
@@ -35,7 +36,9 @@ def test_the_layering_contracts_hold_and_the_package_has_no_import_cycle():
     checked = subprocess.run([sys.executable, "-c", lint], cwd=ROOT,
                              capture_output=True, text=True, timeout=300)
     assert checked.returncode == 0 and "0 broken" in checked.stdout, checked.stdout[-3000:]
-    graph = grimp.build_graph("dsan_tf")
+    # Every Python folder of the repository: the library, the measurement tools, the
+    # study and the project's tools.
+    graph = grimp.build_graph("dsan_tf", "benchmarks", "experiments", "tools")
     cycles = import_cycles({module: graph.find_modules_directly_imported_by(module)
                             for module in graph.modules})
     assert not cycles, f"files that import each other (through the others listed): {cycles}"

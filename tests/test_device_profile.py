@@ -1,4 +1,4 @@
-"""`experiments.device_profile`: a profiler trace read back as kernels by HLO
+"""`benchmarks.device_profile`: a profiler trace read back as kernels by HLO
 instruction, per step. The traces here are written by hand as XLA's XSpace (a GPU's
 device plane as CUPTI fills it), so every figure of the summary is known exactly; the
 slow quick-A/B test in tests/test_benchmark.py reads a real trace of the JAX scan."""
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from experiments import device_profile
+from benchmarks import device_profile
 
 pytest.importorskip("jax")
 

@@ -15,7 +15,7 @@ from helpers import ROOT, cli, ok
 # Few steps of the demo (trainable embeddings, so the gradients include sparse ones);
 # no dropout and no shuffle (tf.distribute reorders a seeded shuffle), so that the runs
 # differ only in how the global batch is split.
-SHORT = ("--flagfile=experiments/configs/demo.cfg", "--epochs=2", "--steps_per_epoch=4",
+SHORT = ("--config=demo", "--epochs=2", "--steps_per_epoch=4",
          "--dropout=0", "--noshuffle")
 
 

@@ -79,7 +79,7 @@ def test_fidelity_rows_are_linked_by_anchor_not_by_number():
     used = set(re.findall(r"\]\(#([a-z0-9-]+)\)", page))
     by_number = re.findall(r"\brows? \d+", page.replace("row 0 ", "").replace("rows 0,", ""))
     paths = [ROOT / "README.md", *(path for folder in ("dsan_tf", "docs", "experiments",
-                                                      "tests", "tools")
+                                                      "benchmarks", "tests", "tools")
                                    for path in (ROOT / folder).rglob("*"))]
     for path in paths:
         if path.suffix not in (".py", ".md", ".cfg") or "trained" in path.parts or \

@@ -112,7 +112,7 @@ def test_ctrl_c_exits_130_naming_the_command_that_resumes_and_steps_go_on(tmp_pa
 
     workdir = tmp_path / "run"
     args = [sys.executable, "-m", "dsan_tf.programs.train",
-            "--flagfile=experiments/configs/demo.cfg", f"--workdir={workdir}",
+            "--config=demo", f"--workdir={workdir}",
             "--epochs=6", "--log_every_steps=5"]
     process = subprocess.Popen(  # as a terminal's Ctrl-C reaches it: SIGINT not ignored
         args, cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -206,7 +206,7 @@ def test_summary_counts_the_model_a_run_trained(trained):
     last = from_run.stdout.strip().splitlines()[-1]
     results = json.loads((trained / "results.json").read_text())
     assert last == f"params_excluding_embeddings={results['parameters']['params_excluding_embeddings']}"
-    from_flags = cli("summary", "--flagfile=experiments/configs/demo.cfg", "--vocab_size=16")
+    from_flags = cli("summary", "--config=demo", "--vocab_size=16")
     assert from_flags.stdout.strip().splitlines()[-1] == last
     refused = cli("summary", f"--workdir={trained}", "--num_heads=2")
     assert refused.returncode == 1 and refused.stderr.strip().splitlines()[-1] == (

@@ -19,7 +19,7 @@ from dsan_tf.models.gaussian_transformer.char_ngrams import char_ngram_vectors, 
 TINY = model_config("gaussian_transformer", vocab_size=40, embedding_dim=12,
                             char_dim=4, model_dim=16, num_encoder_blocks=1,
                             num_interaction_blocks=2)
-DEMO = ["--flagfile=experiments/configs/demo.cfg", "--model=gaussian_transformer",
+DEMO = ["--config=demo", "--model=gaussian_transformer",
         "--model_dim=16", "--char_dim=8", "--num_encoder_blocks=1",
         "--num_interaction_blocks=1", "--optimizer=adamw", "--normalized_weight_decay=0.05",
         "--restart_epochs=2", "--min_learning_rate=1e-4"]

@@ -6,7 +6,7 @@ import pathlib
 
 import pytest
 
-from experiments import gpu_check
+from benchmarks import gpu_check
 
 TINY = "embedding_dim=8,num_heads=2,ffn_dim=16,classifier_units=8"
 
@@ -76,32 +76,32 @@ def test_the_study_part_trains_the_setting_and_prints_the_cpus_accuracy_beside(t
 
 
 def test_the_gpu_sessions_script_runs_commands_these_programs_accept():
-    """experiments/gpu_session.sh (the next GPU session's one call): every command it
+    """benchmarks/gpu_session.sh (the next GPU session's one call): every command it
     runs, printed by `DRY=1`, parses with its program's own flags, so a flag renamed
     here cannot cost a GPU session's minutes there; it measures what its header says."""
     import os
     import shlex
     import subprocess
 
-    from experiments import shape_costs
+    from benchmarks import shape_costs
 
     root = pathlib.Path(__file__).resolve().parents[1]
-    printed = subprocess.run(["bash", "experiments/gpu_session.sh"], cwd=root,
+    printed = subprocess.run(["bash", "benchmarks/gpu_session.sh"], cwd=root,
                              env=dict(os.environ, DRY="1", OUT="/tmp/out"),
                              capture_output=True, text=True, timeout=60, check=True).stdout
     commands = [shlex.split(line) for line in printed.strip().splitlines()]
-    parsers = {"experiments.shape_costs": shape_costs._parser(),
-               "experiments.gpu_check": gpu_check._parser()}
+    parsers = {"benchmarks.shape_costs": shape_costs._parser(),
+               "benchmarks.gpu_check": gpu_check._parser()}
     programs = []
     for words in commands:
         at = words.index("-m")
         program, args = words[at + 1], words[at + 2:]
         parsers[program].parse_args(args)  # exits (SystemExit) on a flag it lacks
         programs.append((program, [arg.split("=")[0] for arg in args]))
-    scans = [args for program, args in programs if program == "experiments.shape_costs"]
+    scans = [args for program, args in programs if program == "benchmarks.shape_costs"]
     assert len(scans) == 7 and all("--scan_only" in args for args in scans)
     assert "--profile" in scans[0] and "--mixed_precision" in scans[1]
-    assert [program for program, _ in programs].count("experiments.gpu_check") == 2
+    assert [program for program, _ in programs].count("benchmarks.gpu_check") == 2
     assert any("--xla_gpu_dump_autotune_results_to=/tmp/out/autotune.txt" in word
                for word in commands[4])
     assert "96x48" in " ".join(commands[2])

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.jax
 
 
 JAX = {"KERAS_BACKEND": "jax"}
-DEMO = "--flagfile=experiments/configs/demo.cfg"
+DEMO = "--config=demo"
 
 
 def history(workdir):

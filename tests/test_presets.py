@@ -34,11 +34,11 @@ def _parsed(*argv):
 
 
 def test_a_named_config_is_its_flagfile_read_as_absl_reads_it():
-    """A named configuration is written once, as a flagfile in its
-    family's configs/ folder; `--config=NAME` and `ExperimentConfig.named(NAME)` read it
-    (its `# base:` first) to the configuration absl's `--flagfile` gives, and the clone's
-    experiments/configs/NAME.cfg are links to those files, not copies (a family's new
-    configuration needs none: `--config=NAME` finds it)."""
+    """A named configuration is written once, as a flagfile in its family's configs/
+    folder (dsan_tf/models/configs/ for those every family shares); `--config=NAME` and
+    `ExperimentConfig.named(NAME)` read it (its `# base:` first) to the configuration
+    absl's `--flagfile` gives. No copy or link of it lives elsewhere: a family's new
+    configuration is one file in its folder."""
     named = registry.named_configs()
     for name, config in named.items():
         flagfiles = [f"--flagfile={named[base].path}" for base in (config.base, name) if base]
@@ -46,11 +46,12 @@ def test_a_named_config_is_its_flagfile_read_as_absl_reads_it():
         assert _parsed(f"--config={name}") == from_files, name
         assert ExperimentConfig.named(name) == from_files, name
         assert pathlib.Path(config.path).parent.name == "configs" and config.description
-    links = sorted((ROOT / "experiments" / "configs").glob("*.cfg"))
-    assert {link.stem for link in links} <= set(named) and links
-    for link in links:
-        assert link.is_symlink() and link.resolve() == pathlib.Path(named[link.stem].path
-                                                                    ).resolve(), link
+    shared = {name for name, config in named.items()
+              if pathlib.Path(config.path).parent.parent.name == "models"}
+    assert shared == {"demo", "snli25k_glove50"}
+    copies = [path for path in ROOT.rglob("*.cfg") if path.name in
+              {f"{name}.cfg" for name in named} and "dsan_tf" not in path.parts]
+    assert not copies, copies
     assert _parsed("--config=snli25k_glove50").model_config.embedding_dim == 50
 
 

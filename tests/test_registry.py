@@ -66,7 +66,7 @@ def test_a_family_is_named_in_code_outside_its_package_in_one_file_at_most():
     """Adding a family is adding its package (`registry.PACKAGES` finds it): no module of
     the library or the programs names it in code (string literals) but the registry, whose
     `ORDER` places the project's own in listings."""
-    files = [path for folder in ("dsan_tf", "experiments")
+    files = [path for folder in ("dsan_tf", "experiments", "benchmarks")
              for path in (ROOT / folder).rglob("*.py")]
     for name in registry.PACKAGES:
         package = ROOT / "dsan_tf" / "models" / name

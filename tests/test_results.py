@@ -157,7 +157,7 @@ def test_study_is_written_resumed_and_reproducible(tmp_path):
     record = json.loads((records / "snli" / "cbow" / "seed1.json").read_text())
     assert len(record["snli_dev_predictions"]) == 48 and record["seed"] == 1
     # Which code and CPU made it: numerics differ between CPUs and commits.
-    from experiments import machine
+    from benchmarks import machine
     assert record["made_by"]["git_commit"] == machine.describe()["git_commit"]
     assert record["made_by"]["cpu_model"] == machine.cpu_model()[0]
     assert outputs["history_output"].read_bytes().startswith(b"\x89PNG")

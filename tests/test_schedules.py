@@ -16,7 +16,7 @@ from dsan_tf.core.optimization import make_optimizer
 
 pytestmark = pytest.mark.tensorflow  # the training program reads its data with tf.data
 
-# The Gaussian Transformer's AdamWR (experiments/configs/gaussian_transformer_snli.cfg).
+# The Gaussian Transformer's AdamWR (`--config=gaussian_transformer_snli`).
 ADAMWR = dict(optimizer="adamw", learning_rate=3e-4, min_learning_rate=4e-5,
               restart_epochs=10, normalized_weight_decay=1 / 600)
 STUDY_PAIRS, SNLI_PAIRS, BATCH = 25_299, 549_367, 64
@@ -66,7 +66,7 @@ def test_epochs_of_n_pairs_and_early_stopping_only_at_cycle_ends(tmp_path):
     stops the run only after an even epoch. Trained as CBOW: the schedule is the program's,
     and CBOW's step traces in a fifth of DSAN's time (25 s to 11 s)."""
     workdir = tmp_path / "run"
-    output = ok(cli("train", "--flagfile=experiments/configs/demo.cfg", "--model=cbow",
+    output = ok(cli("train", "--config=demo", "--model=cbow",
                     "--epochs=12", "--schedule_epoch_pairs=320", "--restart_epochs=2",
                     "--min_learning_rate=1e-4", "--patience=1", f"--workdir={workdir}"))
     rows = history(workdir)

@@ -20,7 +20,7 @@ def test_paper_configuration_is_4_7_million_and_ablation_is_the_same():
     assert 4_650_000 <= paper <= 4_750_000
     page = (ROOT / "docs" / "PERFORMANCE.md").read_text()
     assert f"params_excluding_embeddings={paper}" in page, "the quoted parameter count is stale"
-    assert count(summary("--flagfile=experiments/configs/dsan_no_distance_snli.cfg")) == paper
+    assert count(summary("--config=dsan_no_distance_snli")) == paper
     assert count(summary("--distance_prior=none")) == paper
 
 
@@ -48,8 +48,11 @@ def test_a_named_config_counts_its_own_family():
     study's setting, then the family's on top)."""
     result = summary("--config=afdmn_snli25k_glove50")
     assert result.stdout.startswith("model: afdmn, ") and "'embedding_dim': 50" in result.stdout
+    from dsan_tf.models import registry
+
+    named = registry.named_configs()
     assert count(result) == count(summary(
-        "--flagfile=experiments/configs/snli25k_glove50.cfg",
-        "--flagfile=experiments/configs/afdmn_snli25k_glove50.cfg"))
+        f"--flagfile={named['snli25k_glove50'].path}",
+        f"--flagfile={named['afdmn_snli25k_glove50'].path}"))
     gaussian = summary("--config=gaussian_transformer_snli25k_glove50")
     assert gaussian.stdout.startswith("model: gaussian_transformer, ") and count(gaussian) > 0

@@ -83,7 +83,7 @@ class DataConfig:
         "device", "How bounded shapes are chosen: device, the training shapes (1 to 3, or "
         "the padding grid of 12) that cost least in compiles plus steps over the run on this "
         "device, by figures measured on a GPU and a CPU (dsan_tf.data.costs); padding, the "
-        "grid of 4 x 3 lengths that pads least; or a file of `experiments.shape_costs` "
+        "grid of 4 x 3 lengths that pads least; or a file of `benchmarks.shape_costs` "
         "measurements to fit. Evaluation uses the training shapes. With per-length programs "
         "(sentence_programs) none of these: one grid of lengths for both sides.", exists="file",
         values=("device", "padding"))

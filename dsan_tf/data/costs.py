@@ -4,7 +4,7 @@ A compiled step (JAX, or `jit_compile`) is compiled once per batch shape. On a G
 batch 64 a compile takes about 25 s (training and evaluation step) and a step about 2 ms
 whatever its length, so the padding that many shapes save buys little; on a 2-core CPU a
 compile takes about 9 s and a step grows with its tokens. `StepCosts` is a straight line
-fitted to measured shapes (`experiments.shape_costs`): seconds to compile a shape, and
+fitted to measured shapes (`benchmarks.shape_costs`): seconds to compile a shape, and
 milliseconds a training step of (premise + hypothesis) tokens. `choose_cells` picks the
 one to `most` shapes that cost least over a run: one compile each plus every step of the
 schedule, each batch in the cheapest shape that holds it.
@@ -56,7 +56,7 @@ class StepCosts:
 
     @classmethod
     def fit(cls, rows, source=""):
-        """From `experiments.shape_costs` lines (dicts; its header line gives the model's
+        """From `benchmarks.shape_costs` lines (dicts; its header line gives the model's
         `embedding_dim`, kept where the device is a CPU): the mean compile of a shape and
         a least-squares line through (tokens, training ms a step), its fixed part kept
         >= 0; the tokens are T1 + T2, or 2 max(T1, T2) where a line says `one_pass`.
@@ -104,7 +104,7 @@ class StepCosts:
         return dataclasses.asdict(self)
 
 
-# Measured with `experiments.shape_costs` (docs/PERFORMANCE.md, "Shapes chosen by what they cost"):
+# Measured with `benchmarks.shape_costs` (docs/PERFORMANCE.md, "Shapes chosen by what they cost"):
 # an NVIDIA H200, the paper configuration (2026-11-26, docs/runs/shape_costs_h200.jsonl):
 # the step is bound by overhead, so it does not scale with the model's size.
 GPU = StepCosts(25.63, 2.0349, 0.0153, 64, None, "NVIDIA H200, dsan_snli, JAX 0.11.2")
@@ -114,7 +114,7 @@ CPU = StepCosts(9.8, 0.0, 1.72593, 64, 50, "2-core Xeon, d_e 50, JAX 0.10.2")
 
 
 def as_run(row):
-    """Whether an `experiments.shape_costs` line measured the model as training runs it:
+    """Whether an `benchmarks.shape_costs` line measured the model as training runs it:
     the encoder's weights stacked, Keras' Adam, no XLA flags and XLA's own precision of
     matmuls (lines from before those were recorded count as such)."""
     return not (row.get("packed_weights") or row.get("flat_moments") or row.get("xla_flags")

@@ -123,12 +123,14 @@ def family(name):
 
 @dataclasses.dataclass(frozen=True)
 class NamedConfig:
-    """A named training configuration: a flagfile in a family's `configs/` folder, the one
-    place it is written (`experiments/configs/NAME.cfg` links to it for `--flagfile`).
+    """A named training configuration: a flagfile in a family's `configs/` folder, or in
+    `dsan_tf/models/configs/` for the settings every family shares (the demo, the study's
+    data), the one place it is written (`--config=NAME`, or `--flagfile=` its path).
 
     Attributes:
         name: its file's name without `.cfg` (`--config=NAME`).
-        family: the family whose folder holds it.
+        family: the family whose folder holds it; for a shared one, the model it names
+            (`--model`), else the default (`DEFAULT`): the model it trains.
         path: the flagfile.
         description: its leading comment's first sentence.
         base: the named configuration under it (its `# base: NAME` line), or None.
@@ -178,16 +180,21 @@ def _family_files(folder_name):
 
 
 def named_configs():
-    """{name: `NamedConfig`} of every family's `configs/*.cfg`, in `PACKAGES` order;
-    ValueError when two families use one name."""
-    found = {}
-    for family_name, entry in _family_files("configs"):
+    """{name: `NamedConfig`} of the shared configurations, then every family's
+    `configs/*.cfg` in `PACKAGES` order; ValueError when two use one name."""
+    found, folders = {}, {}
+    shared = importlib.resources.files("dsan_tf.models") / "configs"
+    entries = [(None, entry) for entry in sorted(shared.iterdir(), key=lambda e: e.name)]
+    for family_name, entry in [*entries, *_family_files("configs")]:
         if entry.name.endswith(".cfg"):
             config = _read_config(family_name, os.fspath(entry))
+            if family_name is None:
+                config = dataclasses.replace(config, family=config.flags.get("model", DEFAULT))
+            folder = os.path.dirname(config.path)
             if config.name in found:
-                raise ValueError(f"configuration {config.name!r} is both "
-                                 f"{found[config.name].family}'s and {family_name}'s.")
-            found[config.name] = config
+                raise ValueError(f"configuration {config.name!r} is in both "
+                                 f"{folders[config.name]} and {folder}.")
+            found[config.name], folders[config.name] = config, folder
     return found
 
 

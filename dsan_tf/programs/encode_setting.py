@@ -2,7 +2,7 @@ r"""Reads, tokenizes and encodes a training setting (TensorFlow's tokenizer and 
 the word vectors) into one small `.npz` file that a machine without TensorFlow trains on
 (`dsan-train-encoded`): the same ids, vectors and configuration.
 
-    dsan-encode-setting --flagfile=experiments/configs/snli25k_glove50.cfg \
+    dsan-encode-setting --config=snli25k_glove50 \
         --output=settings/snli25k_glove50.npz
 """
 

@@ -29,8 +29,9 @@ MODEL_GROUP = "model"
 
 def is_project_module(module):
     """Whether absl's `module` name holds flags of this project: a program's (its script
-    path, or a `dsan_tf.programs` or `experiments` module) or a model group's."""
-    return (module.startswith(("dsan_tf.programs", "experiments", MODEL_GROUP))
+    path, or a `dsan_tf.programs`, `experiments` or `benchmarks` module) or a model
+    group's."""
+    return (module.startswith(("dsan_tf.programs", "experiments", "benchmarks", MODEL_GROUP))
             or module.endswith(".py"))
 
 
@@ -467,8 +468,8 @@ def short_help(values=FLAGS, program="this program"):
              + sorted((t for t in groups if t.startswith(MODEL_GROUP + ":")), key=first_family)
              + list(TOPICS[1:]) + [program])
     lines = ["Flags by topic (--helpfull: every flag with its default and type; "
-             "--flagfile=FILE reads flags from a file, one per line, as "
-             "experiments/configs/*.cfg):"]
+             "--flagfile=FILE reads flags from a file, one per line, as a named "
+             "configuration's, --config=NAME):"]
     for topic in [t for t in order if t in groups]:
         lines.append(f"\n{topic}:")
         for flag in groups[topic]:

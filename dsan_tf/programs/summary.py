@@ -1,6 +1,6 @@
 """Prints the model's parameter count, per part, for the given model flags.
 
-    dsan-summary [--flagfile=experiments/configs/dsan_snli.cfg] [model flags]
+    dsan-summary [--config=dsan_snli] [model flags]
     dsan-summary --model=disan
     dsan-summary --workdir=runs/dsan     # the model a run trained
 

@@ -1,7 +1,7 @@
 r"""Trains a model of any family (--model), keeps the best dev model, and can export it.
 
-    dsan-train --flagfile=experiments/configs/demo.cfg --workdir=/tmp/demo
-    dsan-train --flagfile=experiments/configs/dsan_snli.cfg --workdir=runs/dsan \
+    dsan-train --config=demo --workdir=/tmp/demo
+    dsan-train --config=dsan_snli --workdir=runs/dsan \
         --embeddings=glove.840B.300d.zip
     ... --strategy=mirrored          # every local GPU; --batch_size stays the global batch
     TF_CONFIG=... dsan-train ... --strategy=multi_worker   # on each machine

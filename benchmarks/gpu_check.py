@@ -2,7 +2,7 @@ r"""The GPU check: what the paper's schedule costs on this device, from a cold
 start, in one command of at most 8 minutes on an H100/H200 (JAX, no TensorFlow needed).
 
     pip install --no-deps --target /tmp/site gpu-wheels/*.whl     # keras, optree, namex
-    PYTHONPATH=/tmp/site:. KERAS_BACKEND=jax python -m experiments.gpu_check \
+    PYTHONPATH=/tmp/site:. KERAS_BACKEND=jax python -m benchmarks.gpu_check \
         --setting=settings/snli25k_glove50.npz --output=gpu_check.json
 
 1. `paper_epoch`: the paper configuration (preset `dsan_snli`: d_e 300, 5 heads, d_ff 1200,
@@ -11,7 +11,7 @@ start, in one command of at most 8 minutes on an H100/H200 (JAX, no TensorFlow n
    `IdPairs.like_profile`): the shapes chosen for the device, the compile-ahead seconds,
    epoch 1 and epoch 2 (each with its dev pass), and the 20-epoch schedule they project.
 2. `study`: the study's encoded setting (`dsan-encode-setting` of
-   experiments/configs/snli25k_glove50.cfg) trained for its whole schedule
+   --config=snli25k_glove50) trained for its whole schedule
    (`dsan-train-encoded`), its dev accuracy beside the CPU's record.
 
 Nothing is read from JAX's compilation cache (a cold start). The record is rewritten
@@ -31,9 +31,9 @@ from dsan_tf.data.batching import IdPairs
 from dsan_tf.core.config import PRECISIONS, ExperimentConfig
 from dsan_tf.training.encoded import train_encoded
 from dsan_tf.training.setting import EncodedSetting
-from experiments import program_size
-from experiments.benchmark import LENGTH_PROFILE, SNLI_TRAIN_PAIRS
-from experiments.program_size import VOCAB_SIZE
+from benchmarks import program_size
+from benchmarks.benchmark import LENGTH_PROFILE, SNLI_TRAIN_PAIRS
+from benchmarks.program_size import VOCAB_SIZE
 
 SNLI_DEV_PAIRS = 9_842
 PAPER_EPOCHS = 20  # the schedule part 1 projects (the preset's epochs)
@@ -111,7 +111,7 @@ def _check(args):
         fields["mixed_precision"] = args.mixed_precision
     started = time.perf_counter()
     # XLA's description of this GPU: deviceless compiles of its programs elsewhere
-    # (`experiments.program_size --gpu_kernels --target=RECORD`); None on a CPU.
+    # (`benchmarks.program_size --gpu_kernels --target=RECORD`); None on a CPU.
     record = {"command": " ".join(sys.argv), "target_config": program_size.device_target(),
               "xla_flags": os.environ.get("XLA_FLAGS", "")}
 

@@ -1,6 +1,6 @@
 r"""Input-pipeline throughput against the model's training throughput.
 
-    python -m experiments.pipeline_benchmark \
+    python -m benchmarks.pipeline_benchmark \
         --train_data=../shared/data/snli/snli_1.0_train_0.01.jsonl.gz \
         [--dev_data=../shared/data/snli/snli_1.0_dev.jsonl.gz] [--output=FILE.json]
 
@@ -86,7 +86,7 @@ def main(argv):
     program.check_start(argv, train_data="a data file, tfds:NAME/SPLIT or synthetic:...")
     from dsan_tf import data  # TensorFlow loads here, not for --help
     from dsan_tf.core.task import NLITask
-    from experiments.benchmark import frozen_embeddings
+    from benchmarks.benchmark import frozen_embeddings
 
     task = NLITask(frozen_embeddings(project_flags.experiment_config()))
     pairs, preprocessor, prepare_seconds = prepare(task)

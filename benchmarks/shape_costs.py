@@ -1,9 +1,9 @@
 r"""What each batch shape costs on this device: XLA compile seconds and steady step time
 (choose the shapes by compile plus step time, not by padding).
 
-    KERAS_BACKEND=jax python -m experiments.shape_costs --config=dsan_snli \
+    KERAS_BACKEND=jax python -m benchmarks.shape_costs --config=dsan_snli \
         --shapes=16x16,32x16,48x32,64x64,96x64 --steps=400 --output=costs.jsonl
-    python -m experiments.shape_costs --plan=docs/runs/shape_costs_h200.jsonl
+    python -m benchmarks.shape_costs --plan=docs/runs/shape_costs_h200.jsonl
 
 For each premise x hypothesis shape (random ids, no padding: the cost of a shape does not
 depend on the words), a fresh model of the preset at its batch size: the first training
@@ -35,9 +35,9 @@ import numpy as np
 from dsan_tf.data.costs import StepCosts, as_run, scan_key
 from dsan_tf.core.config import PRECISIONS, ExperimentConfig
 from dsan_tf.core.task import NLITask
-from experiments import device_profile
-from experiments.benchmark import LENGTH_PROFILE, SNLI_TRAIN_PAIRS
-from experiments.program_size import batches, training_model
+from benchmarks import device_profile
+from benchmarks.benchmark import LENGTH_PROFILE, SNLI_TRAIN_PAIRS
+from benchmarks.program_size import batches, training_model
 
 
 def _conditions(task, premise, hypothesis, steps):
@@ -139,7 +139,7 @@ def _device_loops(model, host, chunk, bare_loop=True, profile=None):
     the device (no `fit`, no feeding: dispatch and device), and of `chunk` steps in one
     program (`lax.scan`): the device's own time; and each one's first call (the scan's
     compile). `profile`: a folder for a profiler trace of the scan's first 2 calls, its
-    summary (`experiments.device_profile`) and the compiled program's HLO text."""
+    summary (`benchmarks.device_profile`) and the compiled program's HLO text."""
     import jax
     import jax.numpy as jnp
 
@@ -183,7 +183,7 @@ def _device_loops(model, host, chunk, bare_loop=True, profile=None):
 
 def _profile_scan(scan, carried, stacked, chunk, folder):
     """A profiler trace of the compiled `scan`'s first 2 calls, its summary
-    (`experiments.device_profile`, kernels.json) and the program's HLO text
+    (`benchmarks.device_profile`, kernels.json) and the program's HLO text
     (scan_hlo.txt), in `folder`; returns the summary without its top instructions."""
     calls = min(2, len(stacked))
     path = device_profile.trace(scan, (carried, stacked[0]), calls, folder)
@@ -352,7 +352,7 @@ def _parser():
                         "first shape, one compile: the quick A/B on a GPU")
     parser.add_argument("--profile", metavar="DIR", help="with --scan_only: a profiler "
                         "trace of the scan, kernels.json (device time by HLO instruction, "
-                        "experiments.device_profile) and the program's HLO text in DIR")
+                        "benchmarks.device_profile) and the program's HLO text in DIR")
     parser.add_argument("--compare_loops", type=int, default=0, metavar="N",
                         help="JAX: also time the first shape's step driven by fit, fit with "
                         "steps_per_execution N, a bare loop of the compiled step on the "

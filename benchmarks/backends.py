@@ -10,7 +10,7 @@ import os
 
 import keras
 
-from experiments import machine
+from benchmarks import machine
 
 BACKENDS = ("tensorflow", "jax", "torch")
 

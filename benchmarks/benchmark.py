@@ -1,8 +1,8 @@
 """Speed, efficiency and memory of the model on this machine, on any Keras backend.
 
-    python -m experiments.benchmark [--output=FILE.json] [--mixed_precision=mixed_bfloat16]
+    python -m benchmarks.benchmark [--output=FILE.json] [--mixed_precision=mixed_bfloat16]
         [--benchmark_lengths=16,32] [--sweep_lengths=8,16,...,512] [--model=disan] [model flags]
-    python -m experiments.benchmark --backends=tensorflow,jax,torch [--output=FILE.json]
+    python -m benchmarks.benchmark --backends=tensorflow,jax,torch [--output=FILE.json]
 
 For the model the flags describe (DSAN at the paper's size by default: d_e 300, 5 heads,
 d_ff 1200, its embeddings frozen as the paper's, --trainable_embeddings to train them;
@@ -21,7 +21,7 @@ ids (no padding) in premise and hypothesis alike, on the backend KERAS_BACKEND n
    (GPUs; TF's CPU allocator with oneDNN on), else from the process's peak resident
    memory; each figure names its source (`peak_memory_source`, `backends.Memory`).
    The size of the training program at the first --benchmark_lengths
-   (`experiments.program_size`: graph ops and tracing seconds on TensorFlow, HLO
+   (`benchmarks.program_size`: graph ops and tracing seconds on TensorFlow, HLO
    instructions before and after XLA's optimisation and compile seconds on JAX).
 4. The projected time of one SNLI epoch (549,367 pairs): the sweep's step times,
    interpolated at each length bucket of SNLI's real length distribution
@@ -52,8 +52,8 @@ from dsan_tf.core.task import NLITask
 from dsan_tf.models.backbone import count_parameters
 from dsan_tf.speed import sentence_programs
 from dsan_tf.programs import program
-from experiments import backends, program_size
-from experiments.program_size import VOCAB_SIZE
+from benchmarks import backends, program_size
+from benchmarks.program_size import VOCAB_SIZE
 from dsan_tf.programs import flags as project_flags
 
 FLAGS = project_flags.FLAGS
@@ -76,7 +76,7 @@ def define_flags():
                       "Sentence lengths of the time and memory sweep.")
     flags.DEFINE_boolean("sweep", True, "Run the sweep and the SNLI epoch projection.")
     flags.DEFINE_boolean("program_size", True, "Measure the training program's size and "
-                         "the seconds to build it (experiments.program_size).")
+                         "the seconds to build it (benchmarks.program_size).")
     flags.DEFINE_integer("train_steps", 20, "Timed training steps per comparison (after a "
                          "warm-up).", lower_bound=1)
     flags.DEFINE_boolean("bounded_epoch", True, "Also time an SNLI epoch of the profile's "
@@ -405,7 +405,7 @@ def side_by_side(names, lengths):
         for name in names:
             output = os.path.join(directory, f"{name}.json")
             print(f"--- {name}", flush=True)
-            subprocess.run([sys.executable, "-m", "experiments.benchmark", f"--flagfile={flagfile}",
+            subprocess.run([sys.executable, "-m", "benchmarks.benchmark", f"--flagfile={flagfile}",
                             "--nosweep", f"--benchmark_lengths={','.join(map(str, lengths))}",
                             f"--output={output}"], check=True,
                            env=dict(os.environ, KERAS_BACKEND=name))

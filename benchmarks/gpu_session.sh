@@ -4,9 +4,9 @@
 # session"). Carry gpu-wheels/ (../shared/gpu-wheels/*.whl) and
 # settings/snli25k_glove50.npz; run from the repository's root:
 #
-#     bash experiments/gpu_session.sh             # on the GPU machine; results under $OUT
-#     TINY=1 OUT=/tmp/out bash experiments/gpu_session.sh   # here, JAX on the CPU, tiny
-#     DRY=1 OUT=/tmp/out bash experiments/gpu_session.sh    # prints the commands alone
+#     bash benchmarks/gpu_session.sh             # on the GPU machine; results under $OUT
+#     TINY=1 OUT=/tmp/out bash benchmarks/gpu_session.sh   # here, JAX on the CPU, tiny
+#     DRY=1 OUT=/tmp/out bash benchmarks/gpu_session.sh    # prints the commands alone
 #
 # Each line appends its record under $OUT before the next starts, so a call cut short
 # keeps what it measured (the whole script: about 570 s on an H200, so give the call
@@ -47,7 +47,7 @@ else
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,driver_version --format=csv \
         2>&1 | tee "$OUT/log.txt"
 fi
-scan="$PY -m experiments.shape_costs --shapes=23x24 --steps=$STEPS --scan_only=$CHUNK $SIZE"
+scan="$PY -m benchmarks.shape_costs --shapes=23x24 --steps=$STEPS --scan_only=$CHUNK $SIZE"
 scan="$scan --output=$OUT/scan.jsonl"
 started=$(date +%s)
 step() {  # step NAME SECONDS COMMAND...: runs it, logs its last lines and the time so far
@@ -63,13 +63,13 @@ step "2 bfloat16" 100 $scan --mixed_precision=mixed_bfloat16
 step "3 the long shape" 120 ${scan/23x24/96x48}
 step "4 stacked again" 100 $scan
 step "5 gpu check" 240 env XLA_FLAGS="--xla_gpu_dump_autotune_results_to=$OUT/autotune.txt" \
-    $PY -m experiments.gpu_check --setting=settings/snli25k_glove50.npz $CHECK $STUDY \
+    $PY -m benchmarks.gpu_check --setting=settings/snli25k_glove50.npz $CHECK $STUDY \
     --output="$OUT/gpu_check.json"
 if [ -n "$DRY" ] || \
-        $PY -m experiments.shape_costs --faster="$OUT/scan.jsonl" \
+        $PY -m benchmarks.shape_costs --faster="$OUT/scan.jsonl" \
             --mixed_precision=mixed_bfloat16
 then
-    step "6 gpu check, part 1 in bfloat16" 150 $PY -m experiments.gpu_check $CHECK \
+    step "6 gpu check, part 1 in bfloat16" 150 $PY -m benchmarks.gpu_check $CHECK \
         --mixed_precision=mixed_bfloat16 --output="$OUT/gpu_check_bf16.json"
 fi
 if [ -n "$DRY" ] || [ -s "$OUT/autotune.txt" ]; then

@@ -1,7 +1,7 @@
 r"""Where a compiled program's device time goes: a JAX profiler trace of a few
 calls, read back as kernels grouped by the HLO instruction that launched them.
 
-    KERAS_BACKEND=jax python -m experiments.shape_costs --shapes=23x24 --steps=1024 \
+    KERAS_BACKEND=jax python -m benchmarks.shape_costs --shapes=23x24 --steps=1024 \
         --scan_only=32 --profile=prof --output=scan.jsonl
 
 On a GPU the trace holds one event per kernel on the device's plane (CUPTI); on a CPU

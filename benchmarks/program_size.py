@@ -1,6 +1,6 @@
 r"""The size of a model's training program as its backend builds it, and what building it
 costs, followed without a GPU (a smaller program compiles faster everywhere).
-`experiments.benchmark` reports it (`program`) at its first length:
+`benchmarks.benchmark` reports it (`program`) at its first length:
 
 - the gradient (forward pass, loss, backward pass) and the whole training step (the
   gradient and the optimizer's update of every trainable variable);
@@ -15,7 +15,7 @@ about the bytes they move. On a GPU a step of this model is bound by
 its kernels and what they move, not their arithmetic (docs/PERFORMANCE.md, "What a GPU
 runs"):
 
-    JAX_PLATFORMS=cpu KERAS_BACKEND=jax python -m experiments.program_size --gpu_kernels \
+    JAX_PLATFORMS=cpu KERAS_BACKEND=jax python -m benchmarks.program_size --gpu_kernels \
         [--shape=23x24] [--steps=32] [--config=dsan_snli] [--size=field=integer,...] \
         [--target=GPU_CHECK_RECORD.json]
 """
@@ -166,7 +166,7 @@ device_description_str: "NVIDIA H100 80GB HBM3"
 
 def device_target():
     """XLA's description of the GPU JAX computes on (text, as `H100_TARGET`), or None
-    elsewhere: what a GPU session records (`experiments.gpu_check`) so that deviceless
+    elsewhere: what a GPU session records (`benchmarks.gpu_check`) so that deviceless
     compiles can describe that very device (`--target`)."""
     try:
         import jax
