@@ -120,7 +120,9 @@ def _docstring_examples():
 PUBLIC = ("NLIClassifier", "NLIEnsemble", "NLIPreprocessor", "DSANBackbone", "DSANEncoder",
           "DSANBlock", "MaskedMultiHeadAttention", "FusionGate", "Source2TokenAttention",
           "MaskedMaxPooling", "PositionwiseFeedForward", "ClassificationHead",
-          "MatchingFeatures", "LayerNorm", "DistancePrior", "Adam")
+          "MatchingFeatures", "LayerNorm", "DistancePrior", "Adam", "DiSANBackbone",
+          "DiSANEncoder", "CBOWBackbone", "GaussianTransformerBackbone", "AFDMNBackbone",
+          "ExperimentConfig", "LoadedModel")
 
 
 @pytest.mark.parametrize("where, code", _docstring_examples(), ids=lambda value: value

@@ -223,6 +223,16 @@ class ExperimentConfig:
     Every field has one name across the four parts (a flag of that name in the programs):
     `flat()` and `from_flat` see the configuration as {name: value}, `named` starts
     from a named training configuration (`dsan_tf.configs()`).
+
+    Examples:
+    ```python
+    from dsan_tf.core.config import ExperimentConfig
+
+    # The demo's flagfile (`--config=demo`), with 3 epochs and another family on top.
+    config = ExperimentConfig.named("demo", epochs=3, model="cbow")
+    assert (config.model, config.training.epochs) == ("cbow", 3)
+    assert config.flat()["embedding_dim"] == 32  # the demo's, not the paper's 300
+    ```
     """
 
     model: str = registry.DEFAULT

@@ -110,6 +110,15 @@ class LoadedModel:
         signatures: {"serving_default": ..., "encode": ... or None} of a SavedModel
             without a Keras model beside it.
         source: where the model came from (for messages).
+
+    Examples:
+    ```python
+    import dsan_tf
+
+    model = dsan_tf.load("dsan_snli25k_glove50")  # a shipped preset: no data, no training
+    result = model.predict("A man is playing a guitar.", "A person makes music.")
+    result["labels"], result["probabilities"]  # ['entailment'] or another, float32 [1, 3]
+    ```
     """
 
     def __init__(self, model=None, signatures=None, source=""):

@@ -62,6 +62,17 @@ class AFDMNBackbone(PairBackbone):
 
     Returns:
         float [B, 8h].
+
+    Examples:
+    ```python
+    import numpy as np
+    from dsan_tf.models.afdmn import AFDMNBackbone
+
+    backbone = AFDMNBackbone(vocabulary_size=100, embedding_dim=8, lstm_units=4,
+                             matching_blocks=1)
+    pair = {"premise": np.array([[4, 5, 6, 0]]), "hypothesis": np.array([[7, 8, 0, 0]])}
+    features = backbone(pair)  # [1, 32]: mean and max of each sentence, 8 h
+    ```
     """
 
     def __init__(self, vocabulary_size, embedding_dim=DEFAULTS.embedding_dim,

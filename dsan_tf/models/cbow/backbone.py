@@ -28,6 +28,15 @@ class CBOWBackbone(SentenceEncoderBackbone):
 
     Returns:
         float [B, D].
+
+    Examples:
+    ```python
+    import numpy as np
+    from dsan_tf.models.cbow import CBOWBackbone
+
+    backbone = CBOWBackbone(vocabulary_size=100, embedding_dim=8)
+    vectors = backbone(np.array([[4, 5, 6, 0]]))  # [1, 8]: the mean of 3 word vectors
+    ```
     """
 
     def __init__(self, vocabulary_size, embedding_dim=DEFAULTS.embedding_dim,

@@ -33,6 +33,15 @@ class DiSANBackbone(SentenceEncoderBackbone):
 
     Returns:
         float [B, 2D].
+
+    Examples:
+    ```python
+    import numpy as np
+    from dsan_tf.models.disan import DiSANBackbone
+
+    backbone = DiSANBackbone(vocabulary_size=100, embedding_dim=8)
+    vectors = backbone(np.array([[4, 5, 6, 0]]))  # [1, 16]: 2 D a sentence
+    ```
     """
 
     def __init__(self, vocabulary_size, embedding_dim=DEFAULTS.embedding_dim,

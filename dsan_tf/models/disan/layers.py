@@ -186,6 +186,17 @@ class DiSANEncoder(keras.layers.Layer):
 
     Returns:
         float [B, 2D] (and the dict).
+
+    Examples:
+    ```python
+    import numpy as np
+    from dsan_tf.models.disan import DiSANEncoder
+
+    encoder = DiSANEncoder(dropout=0.1, layer_norm_epsilon=1e-5)  # DiSANConfig's values
+    x = np.random.rand(2, 5, 8).astype("float32")
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
+    vectors = encoder(x, padding_mask=mask)  # [2, 16]
+    ```
     """
 
     def __init__(self, dropout, layer_norm_epsilon, kernel_initializer="glorot_uniform",

@@ -56,6 +56,17 @@ class GaussianTransformerBackbone(PairBackbone):
 
     Returns:
         float [B, 2D].
+
+    Examples:
+    ```python
+    import numpy as np
+    from dsan_tf.models.gaussian_transformer import GaussianTransformerBackbone
+
+    backbone = GaussianTransformerBackbone(vocabulary_size=100, embedding_dim=8, char_dim=4,
+                                           model_dim=8, num_heads=2)
+    pair = {"premise": np.array([[4, 5, 6, 0]]), "hypothesis": np.array([[7, 8, 0, 0]])}
+    features = backbone(pair)  # [1, 16]: [p̄ : h̄], 2 D
+    ```
     """
 
     def __init__(self, vocabulary_size, embedding_dim=DEFAULTS.embedding_dim,
