@@ -8,7 +8,8 @@ import dataclasses
 
 from dsan_tf.models import registry
 from dsan_tf.models.config import (
-    ModelConfig, check_fields, documented, hyperparameter, typed_value)
+    BATCH_SIZE, LEARNING_RATE, ModelConfig, check_fields, documented, hyperparameter,
+    typed_value)
 
 MODELS = registry.names()  # the model families (dsan_tf.models.registry.PACKAGES)
 OOV_INITS = ("random", "zeros")
@@ -55,7 +56,7 @@ class DataConfig:
     max_length: int | None = hyperparameter(
         256, "Truncate sentences to this many tokens (counted and reported); 0: never.",
         lower_bound=0)
-    batch_size: int = hyperparameter(64, "Global batch size (Section 5.2: 64).",
+    batch_size: int = hyperparameter(BATCH_SIZE, "Global batch size (Section 5.2: 64).",
                                      lower_bound=1)
     shuffle: bool = hyperparameter(
         True, "Shuffle the training pairs every epoch (false: file order; tf.distribute "
@@ -120,7 +121,7 @@ class TrainingConfig:
     Gaussian Transformer: AdamWR, Loshchilov & Hutter 2017)."""
 
     learning_rate: float = hyperparameter(
-        1e-3, "Learning rate (with restart_epochs, the top of each cosine cycle).",
+        LEARNING_RATE, "Learning rate (with restart_epochs, the top of each cosine cycle).",
         lower_bound=0.0)
     epochs: int = hyperparameter(
         20, "Training epochs (at most, with patience). A finished run given more trains "

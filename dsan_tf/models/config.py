@@ -11,6 +11,10 @@ import types
 
 from dsan_tf.common.choices import FUSIONS, PRIORS  # noqa: F401 (the families import them here)
 
+# DSAN's optimiser and batch (Section 5.2: Adam, learning rate 1e-3, 64 pairs): the
+# training configuration's defaults and a task model's `compile("auto")` and text `fit`.
+LEARNING_RATE, BATCH_SIZE = 1e-3, 64
+
 
 def hyperparameter(default, help, **limits):
     """A config field that is also a flag of the same name. `help` is the field's

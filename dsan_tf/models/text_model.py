@@ -14,9 +14,7 @@ import keras
 import numpy as np
 
 from dsan_tf.models import optimizers
-
-# The paper's optimiser and batch (Section 5.2: Adam, learning rate 1e-3, 64 pairs).
-LEARNING_RATE, BATCH_SIZE = 1e-3, 64
+from dsan_tf.models.config import BATCH_SIZE, LEARNING_RATE
 
 
 def paper_loss():
