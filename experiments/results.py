@@ -196,9 +196,9 @@ VARIANTS = (
 def family_rows(rows, base="snli25k_glove50"):
     """A row for each model family that no row of `rows` trains and whose folder holds a
     named configuration of the study's setting (a `configs/NAME.cfg` with `# base: base`):
-    a new family joins the study from its folder (docs/DEVELOPMENT.md, "Adding a model
-    family"). The row trains that configuration as it stands (its flagfile, one seed, after
-    the rows above), described by its leading comment."""
+    a new family joins the study from its folder (docs/FAMILIES.md). The row trains that
+    configuration as it stands (its flagfile, one seed, after the rows above), described by
+    its leading comment."""
     from dsan_tf.models import registry
 
     studied = {row.key for row in rows}

@@ -852,3 +852,14 @@ def test_the_readme_demo_ends_as_the_readme_says(tmp_path):
     # The README's epoch was measured on one CPU; another reaches 1.0 an epoch sooner or later.
     assert re.sub(r"best epoch \d+", "", last) == re.sub(r"best epoch \d+", "", expected)
     assert abs(epoch(last) - epoch(expected)) <= 1
+
+
+def test_encode_setting_takes_its_data_from_a_named_configuration(tmp_path):
+    """`dsan-encode-setting --config=NAME` reads the configuration's data flags (it asked
+    for --train_data before reading them); without any, one sentence names the flag."""
+    missing = cli("encode_setting", f"--output={tmp_path / 'x.npz'}")
+    assert missing.returncode == 1 and "Traceback" not in missing.stderr
+    assert missing.stderr.strip().splitlines()[-1] == (
+        "error: give --train_data, the training data.")
+    done = ok(cli("encode_setting", "--config=demo", f"--output={tmp_path / 'demo.npz'}"))
+    assert done.strip().splitlines()[-1].startswith(f"encoded setting: {tmp_path / 'demo.npz'}")

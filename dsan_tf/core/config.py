@@ -229,9 +229,9 @@ class ExperimentConfig:
     ```python
     from dsan_tf.core.config import ExperimentConfig
 
-    # The demo's flagfile (`--config=demo`), with 3 epochs and another family on top.
-    config = ExperimentConfig.named("demo", epochs=3, model="cbow")
-    assert (config.model, config.training.epochs) == ("cbow", 3)
+    # The demo's flagfile (`--config=demo`), with 3 epochs and 2 heads on top.
+    config = ExperimentConfig.named("demo", epochs=3, num_heads=2)
+    assert (config.training.epochs, config.model_config.num_heads) == (3, 2)
     assert config.flat()["embedding_dim"] == 32  # the demo's, not the paper's 300
     ```
     """

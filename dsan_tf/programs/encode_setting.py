@@ -25,9 +25,12 @@ def define_flags():
 
 @program.main
 def main(argv):
-    program.check_start(argv, output="the .npz file to write",
-                        train_data="the training data", dev_data="the development data")
-    config = project_flags.experiment_config()
+    program.check_start(argv, output="the .npz file to write")
+    config = project_flags.experiment_config()  # a --config's data flags count
+    for name, what in (("train_data", "the training data"),
+                       ("dev_data", "the development data")):
+        if not getattr(config.data, name):
+            raise program.UsageError(f"give --{name}, {what}.")
     # Unless given, what pays is decided where it trains (JAX: compiled, bounded shapes).
     if not FLAGS["jit_compile"].present:
         config.training.jit_compile = None
