@@ -25,7 +25,8 @@ _EXPORTS = {
     "build_model": "dsan_tf.models",
     "NLIPreprocessor": "dsan_tf.data",
     "NLITask": "dsan_tf.core.task", "compile_for_training": "dsan_tf.core.optimization",
-    "load": "dsan_tf.saving.serving", "LoadedModel": "dsan_tf.saving.serving",
+    "load": "dsan_tf.saving.serving",
+    "SavedModelClassifier": "dsan_tf.saving.serving",
 }
 # The packages, by their role (docs/DEVELOPMENT.md, "Layers"), and the short public names of
 # the modules users reach most (`from dsan_tf import serving`), where each file lives.

@@ -138,7 +138,7 @@ def test_export_runs_without_our_package(demo, tmp_path):
         "the cat chased the dog", "the boy saw the girl"]
     for source in (workdir, export, bare):
         loaded = dsan_tf.load(str(source))
-        out = loaded.predict(premises, hypotheses)
+        out = loaded.classify(premises, hypotheses)
         assert out["labels"] == fresh["label"], source
         np.testing.assert_allclose(out["probabilities"], fresh["probabilities"], atol=1e-5)
         assert loaded.encode(["the dog", "a cat", "a zebra"]).shape == (3, 4 * 32)
@@ -484,7 +484,7 @@ def test_ensemble_export_serves_the_mean_of_its_members(demo, cbow_run, tmp_path
     assert ensemble.predict((["the dog chased the cat"], ["the cat chased the dog"]))[0] == \
         pytest.approx(served(export), abs=1e-5)
     # An ensemble has no sentence vectors, and says so (not "a pair model").
-    with pytest.raises(ValueError, match=r"1 is an ensemble: it averages its members' "
+    with pytest.raises(ValueError, match=r"an ensemble averages its members' "
                                          r"probabilities and has no sentence vectors"):
         dsan_tf.load(str(export)).encode("the dog")
     assert dsan_tf.load(str(export / "members" / "1")).encode("the dog").shape == (1, 4 * 32)

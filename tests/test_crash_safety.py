@@ -335,7 +335,7 @@ def test_no_program_writes_into_another_run(finished, tmp_path):
     (other / "7" / "model.keras").write_bytes(b"not this run's model")
     import dsan_tf
 
-    assert dsan_tf.load(str(other)).predict("a dog ran", "a dog ran")["labels"]
+    assert dsan_tf.load(str(other)).classify("a dog ran", "a dog ran")["labels"]
 
 
 def test_a_damaged_checkpoint_falls_back_to_the_previous_and_cut_views_are_rewritten(

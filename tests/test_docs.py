@@ -122,7 +122,7 @@ PUBLIC = ("NLIClassifier", "NLIEnsemble", "NLIPreprocessor", "DSANBackbone", "DS
           "MaskedMaxPooling", "PositionwiseFeedForward", "ClassificationHead",
           "MatchingFeatures", "LayerNorm", "DistancePrior", "Adam", "DiSANBackbone",
           "DiSANEncoder", "CBOWBackbone", "GaussianTransformerBackbone", "AFDMNBackbone",
-          "ExperimentConfig", "LoadedModel")
+          "ExperimentConfig", "SavedModelClassifier")
 
 
 @pytest.mark.parametrize("where, code", _docstring_examples(), ids=lambda value: value

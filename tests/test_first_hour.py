@@ -263,7 +263,7 @@ def test_an_empty_sentence_is_refused_not_classified(trained, premise, hypothesi
     count it among the dropped records (`ReadReport`)."""
     model = dsan_tf.load(str(trained))
     with pytest.raises(ValueError, match=re.escape(message)):
-        model.predict(premise, hypothesis)
+        model.classify(premise, hypothesis)
 
 
 def test_the_cli_refuses_an_empty_sentence_naming_the_flag_or_line(trained, tmp_path):
@@ -290,13 +290,13 @@ def test_the_cli_refuses_an_empty_sentence_naming_the_flag_or_line(trained, tmp_
 def test_a_model_without_sentence_vectors_says_why():
     """The message names what the model is (an ensemble's export says
     so, `test_cli.py::test_ensemble_export_serves_the_mean_of_its_members`)."""
-    from dsan_tf.saving.serving import LoadedModel
+    from dsan_tf.saving.serving import SavedModelClassifier
 
     with pytest.raises(ValueError, match=r"^runs/gt is a pair model \(it reads premise and "
                                          r"hypothesis together\): it has no sentence "
                                          r"embeddings\.$"):
-        LoadedModel(signatures={"serving_default": None, "encode": None},
-                    source="runs/gt").encode("a dog")
+        SavedModelClassifier({"serving_default": None, "encode": None},
+                             source="runs/gt").encode("a dog")
     import dsan_tf  # the Keras model of a pair family says the same, naming its source
     from dsan_tf.data import NLIPreprocessor, Vocabulary
 
@@ -305,8 +305,8 @@ def test_a_model_without_sentence_vectors_says_why():
         "gaussian_transformer", vocab_size=vocabulary.size, embedding_dim=10, model_dim=8,
         num_heads=2, char_dim=4))
     model.preprocessor = NLIPreprocessor(vocabulary)
-    with pytest.raises(ValueError, match=r"^runs/gt is a pair model .*embeddings\.$"):
-        LoadedModel(model, source="runs/gt").encode("a dog")
+    with pytest.raises(ValueError, match=rf"^{model.name} is a pair model .*embeddings\.$"):
+        model.encode("a dog")
 
 
 def test_a_json_file_cut_off_is_one_sentence_naming_it(trained, tmp_path):

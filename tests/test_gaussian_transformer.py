@@ -179,7 +179,7 @@ def test_trains_exports_serves_raw_strings_and_draws_its_attention(tmp_path):
     import dsan_tf
 
     loaded = dsan_tf.load(str(workdir))
-    assert loaded.predict(["the dog ran"], ["a dog"])["probabilities"].shape == (1, 3)
+    assert loaded.classify(["the dog ran"], ["a dog"])["probabilities"].shape == (1, 3)
     with pytest.raises(ValueError, match="is a pair model"):
         loaded.encode(["the dog ran"])
     figures = tmp_path / "figures"

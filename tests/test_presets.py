@@ -149,7 +149,7 @@ import dsan_tf
 name = sys.argv[1]
 loaded = dsan_tf.load(name)
 probes = json.loads(sys.argv[2])
-out = loaded.predict([p["premise"] for p in probes], [p["hypothesis"] for p in probes])
+out = loaded.classify([p["premise"] for p in probes], [p["hypothesis"] for p in probes])
 model = dsan_tf.NLIClassifier.from_preset(name)
 again = model.predict({"premise": [p["premise"] for p in probes],
                        "hypothesis": [p["hypothesis"] for p in probes]})

@@ -194,15 +194,16 @@ def test_presets_keras_files_and_the_ensemble_give_the_same_numbers(tmp_path):
     # Compiled as it was trained, not with the paper's defaults.
     assert type(again.optimizer).__name__ == "SGD"
     assert float(again.optimizer.learning_rate) == pytest.approx(0.05)
-    loaded = dsan_tf.load(str(tmp_path / "preset"))
-    np.testing.assert_allclose(loaded.predict(PREMISES, HYPOTHESES)["probabilities"],
-                               expected, atol=1e-6)
-    # One predict interface: the Keras model's inputs, and evaluate.
-    np.testing.assert_allclose(loaded.predict(text)["probabilities"], expected, atol=1e-6)
+    loaded = dsan_tf.load(str(tmp_path / "preset"))  # the same Keras model, compiled alike
+    assert type(loaded) is type(again) and type(loaded.optimizer).__name__ == "SGD"
+    np.testing.assert_allclose(loaded.predict(text), expected, atol=1e-6)
+    # The labels convenience: the same probabilities, named.
+    named = loaded.classify(PREMISES, HYPOTHESES)
+    np.testing.assert_allclose(named["probabilities"], expected, atol=1e-6)
+    assert named["labels"] == [dsan_tf.LABELS[i] for i in expected.argmax(-1)]
     labels = ["entailment", "contradiction", "neutral", "entailment"]
-    report = loaded.evaluate(text, labels)
+    report = loaded.evaluate(text, labels, return_dict=True, verbose=0)
     keras_report = again.evaluate(text, labels, return_dict=True, verbose=0)
-    assert report["pairs"] == 4
     assert report["accuracy"] == pytest.approx(keras_report["accuracy"])
     assert report["loss"] == pytest.approx(keras_report["loss"], rel=1e-4)
     dsan.save(tmp_path / "dsan.keras")
@@ -240,12 +241,14 @@ def test_the_saved_model_and_load_agree_with_predict(tmp_path):
     np.testing.assert_allclose(again.predict((PREMISES, HYPOTHESES)), expected, atol=1e-6)
     (tmp_path / "saved" / "model.keras").unlink()
     loaded = serving.load(str(tmp_path / "saved"))
-    assert loaded.model is None  # the signatures alone
+    assert isinstance(loaded, serving.SavedModelClassifier)  # the signatures alone
     labels = [0, 2, 1, 0]
     assert loaded.evaluate((PREMISES, HYPOTHESES), labels)["accuracy"] == pytest.approx(
         np.mean(expected.argmax(-1) == labels))
-    np.testing.assert_allclose(loaded.predict(PREMISES, HYPOTHESES)["probabilities"],
-                               expected, atol=1e-5)
+    np.testing.assert_allclose(loaded.predict((PREMISES, HYPOTHESES)), expected, atol=1e-5)
+    named = loaded.classify(PREMISES, HYPOTHESES)
+    np.testing.assert_allclose(named["probabilities"], expected, atol=1e-5)
+    assert named["labels"] == [dsan_tf.LABELS[i] for i in expected.argmax(-1)]
     vectors = saved.signatures["encode"](sentences=tf.constant(PREMISES))["embedding"]
     np.testing.assert_allclose(model.encode(PREMISES), vectors.numpy(), atol=1e-5)
     # As a Keras layer: a dict, as a Keras model takes it.

@@ -11,25 +11,25 @@ from dsan_tf import DSANConfig, build_model
 from dsan_tf.common import progress
 from dsan_tf.data import NLIPreprocessor, Vocabulary
 from dsan_tf.evaluation import plots
-from dsan_tf.saving.serving import LoadedModel, TruncationWarning
+from dsan_tf.saving.serving import TruncationWarning
 
 WORDS = ["the", "dog", "cat", "saw", "a"]
 
 
 @pytest.fixture(scope="module")
 def loaded():
-    """A small untrained DSAN behind `LoadedModel`, reading at most 6 tokens a sentence."""
+    """A small untrained DSAN with its preprocessor, reading at most 6 tokens a sentence."""
     vocabulary = Vocabulary(WORDS, lowercase=True)
     preprocessor = NLIPreprocessor(vocabulary, max_length=6)
     model = build_model("dsan", DSANConfig(vocab_size=vocabulary.size, embedding_dim=8,
                                            num_heads=2, ffn_dim=16, classifier_units=8))
     model.preprocessor = preprocessor
-    return LoadedModel(model, source="test")
+    return model
 
 
 def test_one_string_is_one_pair_not_a_list_of_characters(loaded):
-    one = loaded.predict("the dog saw a cat", "a cat saw the dog")
-    listed = loaded.predict(["the dog saw a cat"], ["a cat saw the dog"])
+    one = loaded.classify("the dog saw a cat", "a cat saw the dog")
+    listed = loaded.classify(["the dog saw a cat"], ["a cat saw the dog"])
     assert one["probabilities"].shape == (1, 3) and len(one["labels"]) == 1
     np.testing.assert_allclose(one["probabilities"], listed["probabilities"], atol=1e-6)
     assert loaded.encode("the dog").shape == (1, 4 * 8)
@@ -44,7 +44,7 @@ def test_one_string_is_one_pair_not_a_list_of_characters(loaded):
 ])
 def test_bad_combinations_get_one_sentence(loaded, premises, hypotheses, message):
     with pytest.raises(ValueError, match=message) as raised:
-        loaded.predict(premises, hypotheses)
+        loaded.classify(premises, hypotheses)
     assert "\n" not in str(raised.value)
 
 
@@ -52,12 +52,12 @@ def test_truncation_is_reported_and_cut_pairs_read_their_first_tokens(loaded):
     long = "the dog saw a cat and the cat saw a dog"  # 11 tokens, 5 beyond max_length 6
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        out = loaded.predict([long, "the dog"], ["a cat", long])
+        out = loaded.classify([long, "the dog"], ["a cat", long])
     assert out["premise_truncated"].tolist() == [5, 0]
     assert out["hypothesis_truncated"].tolist() == [0, 5]
     cut = [w for w in caught if issubclass(w.category, TruncationWarning)]
     assert len(cut) == 1 and "2 of 2 pairs were longer than 6 tokens" in str(cut[0].message)
-    first = loaded.predict(["the dog saw a cat and", "the dog"], ["a cat", "the dog saw a cat and"])
+    first = loaded.classify(["the dog saw a cat and", "the dog"], ["a cat", "the dog saw a cat and"])
     np.testing.assert_allclose(out["probabilities"], first["probabilities"], atol=1e-6)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -66,13 +66,13 @@ def test_truncation_is_reported_and_cut_pairs_read_their_first_tokens(loaded):
     assert [str(w.message).split(" were")[0] for w in caught] == ["1 of 2 sentences"]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nothing cut: no warning
-        loaded.predict("the dog", "a cat")
+        loaded.classify("the dog", "a cat")
 
 
 def test_one_word_sentences_raise_no_softmax_warning(loaded):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        loaded.predict(["dog"], ["cat"])
+        loaded.classify(["dog"], ["cat"])
         loaded.encode(["dog"])
     assert not [w for w in caught if "softmax" in str(w.message)]
 
@@ -175,7 +175,7 @@ if sys.argv[1] == "module":
 else:
     from dsan_tf.data import Vocabulary        # TensorFlow's strings, by the data package
 import dsan_tf
-print(dsan_tf.load("dsan_snli25k_glove50").predict("A man sleeps.", "A person rests.")["labels"])
+print(dsan_tf.load("dsan_snli25k_glove50").classify("A man sleeps.", "A person rests.")["labels"])
 """
 
 

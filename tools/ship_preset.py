@@ -37,13 +37,14 @@ def evaluate(name, sources):
     name, as a user loads it) on each labelled source."""
     import dsan_tf
     from dsan_tf.data.sources import read_examples
+    from dsan_tf.saving.serving import scores
 
     loaded = dsan_tf.load(name)
     results = {}
     for source in sources:
         examples, report = read_examples(source)
         pairs = ([e.premise for e in examples], [e.hypothesis for e in examples])
-        result = loaded.evaluate(pairs, [e.label for e in examples])
+        result = scores(loaded.predict(pairs), [e.label for e in examples])
         result["dropped"] = dict(report.dropped)
         results[source] = {key: (round(value, 6) if isinstance(value, float) else value)
                            for key, value in result.items()}
@@ -62,7 +63,7 @@ def _card(run, name, description, results):
     lines = [f"# Trained preset `{name}`", "", description, "", "```python",
              "import dsan_tf", "", f'model = dsan_tf.load("{name}")  # or '
              f'dsan_tf.NLIClassifier.from_preset("{name}")',
-             'print(model.predict("A man plays a guitar.", "A person makes music.")["labels"])',
+             'print(model.classify("A man plays a guitar.", "A person makes music.")["labels"])',
              "```", "", "## Accuracy of this preset", "", *sources, "",
              f"Measured on the files shipped here, loaded by name: `python -m tools.ship_preset "
              f"--check={name} {data}` repeats it (a clone beside ../shared/data).",
@@ -96,7 +97,7 @@ def ship(workdir, name, sources, description):
             results[dev_source]["accuracy"] - dev) > 1e-3:
         sys.exit(f"the preset scores {results[dev_source]['accuracy']:.4f} on {dev_source} "
                  f"but its run recorded {dev:.4f}: not shipped as it is.")
-    out = dsan_tf.load(name).predict([p for p, _ in PROBES], [h for _, h in PROBES])
+    out = dsan_tf.load(name).classify([p for p, _ in PROBES], [h for _, h in PROBES])
     probes = [{"premise": p, "hypothesis": h, "label": label,
                "probabilities": [round(float(x), 6) for x in row]}
               for (p, h), label, row in zip(PROBES, out["labels"], out["probabilities"])]

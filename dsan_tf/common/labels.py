@@ -3,6 +3,15 @@
 LABELS = ("entailment", "neutral", "contradiction")
 LABEL_IDS = {name: index for index, name in enumerate(LABELS)}
 
+
+def labelled(probabilities, **extra):
+    """A task model's `classify` result: `probabilities` [B, C] (`LABELS` order), the
+    label of each row's largest (`labels`), `label_names` and `extra`."""
+    names = list(LABELS)
+    return {"probabilities": probabilities,
+            "labels": [names[i] for i in probabilities.argmax(axis=-1)],
+            "label_names": names, **extra}
+
 # Two-way evaluation sets (HANS): their gold "non-entailment" covers neutral and
 # contradiction. It has an id of its own, outside the model's classes: such data can be
 # evaluated on (a three-way prediction other than entailment counts as non-entailment), not

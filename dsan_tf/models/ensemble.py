@@ -58,6 +58,12 @@ class NLIEnsemble(TextModel, keras.Model):
     def input_keys(self):
         return [f"member_{index}" for index in range(len(self.members))]
 
+    def encode(self, sentences, batch_size=None, return_truncated=False):
+        """Refused, in one sentence: an ensemble has no sentence vectors of its own."""
+        raise ValueError("an ensemble averages its members' probabilities and has no "
+                         "sentence vectors of its own (a member's: "
+                         "dsan_tf.load(EXPORT_DIR/VERSION/members/N).encode).")
+
     def call(self, inputs, training=None):
         shared = "premise" in inputs
         probabilities = [

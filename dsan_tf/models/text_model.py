@@ -13,6 +13,7 @@ import sys
 import keras
 import numpy as np
 
+from dsan_tf.common.labels import labelled
 from dsan_tf.models import optimizers
 from dsan_tf.models.config import BATCH_SIZE, LEARNING_RATE
 
@@ -192,6 +193,12 @@ class TextModel:
         each)."""
         return [self.preprocessor]
 
+    @property
+    def max_length(self):
+        """The tokens a sentence is cut to, when every preprocessor cuts alike; else None."""
+        limits = {p.max_length for p in self.preprocessors() if p is not None}
+        return limits.pop() if len(limits) == 1 else None
+
     def input_keys(self):
         """The keys of the members' ids in the inputs, or None (one preprocessor)."""
         return None
@@ -200,9 +207,7 @@ class TextModel:
                         hint="predict(..., return_truncated=True) counts the tokens cut"):
         if callable(cut):
             cut = cut()
-        limit = {p.max_length for p in self.preprocessors()}
-        _text_module().warn_truncated(cut, what, limit.pop() if len(limit) == 1 else None,
-                                      hint, stacklevel)
+        _text_module().warn_truncated(cut, what, self.max_length, hint, stacklevel)
 
     def fit(self, x=None, y=None, batch_size=None, sample_weight=None, validation_data=None,
             **kwargs):
@@ -286,6 +291,34 @@ class TextModel:
                                  "of strings).")
             return probabilities, cut
         return probabilities
+
+    def classify(self, premises, hypotheses=None):
+        """Sentence pairs classified, with label names: `predict` on text, for reading.
+
+        Args:
+            premises, hypotheses: a string each (one pair), or two equally long lists (or
+                other sequences) of strings. Or `premises` alone holds both, as `predict`
+                takes them: {"premise": [...], "hypothesis": [...]}, a tuple (premises,
+                hypotheses) or a pandas DataFrame with those columns.
+
+        Returns:
+            dict: `probabilities` float32 [N, C] (what `predict` returns); `labels`, the
+            N label names; `label_names`, the C class names; `premise_truncated`,
+            `hypothesis_truncated` int [N], the tokens of each sentence cut by the model's
+            maximum length (0: read whole). N is 1 for two strings. Cutting any sentence
+            also raises one `TruncationWarning`.
+
+        Raises:
+            ValueError: a string beside a list, lists of different lengths, or a value
+                that is not text.
+        """
+        pairs = premises if hypotheses is None else {"premise": premises,
+                                                     "hypothesis": hypotheses}
+        premises, hypotheses, _ = _text_module().pair_texts(pairs)
+        probabilities, cut = self.predict({"premise": premises, "hypothesis": hypotheses},
+                                          return_truncated=True)
+        return labelled(probabilities, **{f"{side}_truncated": values
+                                          for side, values in cut.items()})
 
     def predict_on_batch(self, x):
         """Class probabilities float32 [B, C] of one batch of ids (or of text)."""

@@ -193,7 +193,7 @@ def predict_all(model, pairs, writer, total, show_progress=True):
         # Summed up once, at the end.
         warnings.simplefilter("ignore", dsan_tf.serving.TruncationWarning)
         for chunk in batches(pairs):
-            out = model.predict([p for _, p, _ in chunk], [h for _, _, h in chunk])
+            out = model.classify([p for _, p, _ in chunk], [h for _, _, h in chunk])
             sides = {side: out.get(f"{side}_truncated", [0] * len(chunk)) for side in cut}
             for index, (pair_id, premise, hypothesis) in enumerate(chunk):
                 truncated = {side: int(values[index]) for side, values in sides.items()}

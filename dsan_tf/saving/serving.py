@@ -20,12 +20,12 @@ from dsan_tf.data.preprocessor import (PREDICTION_BATCH_SIZE, TruncationWarning,
                                        label_ids, members_ids, pair_texts, texts,
                                        warn_truncated)
 from dsan_tf.common.errors import require_tensorflow_backend
-from dsan_tf.common.labels import LABELS
+from dsan_tf.common.labels import LABELS, labelled
 from dsan_tf.models import preset
 from dsan_tf.models.ensemble import NLIEnsemble
 from dsan_tf.models.nli_classifier import PAIR_MODEL
 
-__all__ = ["LoadedModel", "TruncationWarning", "export", "load", "version_dir"]
+__all__ = ["SavedModelClassifier", "TruncationWarning", "export", "load", "version_dir"]
 
 
 def _serving_outputs(model, premise, hypothesis):
@@ -101,92 +101,65 @@ def version_dir(export_dir, version=None):
     return os.path.join(export_dir, str(int(version)))
 
 
-class LoadedModel:
-    """A trained model ready for raw text, from `load`: a Keras model (`NLIClassifier` or
-    `NLIEnsemble` with preprocessors) or, for a SavedModel alone, its signatures.
+class SavedModelClassifier:
+    """A SavedModel of `dsan-export` read without its Keras file (or any SavedModel with
+    its signatures), from `load`: its signatures behind the task model's text methods,
+    `predict`, `classify`, `evaluate` and `encode`. Where the Keras file is there, `load`
+    gives the Keras model itself.
 
     Args:
-        model: the Keras model, or None.
-        signatures: {"serving_default": ..., "encode": ... or None} of a SavedModel
-            without a Keras model beside it.
-        source: where the model came from (for messages).
+        signatures: {"serving_default": ..., "encode": ... or None}.
+        source: where the SavedModel came from (for messages).
 
     Examples:
     ```python
-    import dsan_tf
+    import tempfile
 
-    model = dsan_tf.load("dsan_snli25k_glove50")  # a shipped preset: no data, no training
-    result = model.predict("A man is playing a guitar.", "A person makes music.")
-    result["labels"], result["probabilities"]  # ['entailment'] or another, float32 [1, 3]
+    import dsan_tf
+    from dsan_tf.saving import serving
+
+    model = dsan_tf.load("dsan_snli25k_glove50")  # a shipped preset: its Keras model
+    export = tempfile.mkdtemp()
+    serving.export(model, export, keras_file=False)  # the SavedModel alone
+    served = dsan_tf.load(export)  # a SavedModelClassifier
+    served.classify("A man is playing a guitar.", "A person makes music.")["labels"]
     ```
     """
 
-    def __init__(self, model=None, signatures=None, source=""):
-        self.model = model
+    max_length = None  # the signatures do not say (their outputs count what they cut)
+
+    def __init__(self, signatures, source=""):
         self.signatures = signatures
         self.source = source
 
-    @property
-    def max_length(self):
-        """The preprocessor's truncation length, when known (for messages)."""
-        if self.model is None:
-            return None
-        limits = {p.max_length for p in self.model.preprocessors()}
-        return limits.pop() if len(limits) == 1 else None
+    def predict(self, x):
+        """Class probabilities float32 [B, C] of sentence pairs, taken as the task model's
+        `predict` takes text: {"premise": [...], "hypothesis": [...]}, a tuple (premises,
+        hypotheses) or a pandas DataFrame with those columns."""
+        premises, hypotheses, _ = pair_texts(x)
+        return self._signature_predict(premises, hypotheses)[0]
 
-    def predict(self, premises, hypotheses=None):
-        """Classifies sentence pairs (in batches of `PREDICTION_BATCH_SIZE`).
-
-        Args:
-            premises, hypotheses: a string each (one pair), or two equally long lists (or
-                other sequences) of strings. Or `premises` alone holds both, as a Keras
-                model's `predict` takes them: {"premise": [...], "hypothesis": [...]}, a
-                tuple (premises, hypotheses) or a pandas DataFrame with those columns.
-
-        Returns:
-            dict: `probabilities` float32 [B, C] (what `NLIClassifier.predict` returns
-            alone); `labels` list of B label names; `label_names` the C class names;
-            `premise_truncated`, `hypothesis_truncated` int [B], the tokens of each
-            sentence cut by the model's maximum length (0: read whole; absent for a
-            SavedModel exported without them). B is 1 for two strings. Cutting any
-            sentence also raises one `TruncationWarning`.
-
-        Raises:
-            ValueError: a string beside a list, lists of different lengths, or a value
-                that is not text.
-        """
+    def classify(self, premises, hypotheses=None):
+        """As the task model's `classify` (`TextModel.classify`); the tokens cut are there
+        when the SavedModel exports them."""
         x = premises if hypotheses is None else {"premise": premises, "hypothesis": hypotheses}
         premises, hypotheses, _ = pair_texts(x)
-        if self.model is not None:
-            probabilities, cut = self.model.predict(
-                {"premise": premises, "hypothesis": hypotheses}, return_truncated=True)
-            result = {f"{side}_truncated": values for side, values in cut.items()}
-        else:
-            probabilities, result = self._signature_predict(premises, hypotheses)
-        names = list(LABELS)
-        return {"probabilities": probabilities,
-                "labels": [names[i] for i in probabilities.argmax(axis=-1)],
-                "label_names": names, **result}
+        probabilities, cut = self._signature_predict(premises, hypotheses)
+        return labelled(probabilities, **cut)
 
     def evaluate(self, x, y):
-        """Accuracy and loss on labelled pairs, as `NLIClassifier.evaluate` gives them.
+        """Accuracy and loss on labelled pairs.
 
         Args:
-            x: the pairs, as `predict` takes them in one argument.
+            x: the pairs, as `predict` takes them.
             y: their labels, as ids or names (`dsan_tf.LABELS`).
 
         Returns:
             dict: `accuracy` (of the argmax) and `loss` (mean cross-entropy of the
             probabilities), floats; `pairs`, how many.
         """
-        probabilities = self.predict(x)["probabilities"]
-        labels = label_ids(y, len(probabilities))
-        chosen = probabilities[np.arange(len(labels)), labels]
-        return {"accuracy": float(np.mean(probabilities.argmax(axis=-1) == labels))
-                if len(labels) else 0.0,
-                "loss": float(-np.mean(np.log(np.maximum(chosen, 1e-12))))
-                if len(labels) else 0.0,
-                "pairs": len(labels)}
+        return scores(self.predict(x), y)
+
 
     def _signature_predict(self, premises, hypotheses):
         classify, parts = self.signatures["serving_default"], {}
@@ -218,18 +191,6 @@ class LoadedModel:
             float32 [B, E] (B is 1 for a string), or (that, int [B]) with
             `return_truncated`. Cutting any sentence also raises one `TruncationWarning`.
         """
-        if isinstance(self.model, NLIEnsemble):
-            raise ValueError(f"{self.source} is an ensemble: it averages its members' "
-                             "probabilities and has no sentence vectors of its own (a "
-                             f"member's: dsan_tf.load({self.source}/{preset.MEMBERS}/1)"
-                             ".encode).")
-        if self.model is not None:
-            try:
-                return self.model.encode(sentences, return_truncated=return_truncated)
-            except ValueError as error:
-                if PAIR_MODEL in str(error):
-                    raise ValueError(f"{self.source} is {PAIR_MODEL}.") from None
-                raise
         encode = self.signatures.get("encode")
         if encode is None:
             raise ValueError(f"{self.source} is {PAIR_MODEL}.")
@@ -246,21 +207,34 @@ class LoadedModel:
         return (vectors, cut) if return_truncated else vectors
 
 
+def scores(probabilities, y):
+    """{"accuracy", "loss", "pairs"} of class probabilities [B, C] against labels `y` (ids
+    or names): the argmax's accuracy and the mean cross-entropy, as floats."""
+    labels = label_ids(y, len(probabilities))
+    chosen = probabilities[np.arange(len(labels)), labels]
+    return {"accuracy": float(np.mean(probabilities.argmax(axis=-1) == labels))
+            if len(labels) else 0.0,
+            "loss": float(-np.mean(np.log(np.maximum(chosen, 1e-12)))) if len(labels) else 0.0,
+            "pairs": len(labels)}
+
+
 def load(path):
-    """A `LoadedModel` from a preset (a directory, or the name of a trained preset this
-    package ships: `dsan_tf.presets()`), a run directory of `dsan-train`, an export
-    of `dsan-export` (EXPORT_DIR or one of its versions; the newest by default; an
-    ensemble's), or any SavedModel with the export's signatures."""
+    """The trained model at `path`, ready for raw text: a preset (a directory, or the name
+    of a trained preset this package ships: `dsan_tf.presets()`), a run directory of
+    `dsan-train`, an export of `dsan-export` (EXPORT_DIR or one of its versions; the
+    newest by default) or an ensemble's. Returns its Keras task model (`NLIClassifier` or
+    `NLIEnsemble`, compiled as it was trained, as `NLIClassifier.from_preset` gives it),
+    whose `predict`, `classify`, `evaluate` and `encode` take text; for a SavedModel
+    without its Keras file, a `SavedModelClassifier` with the same methods."""
     path = preset.locate(path)
     newest = preset.newest_version(path)
     try:
-        return LoadedModel(preset.load(path, compile=False), source=newest)
+        return preset.load(path)
     except preset.NoModel:
         pass
     if os.path.exists(os.path.join(newest, "saved_model.pb")):
         saved = tf.saved_model.load(newest)
-        return LoadedModel(signatures={"serving_default": saved.signatures["serving_default"],
-                                       "encode": saved.signatures.get("encode")},
-                           source=newest)
+        return SavedModelClassifier({"serving_default": saved.signatures["serving_default"],
+                                     "encode": saved.signatures.get("encode")}, source=newest)
     raise ValueError(f"{newest} holds neither a trained model (a preset, best.keras or "
                      "model.keras with its preprocessor) nor a SavedModel.")
