@@ -32,7 +32,20 @@ from dsan_tf.programs import program
 from benchmarks import machine
 
 FLAGS = project_flags.FLAGS
-CONFIG_FILE = "dsan_tf/models/configs/snli25k_glove50.cfg"  # --config=snli25k_glove50
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _flagfiles(*names):
+    """The flagfiles of the named configurations `names`, as the study's commands give
+    them: each file's path from the clone's root (the registry knows where each lives)."""
+    from dsan_tf.models import registry
+
+    named = registry.named_configs()
+    return [os.path.relpath(named[name].path, ROOT) for name in names]
+
+
+CONFIG_FILE, _GT_FILE, _AFDMN_FILE = _flagfiles(
+    "snli25k_glove50", "gaussian_transformer_snli25k_glove50", "afdmn_snli25k_glove50")
 GLOVE = "glove/glove.6B.50d.top100k.txt.gz"
 SNLI = {"train_data": "snli/snli_1.0_train_25k.jsonl.gz",
         "dev_data": "snli/snli_1.0_dev.jsonl.gz"}
@@ -40,9 +53,7 @@ SICK = {"train_data": "sick/SICK_train.txt", "dev_data": "sick/SICK_trial.txt",
         "test_data": "sick/SICK_test_annotated.txt"}
 MULTINLI = "multinli/multinli_1.0_dev_matched.jsonl.gz"
 SEEDS = (0, 1, 2)
-GT_FLAGFILE = ("--flagfile=dsan_tf/models/gaussian_transformer/configs/"
-               "gaussian_transformer_snli25k_glove50.cfg")
-AFDMN_FLAGFILE = "--flagfile=dsan_tf/models/afdmn/configs/afdmn_snli25k_glove50.cfg"
+GT_FLAGFILE, AFDMN_FLAGFILE = f"--flagfile={_GT_FILE}", f"--flagfile={_AFDMN_FILE}"
 DSAN_OPTIMIZER = ("--optimizer=adam", "--learning_rate=1e-3", "--patience=3")
 # The issue's three, and the paper's ablation: is the distance prior's effect a matter of
 # data size? And SAN4NLI's model: does its lead over DSAN shrink as the data grows?
@@ -206,9 +217,9 @@ def family_rows(rows, base="snli25k_glove50"):
     for config in registry.named_configs().values():
         if config.base == base and config.family not in studied:
             studied.add(config.family)
-            path = os.path.relpath(config.path, os.path.dirname(os.path.dirname(__file__)))
             added.append(Variant(config.family, config.description,
-                                 (f"--flagfile={path}",), last=True))
+                                 (f"--flagfile={os.path.relpath(config.path, ROOT)}",),
+                                 last=True))
     return tuple(added)
 
 

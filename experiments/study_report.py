@@ -256,18 +256,25 @@ def _console_scripts():
             if entry.value.startswith("dsan_tf.programs.")}
 
 
+@functools.lru_cache(maxsize=None)
+def _named_configs():
+    """The named configurations (`registry.named_configs`), read once for the report's
+    commands, not once per command."""
+    from dsan_tf.models import registry
+
+    return registry.named_configs()
+
+
 def typed(command):
     """A recorded command as a reader types it now: a program run as a module (as the
     study runs it, or through a shim older records name, since removed) is its `dsan-*`
     console script, and the flagfiles of named configurations, each on top of the one
     before (the study's setting, then a rival's), are `--config=` the last (wherever the
     files were when it ran); other commands are left as recorded."""
-    from dsan_tf.models import registry
-
     scripts = _console_scripts()
     command = PROGRAM_RUN.sub(
         lambda match: scripts.get(f"dsan_tf.programs.{match.group(1)}", match.group(0)), command)
-    named = registry.named_configs()
+    named = _named_configs()
     files = [match for match in FLAGFILE.finditer(command) if match.group(2) in named]
     names = [match.group(2) for match in files]
     if not files or named[names[0]].base or any(

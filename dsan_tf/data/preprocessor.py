@@ -343,10 +343,13 @@ def texts(value, what):
     return items, False
 
 
-def pair_texts(x):
+def pair_texts(x, hypotheses=None):
     """(premises, hypotheses, whether one pair was given) of {"premise", "hypothesis"} or
     (premises, hypotheses): strings or equally long sequences of them (a pandas
-    DataFrame: its premise and hypothesis columns)."""
+    DataFrame: its premise and hypothesis columns); or of `x` the premises and
+    `hypotheses` beside them (`classify(premises, hypotheses)`)."""
+    if hypotheses is not None:
+        x = (x, hypotheses)
     x = _columns(x)
     if isinstance(x, (tuple, list)) and len(x) == 2:
         x = {"premise": x[0], "hypothesis": x[1]}

@@ -169,11 +169,13 @@ def _read_config(family, path):
     return NamedConfig(name, family, path, description, base, flags)
 
 
-def _family_files(folder_name):
-    """(family name, entry) of each entry of every family's `folder_name` folder, in
-    `PACKAGES` order, then by name."""
-    for family_name in names():
-        folder = importlib.resources.files(f"dsan_tf.models.{family_name}") / folder_name
+def _model_files(folder_name):
+    """(family name, entry) of each entry of the `folder_name` folder that every family
+    shares (`dsan_tf/models/<folder_name>`, family None), then of every family's, in
+    `PACKAGES` order; each folder's by name."""
+    for family_name in (None, *names()):
+        package = "dsan_tf.models" + (f".{family_name}" if family_name else "")
+        folder = importlib.resources.files(package) / folder_name
         if folder.is_dir():
             for entry in sorted(folder.iterdir(), key=lambda entry: entry.name):
                 yield family_name, entry
@@ -182,19 +184,17 @@ def _family_files(folder_name):
 def named_configs():
     """{name: `NamedConfig`} of the shared configurations, then every family's
     `configs/*.cfg` in `PACKAGES` order; ValueError when two use one name."""
-    found, folders = {}, {}
-    shared = importlib.resources.files("dsan_tf.models") / "configs"
-    entries = [(None, entry) for entry in sorted(shared.iterdir(), key=lambda e: e.name)]
-    for family_name, entry in [*entries, *_family_files("configs")]:
+    found = {}
+    for family_name, entry in _model_files("configs"):
         if entry.name.endswith(".cfg"):
             config = _read_config(family_name, os.fspath(entry))
             if family_name is None:
                 config = dataclasses.replace(config, family=config.flags.get("model", DEFAULT))
-            folder = os.path.dirname(config.path)
             if config.name in found:
                 raise ValueError(f"configuration {config.name!r} is in both "
-                                 f"{folders[config.name]} and {folder}.")
-            found[config.name], folders[config.name] = config, folder
+                                 f"{os.path.dirname(found[config.name].path)} and "
+                                 f"{os.path.dirname(config.path)}.")
+            found[config.name] = config
     return found
 
 
@@ -222,7 +222,7 @@ def trained_presets():
     by name (`dsan_tf.presets()`): each family's `trained/<name>/` folders that hold a
     preset (metadata.json, whose "description" says what it is), in `PACKAGES` order."""
     found = {}
-    for _, entry in _family_files("trained"):
+    for _, entry in _model_files("trained"):
         if (entry / "metadata.json").is_file():
             metadata = json.loads((entry / "metadata.json").read_text(encoding="utf-8"))
             found[entry.name] = (os.fspath(entry), metadata.get("description", ""))

@@ -312,9 +312,7 @@ class TextModel:
             ValueError: a string beside a list, lists of different lengths, or a value
                 that is not text.
         """
-        pairs = premises if hypotheses is None else {"premise": premises,
-                                                     "hypothesis": hypotheses}
-        premises, hypotheses, _ = _text_module().pair_texts(pairs)
+        premises, hypotheses, _ = _text_module().pair_texts(premises, hypotheses)
         probabilities, cut = self.predict({"premise": premises, "hypothesis": hypotheses},
                                           return_truncated=True)
         return labelled(probabilities, **{f"{side}_truncated": values

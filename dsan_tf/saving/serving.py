@@ -142,8 +142,7 @@ class SavedModelClassifier:
     def classify(self, premises, hypotheses=None):
         """As the task model's `classify` (`TextModel.classify`); the tokens cut are there
         when the SavedModel exports them."""
-        x = premises if hypotheses is None else {"premise": premises, "hypothesis": hypotheses}
-        premises, hypotheses, _ = pair_texts(x)
+        premises, hypotheses, _ = pair_texts(premises, hypotheses)
         probabilities, cut = self._signature_predict(premises, hypotheses)
         return labelled(probabilities, **cut)
 
@@ -159,7 +158,6 @@ class SavedModelClassifier:
             probabilities), floats; `pairs`, how many.
         """
         return scores(self.predict(x), y)
-
 
     def _signature_predict(self, premises, hypotheses):
         classify, parts = self.signatures["serving_default"], {}
