@@ -68,6 +68,7 @@ def define_flags():
     project_flags.define_model_flags()
     project_flags.define_data_flags()
     project_flags.define_training_flags()
+    project_flags.define_step_flags()
     project_flags.define_output_flag()
     flags.DEFINE_float("benchmark_seconds", 2.0, "Time each measurement for at least this long.")
     flags.DEFINE_list("benchmark_lengths", ["16", "32"], "Sentence lengths of the compile "
@@ -474,7 +475,7 @@ def _task():
     config = frozen_embeddings(project_flags.experiment_config())
     if config.training.mixed_precision != "none":
         keras.config.set_dtype_policy(config.training.mixed_precision)
-    return NLITask(config)
+    return NLITask(config, project_flags.run_policy())
 
 
 def cli():

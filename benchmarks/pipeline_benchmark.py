@@ -28,6 +28,7 @@ def define_flags():
     project_flags.define_model_flags()
     project_flags.define_data_flags()
     project_flags.define_training_flags()
+    project_flags.define_step_flags()
     project_flags.define_output_flag()
     flags.DEFINE_integer("pipeline_epochs", 3, "Timed passes over the data (after a warm-up).")
     flags.DEFINE_integer("train_steps", 20, "Timed training steps (after a warm-up).")
@@ -78,7 +79,7 @@ def task_with(task, **data_settings):
     from dsan_tf.core.task import NLITask
 
     data = dataclasses.replace(task.config.data, **data_settings)
-    return NLITask(dataclasses.replace(task.config, data=data), log=task.log)
+    return NLITask(dataclasses.replace(task.config, data=data), task.policy, log=task.log)
 
 
 @program.main
@@ -88,7 +89,8 @@ def main(argv):
     from dsan_tf.core.task import NLITask
     from benchmarks.benchmark import frozen_embeddings
 
-    task = NLITask(frozen_embeddings(project_flags.experiment_config()))
+    task = NLITask(frozen_embeddings(project_flags.experiment_config()),
+                   project_flags.run_policy())
     pairs, preprocessor, prepare_seconds = prepare(task)
     dataset = task.build_inputs(pairs, training=True)
     rate = pipeline_rate(dataset, pairs, FLAGS.pipeline_epochs)

@@ -393,7 +393,7 @@ def main(argv=None):
     args = _parser().parse_args(argv)
     import keras
 
-    from dsan_tf.core.config import ExperimentConfig
+    from dsan_tf.core.config import ExperimentConfig, RunPolicy
     from dsan_tf.core.task import NLITask
     if keras.backend.backend() != "jax":
         sys.exit("--gpu_kernels compiles with JAX: run it with KERAS_BACKEND=jax.")
@@ -403,9 +403,8 @@ def main(argv=None):
     fields = {key: int(value) for key, value in  # integers, as gpu_check's --size
               (pair.split("=", 1) for pair in args.size.split(",") if pair)}
     # As on a GPU: one pass of the encoder, the step compiled.
-    config = ExperimentConfig.named(args.config, **{"one_pass": True, "jit_compile": True,
-                                                    **fields})
-    task = NLITask(config)
+    config = ExperimentConfig.named(args.config, **fields)
+    task = NLITask(config, RunPolicy(one_pass=True, jit_compile=True))
     size = config.data.batch_size
     x, y = batches(size, *(int(n) for n in args.shape.split("x")), 1)
     batch = (x, y, np.ones(size, "float32"))  # with sample weights, as NLIBatches feeds

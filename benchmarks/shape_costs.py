@@ -45,7 +45,7 @@ def _conditions(task, premise, hypothesis, steps):
     reads both sides in one pass (its step then reads 2 max(T1, T2) tokens a row), XLA's flags, Keras' dtype policy and (JAX) the
     default precision of matmuls (None: XLA's default)."""
     record = {"premise": premise, "hypothesis": hypothesis,
-              "batch_size": task.config.data.batch_size, "one_pass": task.one_pass(),
+              "batch_size": task.config.data.batch_size, "one_pass": task.plan.one_pass,
               "xla_flags": os.environ.get("XLA_FLAGS", ""),
               "dtype_policy": keras.config.dtype_policy().name, "steps": steps}
     if keras.backend.backend() == "jax":  # float32 matmuls: XLA's default, TF32 or full

@@ -330,7 +330,7 @@ import numpy as np
 import dsan_tf.models
 from helpers import inference  # as the test computed what it expects
 inputs = dict(np.load(sys.argv[1]))
-outputs = [inference(dsan_tf.models.load_model(path), inputs).tolist()
+outputs = [inference(dsan_tf.models.registry.load_model(path), inputs).tolist()
            for path in sys.argv[2:]]  # load_model registers the classes first
 print(json.dumps(outputs))
 """

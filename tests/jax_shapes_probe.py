@@ -14,7 +14,7 @@ import sys
 import jax
 import numpy as np
 
-from dsan_tf.core.config import DataConfig, ExperimentConfig, TrainingConfig, model_config
+from dsan_tf.core.config import DataConfig, ExperimentConfig, RunPolicy, model_config
 from dsan_tf.data.batching import (HYPOTHESIS_LENGTHS, PREMISE_LENGTHS, IdPairs,
                                    Shapes)
 from dsan_tf.core.task import NLITask
@@ -49,13 +49,12 @@ PROGRAMS = ("train_step", "test_step", "encode", "backward", "head_gradient", "u
 def probe(pairs_count, premise_lengths=PREMISE_LENGTHS, hypothesis_lengths=HYPOTHESIS_LENGTHS,
           sentence_programs=None):
     """What the module docstring says, as a dict; `sentence_programs` is
-    `TrainingConfig`'s (None: on a CPU)."""
+    `RunPolicy`'s (None: on a CPU)."""
     config = ExperimentConfig(
         model_config=model_config("dsan", embedding_dim=16, num_heads=2, ffn_dim=32,
                                   classifier_units=16, vocab_size=200),
-        data=DataConfig(batch_size=32, seed=0),
-        training=TrainingConfig(jit_compile=True, sentence_programs=sentence_programs))
-    task = NLITask(config)
+        data=DataConfig(batch_size=32, seed=0))
+    task = NLITask(config, RunPolicy(jit_compile=True, sentence_programs=sentence_programs))
     train, dev = snli_like_pairs(pairs_count, 0), snli_like_pairs(pairs_count // 4, 1)
     grids = {name: Shapes.fit(pairs, 32, order, 0, premise_lengths, hypothesis_lengths)
              for name, pairs, order in (("train", train, "sorted_chunks"),

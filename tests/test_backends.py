@@ -73,7 +73,7 @@ def load(directory, inputs):
     backend, logits = keras.backend.backend(), {}
     for file in sorted(os.listdir(directory)):
         if file.endswith(".keras") and not file.startswith(backend + "."):
-            model = dsan_tf.models.load_model(os.path.join(directory, file))
+            model = dsan_tf.models.registry.load_model(os.path.join(directory, file))
             logits[file] = logits_of(model, inputs)
     return {"backend": backend, "logits": logits}
 

@@ -3,6 +3,7 @@ once per epoch, padding to the grid only, rows that fill a batch weighted 0 and 
 effect on the loss, the seeded order, the grid's optimality, the encoded setting's file."""
 
 import collections
+import dataclasses
 import itertools
 import warnings
 
@@ -10,7 +11,8 @@ import keras
 import numpy as np
 import pytest
 
-from dsan_tf.core.config import DataConfig, ExperimentConfig, TrainingConfig, model_config
+from dsan_tf.core.config import (DataConfig, ExperimentConfig, RunPolicy, TrainingConfig,
+                                 model_config)
 from dsan_tf.data import costs
 from dsan_tf.data.batching import (IdPairs, NLIBatches, Shapes, batch_order, length_grid,
                                    pad_to)
@@ -156,16 +158,41 @@ def test_fill_rows_change_neither_loss_nor_accuracy():
 
 def test_the_task_batches_in_numpy_where_the_step_is_compiled():
     pairs = varied_pairs(200)
-    compiled = NLITask(ExperimentConfig(training=TrainingConfig(jit_compile=True)))
+    compiled = NLITask(ExperimentConfig(), RunPolicy(jit_compile=True))
     assert isinstance(compiled.build_inputs(pairs, training=True), NLIBatches)
     evaluation = compiled.build_inputs(pairs)
     assert isinstance(evaluation, NLIBatches) and evaluation.order == "length_buckets"
-    free = NLITask(ExperimentConfig(data=DataConfig(bounded_shapes=False),
-                                    training=TrainingConfig(jit_compile=True)))
-    assert not free.numpy_batches(pairs, training=True).shapes.bounded
-    capped = NLITask(ExperimentConfig(training=TrainingConfig(jit_compile=True,
-                                                              steps_per_epoch=3)))
+    free = NLITask(ExperimentConfig(), RunPolicy(jit_compile=True, bounded_shapes=False))
+    assert not free.build_inputs(pairs, training=True).shapes.bounded
+    capped = NLITask(ExperimentConfig(training=TrainingConfig(steps_per_epoch=3)),
+                     RunPolicy(jit_compile=True))
     assert len(capped.build_inputs(pairs, training=True)) == 3
+
+
+def test_one_planner_names_the_strategy_of_every_run():
+    """`NLITask.plan`: one strategy a run, decided from its policy (resolved) and family,
+    and one planner behind it: each strategy's batches are what it names."""
+    from dsan_tf.data import planning
+
+    def plan(model="dsan", **policy):
+        return NLITask(ExperimentConfig(model=model), RunPolicy(**policy)).plan
+
+    assert plan().strategy == "longest"  # TensorFlow: an uncompiled step
+    assert plan(pad_to_bucket=True).strategy == "buckets"
+    assert plan(strategy="tpu", jit_compile=True).strategy == "static"
+    assert plan(jit_compile=True).strategy == "priced"
+    assert plan(jit_compile=True, shape_costs="padding").strategy == "grid"
+    assert planning.strategy(True, shared_lengths=True) == "shared"
+    pairs = varied_pairs(300)
+    grid = plan(jit_compile=True, shape_costs="padding").batches(pairs, training=True)
+    assert grid.shapes == Shapes.fit(pairs, 64, "sorted_chunks")
+    longest = plan().batches(pairs, training=True)  # IdPairs: NumPy, each its own longest
+    assert not longest.shapes.bounded
+    shared = dataclasses.replace(plan(jit_compile=True), strategy="shared", log=print)
+    shapes = shared.batches(pairs, training=True).shapes
+    assert shapes.premise_grid == shapes.hypothesis_grid
+    with pytest.raises(ValueError, match="strategy must be one of longest, buckets"):
+        planning.BatchPlan("padded", 64)
 
 
 def test_an_encoded_setting_round_trips_through_its_file(tmp_path):
@@ -174,12 +201,14 @@ def test_an_encoded_setting_round_trips_through_its_file(tmp_path):
         "dsan", embedding_dim=8, num_heads=2))
     words = [f"w{i}" for i in range(48)]
     vectors = np.random.default_rng(0).normal(size=(50, 8)).astype("float32")
-    setting = EncodedSetting(config, {"train": varied_pairs(300), "dev": varied_pairs(50, 1)},
+    policy = RunPolicy(steps_per_execution=4)
+    setting = EncodedSetting(config, policy,
+                             {"train": varied_pairs(300), "dev": varied_pairs(50, 1)},
                              vectors, words)
     path = tmp_path / "setting.npz"
     setting.save(path)
     loaded = EncodedSetting.load(path)
-    assert loaded.config == config and loaded.words == words
+    assert loaded.config == config and loaded.words == words and loaded.policy == policy
     assert loaded.vocabulary_size == 50 == len(vectors)
     assert np.array_equal(loaded.word_vectors, vectors)
     for name, pairs in setting.splits.items():

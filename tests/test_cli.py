@@ -44,6 +44,14 @@ def test_demo_trains_and_leaves_a_complete_run_directory(demo):
     if (ROOT / ".git").exists():
         assert config["provenance"]["git_commit"]
     assert "--embedding_dim=32" in (workdir / "flags.txt").read_text()
+    # How it ran: decided once for the backend and device, printed and recorded alike.
+    policy = config["policy"]
+    assert "training batches (longest) hold " in output  # the planner's strategy
+    assert f"how it runs: jit_compile {'on' if policy['jit_compile'] else 'off'}, one_pass " \
+        f"{'on' if policy['one_pass'] else 'off'}, steps_per_execution " \
+        f"{policy['steps_per_execution']}, " in output
+    assert policy["export_dir"] == str(workdir / "export") and None not in (
+        policy["jit_compile"], policy["bounded_shapes"], policy["sentence_programs"])
     rows = history(workdir)
     # Counted from 1, as the log, results.json and the model card count them.
     assert [int(r["epoch"]) for r in rows] == [1, 2, 3, 4]
@@ -136,7 +144,7 @@ def test_export_runs_without_our_package(demo, tmp_path):
     shutil.copytree(version, bare, ignore=shutil.ignore_patterns("*.keras", "*.json"))
     premises, hypotheses = ["the dog chased the cat", "the boy saw the girl"], [
         "the cat chased the dog", "the boy saw the girl"]
-    for source in (workdir, export, bare):
+    for source in (workdir, export, bare, workdir / "best.keras"):  # one load for each
         loaded = dsan_tf.load(str(source))
         out = loaded.classify(premises, hypotheses)
         assert out["labels"] == fresh["label"], source
@@ -156,6 +164,10 @@ def test_export_runs_without_our_package(demo, tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="neither a trained model"):
         dsan_tf.load(str(tmp_path / "empty"))
+    (tmp_path / "cut.keras").write_bytes((workdir / "best.keras").read_bytes()[:1000])
+    with pytest.raises(ValueError, match=r"cut.keras is not a .keras file \(a zip archive\) "
+                                         "or is cut short"):
+        dsan_tf.load(str(tmp_path / "cut.keras"))
     assert fresh["embedding_shape"] == [3, 4 * 32]
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text('{"sentence1": "the dog chased the cat", "sentence2": "the cat chased the dog"}\n'

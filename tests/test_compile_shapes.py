@@ -48,17 +48,16 @@ def test_per_length_programs_choose_one_grid_for_both_sides_and_say_shape_costs_
     """With per-length programs, training shapes are one grid of lengths for both sides
     (`Shapes.fit_shared`), logged with its padding against two grids; a `shape_costs` the
     user set, which prices whole steps, is reported unused rather than dropped silently."""
-    from dsan_tf.core.config import DataConfig, ExperimentConfig, TrainingConfig
+    from dsan_tf.core.config import DataConfig, ExperimentConfig, RunPolicy
     from dsan_tf.core.task import NLITask
     from test_batching import varied_pairs
 
     for setting in ("device", "padding"):
         lines = []
-        task = NLITask(ExperimentConfig(data=DataConfig(batch_size=32, shape_costs=setting),
-                                        training=TrainingConfig(jit_compile=True,
-                                                                sentence_programs=True)),
-                       log=lines.append)
-        shapes = task.training_shapes(varied_pairs(300))
+        task = NLITask(ExperimentConfig(data=DataConfig(batch_size=32)),
+                       RunPolicy(shape_costs=setting, jit_compile=True,
+                                 sentence_programs=True), log=lines.append)
+        shapes = task.plan.shapes(varied_pairs(300))
         assert shapes.premise_grid == shapes.hypothesis_grid
         assert f"batch shapes of {shapes.chosen['lengths']} sentence lengths for both sides" \
             in lines[0]
@@ -93,7 +92,7 @@ def test_k_steps_as_one_program_train_as_the_steps_one_by_one():
     import numpy as np
 
     from dsan_tf.data.batching import NLIBatches, Shapes
-    from dsan_tf.core.config import ExperimentConfig, TrainingConfig, model_config
+    from dsan_tf.core.config import ExperimentConfig, RunPolicy, model_config
     from dsan_tf.core.task import NLITask
     from dsan_tf.speed.compilation import _Batches
     from test_batching import varied_pairs
@@ -102,9 +101,8 @@ def test_k_steps_as_one_program_train_as_the_steps_one_by_one():
         keras.utils.set_random_seed(0)
         task = NLITask(ExperimentConfig(
             model_config=model_config("dsan", embedding_dim=8, num_heads=2, ffn_dim=16,
-                                      classifier_units=8),
-            training=TrainingConfig(steps_per_execution=steps, jit_compile=True,
-                                    sentence_programs=False)),
+                                      classifier_units=8)),
+            RunPolicy(steps_per_execution=steps, jit_compile=True, sentence_programs=False),
             log=lambda *a: None)
         return task.compile(task.build_model(50))
 
@@ -138,7 +136,7 @@ def test_steps_of_per_length_programs_compute_what_keras_whole_step_computes():
     import numpy as np
 
     from dsan_tf.data.batching import NLIBatches, Shapes
-    from dsan_tf.core.config import ExperimentConfig, TrainingConfig, model_config
+    from dsan_tf.core.config import ExperimentConfig, RunPolicy, model_config
     from dsan_tf.core.task import NLITask
     from test_batching import varied_pairs
 
@@ -146,9 +144,8 @@ def test_steps_of_per_length_programs_compute_what_keras_whole_step_computes():
         keras.utils.set_random_seed(0)
         task = NLITask(ExperimentConfig(
             model_config=model_config("dsan", embedding_dim=8, num_heads=2, ffn_dim=16,
-                                      classifier_units=8, dropout=0.3),
-            training=TrainingConfig(jit_compile=True, sentence_programs=programs)),
-            log=lambda *a: None)
+                                      classifier_units=8, dropout=0.3)),
+            RunPolicy(jit_compile=True, sentence_programs=programs), log=lambda *a: None)
         return task.compile(task.build_model(50))
 
     def state(m):

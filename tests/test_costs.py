@@ -11,7 +11,7 @@ import pytest
 
 from dsan_tf.data import costs
 from dsan_tf.data.batching import IdPairs, NLIBatches, Shapes, batch_order
-from dsan_tf.core.config import DataConfig, ExperimentConfig, TrainingConfig
+from dsan_tf.core.config import ExperimentConfig, RunPolicy, TrainingConfig
 from dsan_tf.core.task import NLITask
 from tests.test_batching import all_pairs, rows, varied_pairs
 
@@ -181,40 +181,40 @@ def test_evaluation_runs_in_the_training_shapes_grown_where_it_is_longer(tmp_pat
            "first_train_step_s": 20.0, "first_eval_step_s": 4.0,
            "train_ms_per_step": 2.0 + 0.01 * (p + 16)} for p in (16, 32, 64))]))
     logged = []
-    task = NLITask(ExperimentConfig(data=DataConfig(shape_costs=str(costs_file)),
-                                    training=TrainingConfig(jit_compile=True, epochs=5)),
+    task = NLITask(ExperimentConfig(training=TrainingConfig(epochs=5)),
+                   RunPolicy(shape_costs=str(costs_file), jit_compile=True),
                    log=logged.append)
-    batches = task.numpy_batches(train, training=True)
+    batches = task.build_inputs(train, training=True)
     shapes = batches.shapes
     assert shapes.chosen["by"] == "cells" and shapes.chosen["costs"]["compile_seconds"] == 24.0
     assert logged[-1].startswith(f"batch shapes by cells ({costs_file}): "
                                  f"{shapes.describe()}; predicted padding grid ")
     assert f"over 5 epoch(s)" in logged[-1]
-    evaluation = task.numpy_batches(dev, shapes=shapes)
+    evaluation = task.build_inputs(dev, shapes=shapes)
     assert {shape[1:] for shape in evaluation.describe()[1]} <= set(shapes.extended_to(dev).cells)
     assert evaluation.shapes.cells[:-1] == shapes.cells[:-1]
-    grown = task.numpy_batches(longer, shapes=shapes)
+    grown = task.build_inputs(longer, shapes=shapes)
     top = shapes.cells[-1]
     assert set(grown.describe()[1]) == {(64, max(90, top[0]), max(40, top[1]))}
-    padding = NLITask(ExperimentConfig(data=DataConfig(shape_costs="padding"),
-                                       training=TrainingConfig(jit_compile=True)))
-    assert padding.numpy_batches(train, training=True).shapes == Shapes.fit(
+    padding = NLITask(ExperimentConfig(),
+                      RunPolicy(shape_costs="padding", jit_compile=True))
+    assert padding.build_inputs(train, training=True).shapes == Shapes.fit(
         train, 64, "sorted_chunks")
 
 
 def test_the_task_prices_shapes_in_one_pass_where_its_encoder_reads_one():
-    """`NLITask.training_shapes` passes `one_pass` (resolved; a sentence encoder) to the
+    """`BatchPlan.shapes` passes `one_pass` (resolved; a sentence encoder) to the
     choice: squares for DSAN in one pass, not for a pair-input family (AF-DMN reads the
     pair together) or in two passes."""
     pairs = varied_pairs(2000)
     tiny = {"embedding_dim": 8, "num_heads": 2, "ffn_dim": 16}
 
     def chosen(model, one_pass):
-        config = ExperimentConfig.named(model, one_pass=one_pass, jit_compile=True,
-                                        epochs=5, shape_costs="device", **(
-                                            tiny if model == "dsan_snli" else {}))
-        task = NLITask(config, log=lambda line: None)
-        return task.one_pass(), task.training_shapes(pairs).chosen
+        config = ExperimentConfig.named(model, epochs=5, **(
+            tiny if model == "dsan_snli" else {}))
+        task = NLITask(config, RunPolicy(one_pass=one_pass, jit_compile=True,
+                                         shape_costs="device"), log=lambda line: None)
+        return task.plan.one_pass, task.plan.shapes(pairs).chosen
 
     one, record = chosen("dsan_snli", True)
     assert one is True and record["one_pass"] is True

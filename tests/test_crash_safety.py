@@ -38,14 +38,15 @@ def _config(epochs=3):
                                                         dropout=0.3),
         data=DataConfig(train_data="synthetic:word_order/train",
                         dev_data="synthetic:word_order/dev", embeddings="random",
-                        batch_size=32, max_length=32, bounded_shapes=True),
-        training=TrainingConfig(epochs=epochs, learning_rate=3e-4, jit_compile=False))
+                        batch_size=32, max_length=32),
+        training=TrainingConfig(epochs=epochs, learning_rate=3e-4))
 
 
 def _options():
-    from dsan_tf.core.config import RunOptions
+    from dsan_tf.core.config import RunPolicy
 
-    return RunOptions(log_every_steps=5, compile_ahead=False)
+    return RunPolicy(log_every_steps=5, compile_ahead=False, jit_compile=False,
+                     bounded_shapes=True)
 
 
 def observed(workdir):

@@ -150,7 +150,11 @@ def test_training_batchings(pairs):
         plain = NLITask(ExperimentConfig(data=DataConfig(batch_size=16, batching=batching)))
         batches = list(plain.build_inputs(encoded, training=True))
         assert sorted((int(labels.shape[0]) for _, labels in batches), reverse=True) == full
-    for inputs, _ in task.build_inputs(encoded, training=True, static_shapes=True):
+    from dsan_tf.core.config import RunPolicy
+
+    tpu = NLITask(task.config, RunPolicy(strategy="tpu"))  # static shapes: a TPU compiles each
+    assert tpu.plan.strategy == "static"
+    for inputs, _ in tpu.build_inputs(encoded, training=True):
         assert inputs["premise"].shape[1] in (*DEFAULT_BUCKETS, 40)
 
 

@@ -71,23 +71,6 @@ class DataConfig:
         "hypothesis's length predicts its label). SNLI 25k dev, seed 0: 71.0/70.4/69.1/67.5% "
         "(docs/FIDELITY.md#training-batches). Evaluation always uses length buckets.",
         choices=BATCHINGS)
-    pad_to_bucket: bool = hyperparameter(
-        False, "Pad batches to their length bucket's boundary (fewer shapes for XLA; the "
-        "tf.data batches of an uncompiled step).")
-    bounded_shapes: bool | None = hyperparameter(
-        None, "Batch in NumPy (dsan_tf.data.batching) to a small fixed set of shapes, "
-        "lengths from a grid fitted to the data and full batches (partial ones filled with "
-        "rows of weight 0), the same with or without TensorFlow. Unset: when the training "
-        "step is compiled (jit_compile, JAX's default), since XLA compiles once per shape "
-        "(docs/PERFORMANCE.md).")
-    shape_costs: str = hyperparameter(
-        "device", "How bounded shapes are chosen: device, the training shapes (1 to 3, or "
-        "the padding grid of 12) that cost least in compiles plus steps over the run on this "
-        "device, by figures measured on a GPU and a CPU (dsan_tf.data.costs); padding, the "
-        "grid of 4 x 3 lengths that pads least; or a file of `benchmarks.shape_costs` "
-        "measurements to fit. Evaluation uses the training shapes. With per-length programs "
-        "(sentence_programs) none of these: one grid of lengths for both sides.", exists="file",
-        values=("device", "padding"))
     deterministic: bool = hyperparameter(
         True, "Deterministic TF ops and input order (same seed, same data: same run).")
     embeddings: str | None = hyperparameter(
@@ -139,29 +122,6 @@ class TrainingConfig:
         "pairs, the batches drawn from the shuffled data repeated (carried by examples "
         "seen: 549367 is an epoch of full SNLI, the papers' own). docs/TRAINING.md, "
         "\"Schedules\".", lower_bound=0)
-    jit_compile: bool | None = hyperparameter(
-        None, "Compile the training step (XLA; torch.compile on PyTorch). Unset: what pays "
-        "on the backend, off on TensorFlow and PyTorch, on under JAX.")
-    one_pass: bool | None = hyperparameter(
-        None, "Encode premise and hypothesis in one call of the sentence encoder, as one "
-        "batch of 2B padded to the longer side: half the compiled program (a GPU's step costs "
-        "its program's size, not its tokens), more padded tokens. The same function of the "
-        "weights; dropout draws differ. Unset: on a GPU or TPU, off on a CPU "
-        "(docs/PERFORMANCE.md).")
-    steps_per_execution: int | None = hyperparameter(
-        None, "Training steps per call of the compiled step function (Keras' "
-        "`steps_per_execution`): callbacks see every Nth batch. On JAX it is a loop of the "
-        "one compiled step, so it adds no compile and takes any batch shapes; it takes the "
-        "host's per-step work (callbacks, logs) off steps bound by overhead. Unset: "
-        f"{ACCELERATOR_STEPS_PER_EXECUTION} under JAX on a GPU or TPU, else 1 "
-        "(docs/PERFORMANCE.md).", lower_bound=1)
-    sentence_programs: bool | None = hyperparameter(
-        None, "On JAX, make a sentence-pair model's steps of programs per sentence length "
-        "(the encoder's forward, backward and inference passes) and programs compiled once "
-        "(the head, the optimizer's update), so that batch shapes sharing a length share "
-        "its programs: fewer seconds compiling, a few dispatches more a step. The same "
-        "numbers as one program a step. With steps_per_execution 1 only. Unset: on under "
-        "JAX on a CPU (docs/PERFORMANCE.md).")
     mixed_precision: str = hyperparameter(
         "none", "Compute in half precision, keep float32 weights. For GPUs with fast half "
         "precision (float16: Volta and later; bfloat16: Ampere and later, TPUs); Pascal "
@@ -251,11 +211,16 @@ class ExperimentConfig:
 
     @classmethod
     def from_dict(cls, values):
-        """The configuration `to_dict` gave (JSON-safe: tuples may come back as lists).
-        ValueError names an unknown or bad field."""
+        """The configuration `to_dict` gave (JSON-safe: tuples may come back as lists; a
+        record's "policy", and the `STEP_CHOICES` fields an older record keeps in its
+        parts, are `RunPolicy.from_record`'s). ValueError names an unknown or bad field."""
         values = dict(values)
         model = values.pop("model", registry.DEFAULT)
+        values.pop("policy", None)  # how it ran: `RunPolicy.from_record`
         parts = {"data": DataConfig, "training": TrainingConfig}
+        for name in parts:  # a record of before the policy had its own part
+            if isinstance(values.get(name), dict):
+                values[name] = {n: v for n, v in values[name].items() if n not in STEP_CHOICES}
         unknown = sorted(set(values) - set(parts) - {"model_config"})
         if unknown:
             raise ValueError(f"unknown ExperimentConfig field(s): {', '.join(unknown)}.")
@@ -330,44 +295,14 @@ class ExperimentConfig:
         return list(dict.fromkeys(names))
 
     def resolved(self):
-        """This configuration with its "unset" (None) fields as they will run on the
-        current Keras backend: `jit_compile` (what pays there), `bounded_shapes` (with a
-        compiled step), `one_pass` (on an accelerator), `steps_per_execution` (JAX on an
-        accelerator), `sentence_programs` (JAX on a CPU) and `trainable_embeddings`
-        (trained when the vectors start random). A run directory records the resolved
-        configuration."""
-        import keras
-
-        from dsan_tf.data.costs import device_platform
-        from dsan_tf.core.optimization import default_jit_compile
-
-        jit = self.training.jit_compile
-        jit = default_jit_compile() if jit is None else jit
-        one_pass = self.training.one_pass
-        if one_pass is None:
-            one_pass = device_platform() != "cpu"
-        steps = self.training.steps_per_execution
-        if steps is None:
-            steps = ACCELERATOR_STEPS_PER_EXECUTION if (
-                keras.backend.backend() == "jax" and device_platform() != "cpu") else 1
-        programs = self.training.sentence_programs
-        if programs is None:
-            from dsan_tf.speed.sentence_programs import default
-
-            programs = default()
-        programs = bool(programs and jit and keras.backend.backend() == "jax")  # JAX's only
-        bounded = jit if self.data.bounded_shapes is None else self.data.bounded_shapes
+        """This configuration with `trainable_embeddings` decided where it is unset:
+        trained when the vectors start random (`embeddings` random or none). A run
+        directory records the resolved configuration (how it runs is `RunPolicy`'s)."""
         trainable = self.model_config.trainable_embeddings
         if trainable is None:
             trainable = self.data.embeddings in (None, "random")
-        return dataclasses.replace(
-            self, training=dataclasses.replace(self.training, jit_compile=jit,
-                                               one_pass=one_pass,
-                                               steps_per_execution=steps,
-                                               sentence_programs=programs),
-            data=dataclasses.replace(self.data, bounded_shapes=bounded),
-            model_config=dataclasses.replace(self.model_config,
-                                             trainable_embeddings=trainable))
+        return dataclasses.replace(self, model_config=dataclasses.replace(
+            self.model_config, trainable_embeddings=trainable))
 
     def differences(self, other):
         """[(field name, this value, `other`'s value)] of the fields that differ, in
@@ -383,7 +318,8 @@ def named_values(name):
     its flagfile's flags (`registry.config_flags`, its base's under them) read with their
     fields' types, "model" its family; ValueError naming the flagfile's flag otherwise."""
     fields = {}
-    for part in (DataConfig, TrainingConfig, *(registry.family(m).config for m in MODELS)):
+    for part in (DataConfig, TrainingConfig, RunPolicy,
+                 *(registry.family(m).config for m in MODELS)):
         for field in dataclasses.fields(part):
             fields.setdefault(field.name, field)
     values = {}
@@ -409,10 +345,66 @@ def _any_family_has(name):
 
 @documented
 @dataclasses.dataclass(frozen=True)
-class RunOptions:
-    """How a run is carried out, beside what it trains (`ExperimentConfig`); none of it
-    changes what the run is (a re-run may change them)."""
+class RunPolicy:
+    """How a run is carried out on this backend and device, beside what it trains
+    (`ExperimentConfig`): how its steps are compiled and batched, where it runs, what it
+    logs and exports. None of it changes the function trained; a re-run may change any
+    of it but `SAME_RUN` (those change the batches a resumed run would draw).
 
+    The fields left unset (None) are decided once, at the start of a run, by `resolved`
+    from the Keras backend and the device; a run directory records the resolved policy
+    in config.json ("policy") and prints it in one line (`describe`).
+
+    Examples:
+    ```python
+    from dsan_tf.core.config import RunPolicy
+
+    policy = RunPolicy(jit_compile=False, steps_per_execution=4).resolved()
+    assert policy.one_pass is not None  # decided: on an accelerator, off on a CPU
+    print(policy.describe())  # "how it runs: jit_compile off, ..."
+    ```
+    """
+
+    jit_compile: bool | None = hyperparameter(
+        None, "Compile the training step (XLA; torch.compile on PyTorch). Unset: what pays "
+        "on the backend, off on TensorFlow and PyTorch, on under JAX.", topic="training")
+    one_pass: bool | None = hyperparameter(
+        None, "Encode premise and hypothesis in one call of the sentence encoder, as one "
+        "batch of 2B padded to the longer side: half the compiled program (a GPU's step costs "
+        "its program's size, not its tokens), more padded tokens. The same function of the "
+        "weights; dropout draws differ. Unset: on a GPU or TPU, off on a CPU "
+        "(docs/PERFORMANCE.md).", topic="training")
+    steps_per_execution: int | None = hyperparameter(
+        None, "Training steps per call of the compiled step function (Keras' "
+        "`steps_per_execution`): callbacks see every Nth batch. On JAX it is a loop of the "
+        "one compiled step, so it adds no compile and takes any batch shapes; it takes the "
+        "host's per-step work (callbacks, logs) off steps bound by overhead. Unset: "
+        f"{ACCELERATOR_STEPS_PER_EXECUTION} under JAX on a GPU or TPU, else 1 "
+        "(docs/PERFORMANCE.md).", lower_bound=1, topic="training")
+    sentence_programs: bool | None = hyperparameter(
+        None, "On JAX, make a sentence-pair model's steps of programs per sentence length "
+        "(the encoder's forward, backward and inference passes) and programs compiled once "
+        "(the head, the optimizer's update), so that batch shapes sharing a length share "
+        "its programs: fewer seconds compiling, a few dispatches more a step. The same "
+        "numbers as one program a step. With steps_per_execution 1 only. Unset: on under "
+        "JAX on a CPU (docs/PERFORMANCE.md).", topic="training")
+    pad_to_bucket: bool = hyperparameter(
+        False, "Pad batches to their length bucket's boundary (fewer shapes for XLA; the "
+        "tf.data batches of an uncompiled step).", topic="data")
+    bounded_shapes: bool | None = hyperparameter(
+        None, "Batch in NumPy (dsan_tf.data.batching) to a small fixed set of shapes, "
+        "lengths from a grid fitted to the data and full batches (partial ones filled with "
+        "rows of weight 0), the same with or without TensorFlow. Unset: when the training "
+        "step is compiled (jit_compile, JAX's default), since XLA compiles once per shape "
+        "(docs/PERFORMANCE.md).", topic="data")
+    shape_costs: str = hyperparameter(
+        "device", "How bounded shapes are chosen: device, the training shapes (1 to 3, or "
+        "the padding grid of 12) that cost least in compiles plus steps over the run on this "
+        "device, by figures measured on a GPU and a CPU (dsan_tf.data.costs); padding, the "
+        "grid of 4 x 3 lengths that pads least; or a file of `benchmarks.shape_costs` "
+        "measurements to fit. Evaluation uses the training shapes. With per-length programs "
+        "(sentence_programs) none of these: one grid of lengths for both sides.", exists="file",
+        values=("device", "padding"), topic="data")
     strategy: str = hyperparameter(
         "default", "tf.distribute strategy: one device, all local GPUs (mirrored), several "
         "machines (multi_worker, TF_CONFIG) or a TPU; batch_size is the global batch.",
@@ -444,3 +436,65 @@ class RunOptions:
 
     def __post_init__(self):
         check_fields(self)
+
+    # Fields whose change would change the batches a resumed run draws (NumPy's bounded
+    # shapes or tf.data's order, and the compiled step that decides them): refused there.
+    SAME_RUN = ("jit_compile", "bounded_shapes", "pad_to_bucket")
+
+    def resolved(self):
+        """This policy with its unset (None) fields decided for the current Keras backend
+        and device: `jit_compile` (what pays there), `one_pass` (on an accelerator),
+        `steps_per_execution` (JAX on an accelerator), `sentence_programs` (JAX on a CPU,
+        with a compiled step) and `bounded_shapes` (with a compiled step)."""
+        import keras
+
+        from dsan_tf.core.optimization import default_jit_compile
+        from dsan_tf.data.costs import device_platform
+
+        jax, cpu = keras.backend.backend() == "jax", device_platform() == "cpu"
+        jit = default_jit_compile() if self.jit_compile is None else self.jit_compile
+        programs = self.sentence_programs
+        if programs is None:
+            from dsan_tf.speed.sentence_programs import default
+
+            programs = default()
+        return dataclasses.replace(
+            self, jit_compile=jit,
+            one_pass=not cpu if self.one_pass is None else self.one_pass,
+            steps_per_execution=(ACCELERATOR_STEPS_PER_EXECUTION if jax and not cpu else 1)
+            if self.steps_per_execution is None else self.steps_per_execution,
+            sentence_programs=bool(programs and jit and jax),  # JAX's only
+            bounded_shapes=jit if self.bounded_shapes is None else self.bounded_shapes)
+
+    def describe(self):
+        """The policy in one line, e.g. "how it runs: jit_compile on, one_pass off, 1 step
+        per execution, ..." (the choices of the steps; where, and what is logged, aside
+        where left at their defaults)."""
+        defaults = RunPolicy()
+        shown = [f"{name} {'on' if value else 'off'}" if isinstance(value, bool) else
+                 f"{name} {value}" for name, value in self.to_dict().items()
+                 if name in STEP_CHOICES or value != getattr(defaults, name)]
+        return "how it runs: " + ", ".join(shown)
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_record(cls, values):
+        """The policy a config.json's `values` recorded: its "policy", or, in a record
+        written before the policy had its own part, the fields its "training" and "data"
+        parts held; None where it records none."""
+        names = {field.name for field in dataclasses.fields(cls)}
+        if isinstance(values.get("policy"), dict):
+            return cls(**{n: v for n, v in values["policy"].items() if n in names})
+        legacy = {name: value for part in ("training", "data")
+                  for name, value in (values.get(part) or {}).items() if name in STEP_CHOICES}
+        return cls(**legacy) if legacy else None
+
+
+# The RunPolicy fields that choose how the steps are compiled and batched (shown by
+# `RunPolicy.describe` whatever their values). Records written before 2026-11-29 (the
+# shipped preset's, the study's) keep them in their configuration's "training" and "data"
+# parts; `ExperimentConfig.from_dict` leaves them to `RunPolicy.from_record`.
+STEP_CHOICES = ("jit_compile", "one_pass", "steps_per_execution", "sentence_programs",
+                "bounded_shapes", "shape_costs", "pad_to_bucket")

@@ -29,7 +29,7 @@ def compile_for_training(model, jit_compile=None, optimizer=None, steps_per_exec
     Adam 1e-3, cross-entropy on the logits, accuracy; or `optimizer`, e.g. the run's from
     `make_optimizer`), and creates the optimizer's variables now. `jit_compile=None`
     takes the backend's `default_jit_compile`; `steps_per_execution` is Keras' (the
-    configuration's: `TrainingConfig.steps_per_execution`); `sentence_programs`, JAX's
+    configuration's: `RunPolicy.steps_per_execution`); `sentence_programs`, JAX's
     steps of per-length programs (`dsan_tf.speed.sentence_programs`; None: on a CPU).
 
     Keras creates them inside the first training step otherwise, and a `tf.function`

@@ -40,7 +40,7 @@ import sys
 from dsan_tf import data
 from dsan_tf.common import atomic
 from dsan_tf.common.errors import UsageError
-from dsan_tf.core.config import ExperimentConfig
+from dsan_tf.core.config import ExperimentConfig, RunPolicy
 from dsan_tf.models.config import described_fields
 from dsan_tf.version import __version__
 
@@ -63,14 +63,13 @@ RUN_FILES = (FLAGFILE, CONFIG, VOCAB, PREPROCESSOR, BEST, BEST_INFO, HISTORY, RE
 # The records a program other than train must never write over (`--output`).
 RECORDS = (FLAGFILE, CONFIG, VOCAB, PREPROCESSOR, BEST, BEST_INFO, HISTORY, RESULTS, CARD,
            LOCK)
-# The configuration's parts in config.json (`ExperimentConfig.to_dict`); the rest of it is
-# what the run found.
+# The configuration's parts in config.json (`ExperimentConfig.to_dict`); beside them its
+# "policy" (`RunPolicy`, how it ran) and what the run found.
 CONFIG_PARTS = ("model", "model_config", "data", "training")
-# Fields a run may go on with changed: where files are, more epochs, and how the steps are
-# compiled and padded (a run started on a GPU goes on on a CPU), not what they compute
-# (more epochs train a finished run on: docs/TRAINING.md).
-MAY_CHANGE = ("tfds_data_dir", "embeddings_cache_dir", "epochs", "shape_costs", "one_pass",
-              "steps_per_execution", "sentence_programs")
+# Fields a run may go on with changed: where files are and more epochs (more epochs train
+# a finished run on: docs/TRAINING.md). How it runs may change too (a run started on a GPU
+# goes on on a CPU), but `RunPolicy.SAME_RUN`.
+MAY_CHANGE = ("tfds_data_dir", "embeddings_cache_dir", "epochs")
 
 
 def flag_values(config):
@@ -89,15 +88,15 @@ def as_flag(name, value):
     return None if value is None else f"--{name}={value}"
 
 
-def flag_lines(config, options=None):
+def flag_lines(config, policy=None):
     """The lines of flags.txt: every field of `config` (`ExperimentConfig`) that is a flag
-    and the `RunOptions` that differ from their defaults, as flags that repeat the run
-    (`--flagfile=flags.txt`)."""
+    and the `RunPolicy` fields that differ from their defaults, as flags that repeat the
+    run (`--flagfile=flags.txt`)."""
     values = flag_values(config)
-    if options is not None:
-        defaults = type(options)()
-        values.update({f.name: getattr(options, f.name) for f in dataclasses.fields(options)
-                       if getattr(options, f.name) != getattr(defaults, f.name)})
+    if policy is not None:
+        defaults = type(policy)()
+        values.update({f.name: getattr(policy, f.name) for f in dataclasses.fields(policy)
+                       if getattr(policy, f.name) != getattr(defaults, f.name)})
     return [line for line in (as_flag(n, v) for n, v in values.items()) if line]
 
 
@@ -274,13 +273,13 @@ class RunDirectory:
             return checkpoint.epochs
         return len(read_history(self.path(HISTORY))) if self.exists(LEGACY_BACKUP) else 0
 
-    def claim(self, config, options=None, overwrite=False):
+    def claim(self, config, policy=None, overwrite=False):
         """Makes this directory the run of `config` (`ExperimentConfig`, resolved), before
         anything else is written; the caller holds the lock (`lock`). A new or emptied
         directory, or one whose run committed no epoch, gets config.json (the
-        configuration) and flags.txt (the same as flags, and `options`' own). A directory
-        whose config.json holds the same configuration, field by field but `MAY_CHANGE`,
-        is that run: "resume" (no results.json yet), "finished", or "extend" (finished
+        configuration and `policy`, `RunPolicy` resolved) and flags.txt (the same as
+        flags). A directory whose config.json holds the same configuration, field by field
+        but `MAY_CHANGE`, and the same policy's `RunPolicy.SAME_RUN`, is that run: "resume" (no results.json yet), "finished", or "extend" (finished
         after all its epochs, and `config` asks for more). Any other configuration is
         refused with one sentence naming each differing field and both values, so that a
         directory never describes a model it does not hold. `overwrite` first removes what
@@ -295,7 +294,7 @@ class RunDirectory:
                                  "start afresh.", fields=("workdir", "overwrite"))
         if not overwrite and self.exists(CONFIG) and (
                 self.exists(RESULTS) or self.epochs_done()):
-            return self._same_run(config, options)
+            return self._same_run(config, policy)
         if overwrite or self.exists(CONFIG):  # nothing committed: nothing to keep
             self.discard()
         elif any(self.exists(name) for name in (FLAGFILE, BEST, HISTORY, LEGACY_BACKUP)):
@@ -304,16 +303,19 @@ class RunDirectory:
                              "workdir, or overwrite to replace it.",
                              fields=("workdir", "overwrite"))
         os.makedirs(self.workdir, exist_ok=True)
-        self.record(config, options)
+        self.record(config, policy)
         return "new"
 
-    def record(self, config, options=None):
-        """Writes config.json's configuration (keeping what the run found) and flags.txt."""
+    def record(self, config, policy=None):
+        """Writes config.json's configuration and policy (keeping what the run found) and
+        flags.txt."""
         found = self.read_json(CONFIG) if self.exists(CONFIG) else {}
-        self.write_json(CONFIG, {**found, **config.to_dict()})
-        atomic.write_text(self.path(FLAGFILE), "\n".join(flag_lines(config, options)) + "\n")
+        found = {name: value for name, value in found.items() if name != "policy"}
+        ran = {"policy": policy.to_dict()} if policy is not None else {}
+        self.write_json(CONFIG, {**found, **config.to_dict(), **ran})
+        atomic.write_text(self.path(FLAGFILE), "\n".join(flag_lines(config, policy)) + "\n")
 
-    def _same_run(self, config, options):
+    def _same_run(self, config, policy):
         """`claim` of a directory that holds a run: its state, or the refusal."""
         recorded = recorded_config(self.read_json(CONFIG), self.path(CONFIG))
         if recorded is None:
@@ -324,6 +326,11 @@ class RunDirectory:
         changed = [(name, there, now) for name, there, now in recorded.differences(config)
                    if name not in MAY_CHANGE or (name == "epochs"
                                                  and not config.training.epochs_may_change())]
+        ran = RunPolicy.from_record(self.read_json(CONFIG))
+        if ran is not None and policy is not None:
+            changed += [(name, getattr(ran, name), getattr(policy, name))
+                        for name in RunPolicy.SAME_RUN
+                        if getattr(ran, name) != getattr(policy, name)]
         if any(name == "model" for name, _, _ in changed):
             # Another family: its hyperparameters differ as a matter of course, and the
             # one line a user needs is the model's.
@@ -355,7 +362,7 @@ class RunDirectory:
                              "workdir, or overwrite to train afresh.",
                              fields=("workdir", "overwrite"))
         if state != "finished":
-            self.record(config, options)
+            self.record(config, policy)
         return state
 
     def discard(self, remove_directory=False):

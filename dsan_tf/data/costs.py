@@ -146,7 +146,7 @@ def device_costs(platform):
 
 
 def step_costs(setting):
-    """`DataConfig.shape_costs` as `StepCosts`: "device" the built-in figures of the device
+    """`RunPolicy.shape_costs` as `StepCosts`: "device" the built-in figures of the device
     the backend computes on, a path those fitted to its measurements; "padding" None."""
     if setting == "padding":
         return None

@@ -1,6 +1,7 @@
 """Model families (one package each, registered by name in `registry`) and the NLI task
 model on top of any of their backbones (`NLIClassifier`). `build_model` makes one from a
-family's name and configuration; `load_model` reads a `.keras` file of any of them.
+family's name and configuration; `dsan_tf.load` reads one back (a `.keras` file, a run
+directory, a preset, an export).
 
 Importing this package loads no Keras: the backbones and layers load on first use.
 """
@@ -8,7 +9,7 @@ Importing this package loads no Keras: the backbones and layers load on first us
 import importlib
 
 from dsan_tf.models import registry
-from dsan_tf.models.registry import Family, family, load_model, names, register_keras_classes
+from dsan_tf.models.registry import Family, family, names, register_keras_classes
 
 _EXPORTS = {
     "Backbone": "dsan_tf.models.backbone",
@@ -18,7 +19,7 @@ _EXPORTS = {
     "TextModel": "dsan_tf.models.text_model",
 }
 
-__all__ = ["Family", "build_backbone", "build_model", "family", "load_model", "names",
+__all__ = ["Family", "build_backbone", "build_model", "family", "names",
            "register_keras_classes",
            "registry", *sorted(_EXPORTS)]
 
@@ -56,7 +57,7 @@ def build_model(name=registry.DEFAULT, config=None, word_vectors=None, one_pass=
             5-gram vectors side by side, as `NLITask.build_model` makes them); without it
             the embeddings start random, U(-0.05, 0.05).
         one_pass: premise and hypothesis through the backbone in one call
-            (`NLIClassifier`'s `one_pass`; `TrainingConfig.one_pass` decides it for runs).
+            (`NLIClassifier`'s `one_pass`; `RunPolicy.one_pass` decides it for runs).
 
     Returns:
         `NLIClassifier` with int32 inputs {"premise": [B, T1], "hypothesis": [B, T2]} and

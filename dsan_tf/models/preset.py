@@ -135,10 +135,10 @@ def names():
 
 
 def locate(path):
-    """The directory that holds the model `path` names: `path` itself, or the trained
-    preset of that name. `NoModel` (one sentence naming `path`) otherwise."""
+    """The directory (or `.keras` file) that holds the model `path` names: `path` itself,
+    or the trained preset of that name. `NoModel` (one sentence naming `path`) otherwise."""
     path = os.fspath(path)
-    if os.path.isdir(path):
+    if os.path.isdir(path) or path.endswith(".keras") and os.path.isfile(path):
         return path
     shipped = names()
     if path in shipped:
@@ -151,8 +151,9 @@ def locate(path):
 
 def load(path, compile=True, num_classes=None, dtype=None, load_weights=True):
     """The model of a preset (a directory, or the name of a trained preset this package
-    ships), a run directory or an export, with its preprocessor (`TextModel.from_preset`).
-    `NoModel`, a ValueError of one sentence naming `path`, when it holds none.
+    ships), a run directory, an export, an ensemble or a `.keras` file, with its
+    preprocessor (`TextModel.from_preset`). `NoModel`, a ValueError of one sentence naming
+    `path`, when it holds none.
 
     Args:
         compile: compiled as it was trained (its optimizer and learning rate; the paper's
@@ -166,13 +167,15 @@ def load(path, compile=True, num_classes=None, dtype=None, load_weights=True):
         load_weights: False: the same architecture with fresh weights.
     """
     path = locate(path)
-    if not any(os.path.exists(os.path.join(path, name)) for name in (METADATA, *MODEL_FILES)):
+    if os.path.isdir(path) and not any(os.path.exists(os.path.join(path, name))
+                                       for name in (METADATA, *MODEL_FILES)):
         # An export's folder: its newest version. A run directory's or a preset's own model
         # comes first, whatever folders someone put beside it.
         path = newest_version(path)
     if os.path.exists(os.path.join(path, METADATA)):
         model, compile_config = _load_preset(path)
-    elif any(os.path.exists(os.path.join(path, name)) for name in MODEL_FILES):
+    elif os.path.isfile(path) or any(os.path.exists(os.path.join(path, name))
+                                     for name in MODEL_FILES):
         model, compile_config = _load_model_file(path)
     elif os.path.isdir(os.path.join(path, MEMBERS)):
         model, compile_config = _ensemble(path), None
@@ -260,11 +263,13 @@ def _load_preset(path):
 
 
 def _load_model_file(path):
-    """(model, its compile config or None) of a run directory's best.keras or an export's
-    model.keras, with the preprocessor beside it when the file has none (files written
-    before the classifier held it)."""
-    file = next(os.path.join(path, name) for name in MODEL_FILES
-                if os.path.exists(os.path.join(path, name)))
+    """(model, its compile config or None) of a `.keras` file, or of a run directory's
+    best.keras or an export's model.keras, with the preprocessor beside it when the file
+    has none (files written before the classifier held it)."""
+    file = path if os.path.isfile(path) else next(
+        os.path.join(path, name) for name in MODEL_FILES
+        if os.path.exists(os.path.join(path, name)))
+    path = os.path.dirname(file)
     if not zipfile.is_zipfile(file):
         raise NoModel(f"{file} is not a .keras file (a zip archive) or is cut short: was "
                       "it damaged, or copied while it was written?")

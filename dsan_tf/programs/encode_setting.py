@@ -20,6 +20,7 @@ def define_flags():
     project_flags.define_model_flags()
     project_flags.define_data_flags()
     project_flags.define_training_flags()
+    project_flags.define_step_flags()
     flags.DEFINE_string("output", None, "The .npz file to write.")
 
 
@@ -31,11 +32,8 @@ def main(argv):
                        ("dev_data", "the development data")):
         if not getattr(config.data, name):
             raise program.UsageError(f"give --{name}, {what}.")
-    # Unless given, what pays is decided where it trains (JAX: compiled, bounded shapes).
-    if not FLAGS["jit_compile"].present:
-        config.training.jit_compile = None
-    if not FLAGS["bounded_shapes"].present:
-        config.data.bounded_shapes = None
+    # Unset choices are decided where it trains (JAX: compiled, bounded shapes).
+    policy = project_flags.run_policy()
     from dsan_tf.core import rundir  # TensorFlow loads here, after --help
     from dsan_tf.data.batching import IdPairs
     from dsan_tf.core.task import NLITask
@@ -45,7 +43,8 @@ def main(argv):
     with tempfile.TemporaryDirectory() as scratch:
         prepared = steps.prepare_data(NLITask(config), rundir.RunDirectory(scratch))
     setting = EncodedSetting(
-        config, {name: IdPairs.from_encoded(pairs) for name, pairs in prepared.encoded.items()},
+        config, policy,
+        {name: IdPairs.from_encoded(pairs) for name, pairs in prepared.encoded.items()},
         prepared.word_vectors, list(prepared.preprocessor.vocabulary.words))
     setting.save(FLAGS.output)
     splits = ", ".join(f"{name} {len(pairs):,} pairs" for name, pairs in setting.splits.items())

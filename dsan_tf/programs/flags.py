@@ -2,7 +2,7 @@
 `official/common/flags.py`); each program calls the ones it needs and defines its own.
 
 Every flag of a configuration is derived from its field (`dsan_tf.core.config`, the families'
-configurations, `RunOptions`): the same name, default, type, limits, choices and help
+configurations, `RunPolicy`): the same name, default, type, limits, choices and help
 (`hyperparameter`), so a hyperparameter is written once, in its configuration. The flags a
 program was given become an `ExperimentConfig` here, once: a `--config`'s values, the given
 flags on top. This module imports no TensorFlow: `--help` is fast.
@@ -17,8 +17,8 @@ import textwrap
 from absl import flags
 
 from dsan_tf.core.config import (
-    DATA_PREFIXES, MODELS, DataConfig, ExperimentConfig, RunOptions, TrainingConfig,
-    named_values)
+    DATA_PREFIXES, MODELS, STEP_CHOICES, DataConfig, ExperimentConfig, RunPolicy,
+    TrainingConfig, named_values)
 from dsan_tf.models import registry
 from dsan_tf.models.config import ModelConfig, described_fields, value_type
 
@@ -63,6 +63,8 @@ _DEFINED = set()
 # shown under the program); the model flags are filed per family.
 TOPIC_OF = {}
 TOPICS = ("model", "data", "training", "output")
+# `RunPolicy`'s fields that say how the steps run (`define_step_flags`).
+STEP_FLAGS = (*STEP_CHOICES, "compile_ahead", "compilation_cache")
 
 
 def require_existing(name, directory=False, prefixes=(), values=()):
@@ -159,15 +161,16 @@ def refuse_other_runs(name, workdir="workdir"):
     flags.register_multi_flags_validator([name, workdir], check)
 
 
-def check_config_paths(config, values=FLAGS):
-    """A --config's file paths (its data and word vectors) checked before TensorFlow loads,
+def check_config_paths(*parts, values=FLAGS):
+    """A --config's file paths in `parts` (configurations: its data, word vectors, shape
+    costs) checked before TensorFlow loads,
     as a flag's are (`require_existing`): a missing one is one sentence naming the config,
     the field and where the path was looked for (it failed after
     TensorFlow loaded, without saying what it is relative to)."""
     name = values["config"].value if "config" in values else None
     if not name:
         return
-    for part in (config.data, config.training):
+    for part in parts:
         for field in described_fields(type(part)):
             limits, value = field.metadata, getattr(part, field.name)
             if ("exists" not in limits or not isinstance(value, str) or field.name in values
@@ -320,16 +323,16 @@ def define_workdir_flag():
 
 
 @_once("training")
-def define_compilation_flags():
-    """--compile_ahead and --compilation_cache (`RunOptions`): what the training programs
-    do before the first epoch, and where JAX keeps compiled steps."""
-    define_config_flags(RunOptions, "training", ("compile_ahead", "compilation_cache"))
+def define_step_flags():
+    """How the steps run (`RunPolicy`'s fields but where and what a run writes): what the
+    programs that train or time steps without a run directory take."""
+    define_config_flags(RunPolicy, "training", STEP_FLAGS)
 
 
 @_once("training")
 def define_run_flags():
-    """How a training run is carried out: `RunOptions`' fields."""
-    define_config_flags(RunOptions, "training")
+    """How a training run is carried out: `RunPolicy`'s fields."""
+    define_config_flags(RunPolicy, "training")
 
 
 @_once("model")
@@ -373,14 +376,16 @@ def as_flags(message, fields=()):
     return message
 
 
-def given_values(values=FLAGS):
+def given_values(values=FLAGS, names=None):
     """{field name: value} of `--config`'s values with the configuration flags given on
     top (a flag left unset takes the named configuration's value, else its field's
-    default)."""
+    default), for the fields `names` (default: `ExperimentConfig`'s)."""
+    names = ExperimentConfig.field_names() if names is None else names
     name = values["config"].value if "config" in values else None
-    given = {field: values[field].value for field in ExperimentConfig.field_names()
+    named = named_values(name) if name else {}
+    given = {field: values[field].value for field in names
              if field in values and values[field].present}
-    return {**(named_values(name) if name else {}), **given}
+    return {**{n: v for n, v in named.items() if n in names}, **given}
 
 
 def experiment_config(values=FLAGS):
@@ -414,10 +419,18 @@ def reading_config(values=FLAGS, model=registry.DEFAULT):
         name: chosen[name] for name in ("tfds_data_dir", "batch_size") if name in chosen}))
 
 
-def run_options(values=FLAGS):
-    """The `RunOptions` of the flags a program defined (`define_run_flags`)."""
-    return RunOptions(**{field.name: values[field.name].value
-                         for field in dataclasses.fields(RunOptions) if field.name in values})
+def run_policy(values=FLAGS):
+    """The `RunPolicy` of the flags a program defined (`define_run_flags`,
+    `define_step_flags`; `--config`'s values under them), unresolved: the run decides
+    the unset choices (`RunPolicy.resolved`)."""
+    names = [field.name for field in dataclasses.fields(RunPolicy)]
+    chosen = given_values(values, names)
+    chosen.update({name: values[name].value for name in names
+                   if name in values and name not in chosen})
+    try:
+        return RunPolicy(**chosen)
+    except ValueError as error:
+        raise flags.ValidationError(as_flags(str(error))) from None
 
 
 def family_defaults(values=FLAGS):

@@ -26,6 +26,7 @@ def define_flags():
     # Not used here, but defined so that a training flagfile describes the model as it is.
     project_flags.define_data_flags()
     project_flags.define_training_flags()
+    project_flags.define_run_flags()
     flags.DEFINE_integer("vocab_size", 2, "Vocabulary size (the word embedding's rows).")
     flags.DEFINE_string("workdir", None, "A run directory of dsan-train: count the "
                         "model it trained (its config.json) instead of the model flags.")

@@ -46,19 +46,19 @@ def define_flags():
 @program.main
 def main(argv):
     program.check_start(argv, workdir="the run directory")
-    config, options = project_flags.experiment_config(), project_flags.run_options()
-    project_flags.check_config_paths(config)
+    config, policy = project_flags.experiment_config(), project_flags.run_policy()
+    project_flags.check_config_paths(config.data, config.training, policy)
     for name, what in (("train_data", "the training data (see --helpfull)"),
                        ("dev_data", "the development data (see --helpfull)"),
                        ("embeddings", "a GloVe file, glove:840B.300d or random")):
         if not getattr(config.data, name):
             raise program.UsageError(f"give --{name}, {what}, or a --config.")
-    if options.export_dir:
+    if policy.export_dir:
         require_tensorflow_backend("export_dir")
     from dsan_tf.training import steps  # TensorFlow loads here, after --help
 
     try:  # the library gets the flags as two objects, read here once
-        outcome = steps.train_run(FLAGS.workdir, config, options, FLAGS.overwrite)
+        outcome = steps.train_run(FLAGS.workdir, config, policy, FLAGS.overwrite)
     except KeyboardInterrupt:
         raise program.Interrupted(steps.interrupted_message(
             FLAGS.workdir, program.command_line())) from None

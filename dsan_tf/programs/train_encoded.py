@@ -6,8 +6,9 @@ TensorBoard or export. Writes what it measured (epoch times, dev accuracy) as JS
     KERAS_BACKEND=jax dsan-train-encoded --setting=snli25k_glove50.npz \
         --output=jax25k.json
 
---sentence_programs, --steps_per_execution and --one_pass override the setting's: how the
-steps run, not what they compute (docs/PERFORMANCE.md).
+The step flags given (--jit_compile, --one_pass, --steps_per_execution, --sentence_programs,
+--bounded_shapes, ...) override the setting's policy: how the steps run, not what they
+compute (docs/PERFORMANCE.md).
 """
 
 import dataclasses
@@ -16,14 +17,10 @@ import json
 from absl import flags
 
 from dsan_tf.common import atomic
-from dsan_tf.core.config import TrainingConfig
 from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program
 
 FLAGS = project_flags.FLAGS
-# The setting's training fields a flag may override: how the steps run, not what they
-# compute (unset: the setting's, resolved for the device).
-HOW_IT_RUNS = ("sentence_programs", "steps_per_execution", "one_pass")
 
 
 def define_flags():
@@ -33,8 +30,7 @@ def define_flags():
                          "setting's).", lower_bound=1)
     flags.DEFINE_integer("patience", None, "Early-stopping patience on dev accuracy "
                          "(default: the setting's; 0: never).", lower_bound=0)
-    project_flags.define_compilation_flags()
-    project_flags.define_config_flags(TrainingConfig, "training", HOW_IT_RUNS)
+    project_flags.define_step_flags()
 
 
 @program.main(tensorflow=False)
@@ -47,12 +43,10 @@ def main(argv):
         setting = EncodedSetting.load(FLAGS.setting)
     except (OSError, ValueError) as error:
         raise program.UsageError(f"--setting={FLAGS.setting}: {error}") from None
-    changed = {name: FLAGS[name].value for name in HOW_IT_RUNS if FLAGS[name].present}
-    if changed:
-        setting.config = dataclasses.replace(setting.config, training=dataclasses.replace(
-            setting.config.training, **changed))
-    record = train_encoded(setting, FLAGS.epochs, FLAGS.patience, FLAGS.compile_ahead,
-                           FLAGS.compilation_cache)
+    changed = {name: FLAGS[name].value for name in project_flags.STEP_FLAGS
+               if FLAGS[name].present}
+    setting.policy = dataclasses.replace(setting.policy, **changed)
+    record = train_encoded(setting, FLAGS.epochs, FLAGS.patience)
     if FLAGS.output:
         atomic.write_text(FLAGS.output, json.dumps(record, indent=2))
     print(f"dev accuracy {record['dev_accuracy']:.4f} (best epoch {record['best_epoch']}); "

@@ -220,16 +220,17 @@ def load(path):
     """The trained model at `path`, ready for raw text: a preset (a directory, or the name
     of a trained preset this package ships: `dsan_tf.presets()`), a run directory of
     `dsan-train`, an export of `dsan-export` (EXPORT_DIR or one of its versions; the
-    newest by default) or an ensemble's. Returns its Keras task model (`NLIClassifier` or
+    newest by default), an ensemble's or a `.keras` file. Returns its Keras task model (`NLIClassifier` or
     `NLIEnsemble`, compiled as it was trained, as `NLIClassifier.from_preset` gives it),
     whose `predict`, `classify`, `evaluate` and `encode` take text; for a SavedModel
     without its Keras file, a `SavedModelClassifier` with the same methods."""
     path = preset.locate(path)
-    newest = preset.newest_version(path)
     try:
         return preset.load(path)
     except preset.NoModel:
-        pass
+        if os.path.isfile(path):  # a .keras file: what is wrong with it
+            raise
+    newest = preset.newest_version(path)
     if os.path.exists(os.path.join(newest, "saved_model.pb")):
         saved = tf.saved_model.load(newest)
         return SavedModelClassifier({"serving_default": saved.signatures["serving_default"],

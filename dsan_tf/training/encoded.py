@@ -51,17 +51,14 @@ def device_name():
     return backend
 
 
-def train_encoded(setting, epochs=None, patience=None, compile_ahead=True,
-                  compilation_cache=True, log=print):
-    """Trains `setting.config` on `setting` (`EncodedSetting`); keeps the best dev epoch's
-    weights.
+def train_encoded(setting, epochs=None, patience=None, log=print):
+    """Trains `setting.config` on `setting` (`EncodedSetting`) as `setting.policy` says
+    (resolved here: compiled steps and shapes, compile-ahead, JAX's compilation cache);
+    keeps the best dev epoch's weights.
 
     Args:
         setting: `EncodedSetting` with "train" and "dev" splits.
         epochs, patience: override the configuration's (`TrainingConfig`).
-        compile_ahead: compile every batch shape before the first epoch
-            (`compilation.compile_ahead`).
-        compilation_cache: JAX's persistent compilation cache (`enable_jax_cache`).
         log: called with each line of text.
 
     The configuration's `mixed_precision` is Keras' dtype policy during the run (the
@@ -78,39 +75,37 @@ def train_encoded(setting, epochs=None, patience=None, compile_ahead=True,
     if setting.config.training.mixed_precision != "none":
         keras.config.set_dtype_policy(setting.config.training.mixed_precision)
     try:
-        return _train(setting, epochs, patience, compile_ahead, compilation_cache, log)
+        return _train(setting, epochs, patience, log)
     finally:
         keras.config.set_dtype_policy(outer)
 
 
-def _train(setting, epochs, patience, compile_ahead, compilation_cache, log):
+def _train(setting, epochs, patience, log):
     config = setting.config
     training = config.training
     epochs = epochs or training.epochs
     patience = training.patience if patience is None else patience
     keras.utils.set_random_seed(config.data.seed)
-    if compilation_cache:
+    task = NLITask(config, setting.policy, log=log)
+    if task.policy.compilation_cache:
         compilation.enable_jax_cache(config.data.embeddings_cache_dir)
-    task = NLITask(config, log=log)
     train_pairs, dev_pairs = setting.splits["train"], setting.splits["dev"]
-    train = task.numpy_batches(train_pairs, training=True)
-    dev = task.numpy_batches(dev_pairs, shapes=train.shapes)
+    train = task.build_inputs(train_pairs, training=True)
+    dev = task.build_inputs(dev_pairs, shapes=train.shapes)
     record = {"backend": keras.backend.backend(), "device": device_name(),
-              "one_pass": task.resolved.training.one_pass,
-              "steps_per_execution": task.resolved.training.steps_per_execution,
+              "policy": task.policy.to_dict(),
               "dtype_policy": keras.config.dtype_policy().name,
               "train_pairs": len(train_pairs), "dev_pairs": len(dev_pairs),
               "batches": {"train": train.summary(), "dev": dev.summary(),
                           "shapes": train.shapes.describe(),
                           "chosen": train.shapes.chosen}}
-    log(f"{record['device']}; {record['dtype_policy']}; "
-        f"{record['steps_per_execution']} step(s) per execution; "
+    log(f"{record['device']}; {record['dtype_policy']}; {task.policy.describe()}; "
         f"training batches: {record['batches']['train']}; dev batches: "
         f"{record['batches']['dev']}")
     model = task.compile(task.build_model(setting.vocabulary_size, setting.word_vectors),
                          train_size=len(train_pairs))
     record["sentence_programs"] = sentence_programs.applies(model)  # JAX on a CPU
-    if compile_ahead:
+    if task.policy.compile_ahead:
         ahead = compilation.compile_ahead(model, train, dev)
         record["compile_ahead"] = ahead
         log(f"compiled {ahead['train_shapes']} training and {ahead['dev_shapes']} evaluation "

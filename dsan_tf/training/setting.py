@@ -1,4 +1,5 @@
-"""An encoded setting in one small file: the configuration, each split's token ids
+"""An encoded setting in one small file: the configuration and run policy, each split's
+token ids
 (`IdPairs`), the word-vector matrix and the vocabulary, as a compressed `.npz`. It is
 written where TensorFlow tokenizes (`dsan-encode-setting`) and read with
 NumPy alone, so a machine without TensorFlow (the lent GPU machines) trains on exactly
@@ -26,6 +27,8 @@ class EncodedSetting:
     Attributes:
         config: `dsan_tf.core.config.ExperimentConfig` (its `data` names where the
             ids came from).
+        policy: `dsan_tf.core.config.RunPolicy` as given (its unset choices are decided
+            where it trains).
         splits: {"train": IdPairs, "dev": IdPairs, ...}.
         word_vectors: float32 [V, D], or None (random vectors).
         words: the vocabulary's words in id order from id 2 (`Vocabulary.words`: ids 0
@@ -33,6 +36,7 @@ class EncodedSetting:
     """
 
     config: object
+    policy: object
     splits: dict
     word_vectors: np.ndarray | None
     words: list
@@ -47,7 +51,8 @@ class EncodedSetting:
         folder."""
         id_type = "uint16" if self.vocabulary_size <= 65536 else "int32"
         arrays = {"meta": np.frombuffer(json.dumps({
-            "format": FORMAT, "config": self.config.to_dict(), "words": list(self.words),
+            "format": FORMAT, "config": self.config.to_dict(),
+            "policy": self.policy.to_dict(), "words": list(self.words),
             "splits": sorted(self.splits)}).encode(), "uint8")}
         for name, pairs in self.splits.items():
             for field in _FIELDS:
@@ -63,7 +68,7 @@ class EncodedSetting:
     @classmethod
     def load(cls, path):
         """Reads a file `save` wrote; ValueError when it is not one."""
-        from dsan_tf.core.config import ExperimentConfig  # plain Python, no Keras
+        from dsan_tf.core.config import ExperimentConfig, RunPolicy  # plain Python
 
         with np.load(path) as arrays:
             if "meta" not in arrays:
@@ -75,7 +80,9 @@ class EncodedSetting:
                                       for field in _FIELDS))
                       for name in meta["splits"]}
             vectors = arrays["word_vectors"] if "word_vectors" in arrays else None
-        setting = cls(ExperimentConfig.from_dict(meta["config"]), splits, vectors,
+        # Older files keep the policy's choices in their configuration's parts.
+        policy = RunPolicy.from_record({**meta["config"], **meta}) or RunPolicy()
+        setting = cls(ExperimentConfig.from_dict(meta["config"]), policy, splits, vectors,
                       meta["words"])
         setting.check(path)
         return setting

@@ -1,7 +1,8 @@
 """A training run, as functions of explicit arguments: `train_run` claims the run directory
 and calls `train`, which calls the steps in order (devices, data, model, callbacks, fit,
 results); the `NLITask` builds the parts. `dsan_tf.programs.train` parses its flags into the
-`ExperimentConfig` and `RunOptions` (`dsan_tf.core.config`) these take.
+`ExperimentConfig` (what is trained) and `RunPolicy` (how it runs; `dsan_tf.core.config`)
+these take.
 """
 
 import dataclasses
@@ -19,9 +20,9 @@ from dsan_tf.common.errors import UsageError, require_tensorflow_backend
 from dsan_tf.common.labels import LABELS, NON_ENTAILMENT_ID
 from dsan_tf.data import batching
 from dsan_tf.core import rundir as run_files
-from dsan_tf.core.config import RunOptions
+from dsan_tf.core.config import RunPolicy
 from dsan_tf.core.task import NLITask
-from dsan_tf.models import load_model, registry
+from dsan_tf.models import registry
 from dsan_tf.saving import model_card
 from dsan_tf.saving.export import export_run, exported_version
 from dsan_tf.speed import compilation
@@ -48,17 +49,18 @@ class TrainOutcome:
                 f"{os.path.join(self.workdir, run_files.BEST)}")
 
 
-def train_run(workdir, config, options=RunOptions(), overwrite=False):
+def train_run(workdir, config, policy=RunPolicy(), overwrite=False):
     """Trains `config` in the run directory `workdir`, resuming what an interrupted run of
     the same configuration left there (its config.json is compared field by field); a
     finished run is not trained again, unless `config` gives it more epochs, when it
-    trains on from its last one. `options.export_dir` exports a finished run too.
+    trains on from its last one. `policy.export_dir` exports a finished run too.
 
     Args:
         workdir: the run directory (each worker's own under strategy "multi_worker").
-        config: `ExperimentConfig`, what to train; its unset fields are resolved for the
-            current backend (`ExperimentConfig.resolved`) and recorded so.
-        options: `dsan_tf.core.config.RunOptions`, how.
+        config: `ExperimentConfig`, what to train (`ExperimentConfig.resolved`: its
+            word vectors trained or not), recorded in config.json.
+        policy: `dsan_tf.core.config.RunPolicy`, how: resolved once for the backend and
+            device, printed in one line and recorded in config.json ("policy").
         overwrite: replace what an earlier run left in `workdir` (its files only).
 
     Returns:
@@ -69,40 +71,41 @@ def train_run(workdir, config, options=RunOptions(), overwrite=False):
             `workdir`, a probe sentence for a model that shows none, ...).
     """
     config = config.resolved()
-    if options.export_dir:
+    policy = policy.resolved()
+    if policy.export_dir:
         require_tensorflow_backend("export_dir")  # before training, not after it
-    if options.probe_sentence and not registry.family(config.model).sentence_figures:
+    if policy.probe_sentence and not registry.family(config.model).sentence_figures:
         showing = [name for name in registry.names() if registry.family(name).sentence_figures]
         raise UsageError(f"probe_sentence needs a model that shows a sentence's attention "
                          f"({', '.join(showing)}), not {config.model}.",
                          fields=("probe_sentence",))
-    if options.strategy == "multi_worker":
+    if policy.strategy == "multi_worker":
         workdir = distribute.worker_dir(workdir)
     created = not os.path.isdir(workdir)
     run = run_files.RunDirectory(workdir)
     run.lock()  # released when this process ends, however it ends
     try:
-        return _train_locked(run, config, options, overwrite, created)
+        return _train_locked(run, config, policy, overwrite, created)
     finally:
         run.unlock()
 
 
-def _train_locked(run, config, options, overwrite, created):
+def _train_locked(run, config, policy, overwrite, created):
     """`train_run` in the claimed run directory, holding its lock."""
     try:
-        state = run.claim(config, options, overwrite=overwrite)
+        state = run.claim(config, policy, overwrite=overwrite)
     except BaseException:
         if created:
             run.discard(remove_directory=True)
         raise
     done = run.epochs_done()
     if state == "finished":
-        if options.export_dir:
-            _export_finished(run, options.export_dir)
+        if policy.export_dir:
+            _export_finished(run, policy.export_dir)
         return TrainOutcome(state, run.workdir, run.read_json(run_files.RESULTS))
     _continue(run, state, done, config.training.epochs)
     try:
-        results = train(config, run, options)
+        results = train(config, run, policy)
     except BaseException:
         # No epoch committed: nothing to keep, so nothing is left (an interrupted first
         # epoch would leave config.json, which then refused a new configuration).
@@ -151,56 +154,58 @@ def interrupted_message(workdir, command):
             f"{done + 1}.")
 
 
-def train(config, run, options):
+def train(config, run, policy):
     """Trains `config` (`ExperimentConfig`) in the claimed `RunDirectory` `run` as
-    `options` (`dsan_tf.core.config.RunOptions`) say; returns the results dict
+    `policy` (`dsan_tf.core.config.RunPolicy`, resolved) says; returns the results dict
     that results.json holds."""
-    strategy = set_up(config, options.strategy, options.tpu, options.logical_cpus)
-    if options.compilation_cache:
+    print(policy.describe())
+    strategy = set_up(config, policy.strategy, policy.tpu, policy.logical_cpus)
+    if policy.compilation_cache:
         cache = compilation.enable_jax_cache(config.data.embeddings_cache_dir)
         if cache:
             print(f"JAX compilation cache: {cache}")
-    task = NLITask(config)
+    task = NLITask(config, policy)
     prepared = prepare_data(task, run)
-    inputs = make_inputs(task, prepared, options.strategy)
-    padding = describe_batches(inputs, prepared.preprocessor.vocabulary_size)
+    inputs = make_inputs(task, prepared)
+    padding = describe_batches(inputs, prepared.preprocessor.vocabulary_size,
+                               task.plan.strategy)
     done = run.epochs_done()
     # Resumed or extended: the batch order a run from the start has there (`skipped` lives
     # until `fit` has made its iterator).
-    skipped = task.skip_epochs(inputs["train"], done) if done else None
+    skipped = task.plan.skip_epochs(inputs["train"], done) if done else None
     model = build(task, strategy, prepared)
-    write_config(run, task, prepared, model, strategy, padding, options.strategy)
+    write_config(run, task, prepared, model, strategy, padding)
     # One device only: tf.distribute's variables and per-replica batches need their own
     # handling (a mirrored variable is no NumPy array; model.fit fails multi-worker).
-    one_device = options.strategy == "default"
-    ahead = compile_ahead(task, prepared, model, strategy, options, inputs) \
-        if options.compile_ahead and one_device else None
+    one_device = policy.strategy == "default"
+    ahead = compile_ahead(task, prepared, model, strategy, policy, inputs) \
+        if policy.compile_ahead and one_device else None
     shared, nan_guard, run_state = make_callbacks(
-        run, task, prepared, inputs, options.log_every_steps, options.probe_sentence)
-    fit(model, strategy, options.strategy, inputs, shared, run_state, config.training.epochs)
+        run, task, prepared, inputs, policy.log_every_steps, policy.probe_sentence)
+    fit(model, strategy, policy.strategy, inputs, shared, run_state, config.training.epochs)
     del skipped
     return finish(run, model if one_device else None, inputs, nan_guard, run_state,
-                  options.export_dir, ahead)
+                  policy.export_dir, ahead)
 
 
-def compile_ahead(task, prepared, model, strategy, options, inputs):
+def compile_ahead(task, prepared, model, strategy, policy, inputs):
     """Traces (TensorFlow) or compiles (XLA) the training and evaluation steps for every
     batch shape before the first epoch (`compilation.compile_ahead`); prints and returns
     what it did ({"train_shapes", "dev_shapes", "seconds", "per_shape"})."""
     # Fresh tf.data batches: iterating a pipeline advances its shuffling (NumPy batches
     # draw their order from the seed and the pass alone).
     batches = inputs if isinstance(inputs["train"], batching.NLIBatches) else \
-        make_inputs(task, prepared, options.strategy)
+        make_inputs(task, prepared)
     with strategy.scope():
         ahead = compilation.compile_ahead(model, batches["train"], batches["dev"])
-    what = "compiled" if task.config.training.jit_compile or \
+    what = "compiled" if task.policy.jit_compile or \
         keras.backend.backend() == "jax" else "traced"
     print(f"{what} the training step for {ahead['train_shapes']} batch shape(s) and the "
           f"evaluation step for {ahead['dev_shapes']} ahead, in {ahead['seconds']:.1f} s")
     return ahead
 
 
-def make_inputs(task, prepared, strategy_name):
+def make_inputs(task, prepared):
     """{split: batches} of the encoded splits (`NLITask.build_inputs`): with bounded shapes
     the evaluation splits in the training shapes (grown where a sentence is longer), so
     that every split runs in the shapes compiled for training."""
@@ -208,24 +213,24 @@ def make_inputs(task, prepared, strategy_name):
     for split in ("train", "dev", "test"):
         if split in prepared.encoded:
             inputs[split] = task.build_inputs(prepared.encoded[split], training=split == "train",
-                                              static_shapes=strategy_name == "tpu",
                                               shapes=shapes)
             if split == "train":
                 shapes = getattr(inputs[split], "shapes", None)
     return inputs
 
 
-def describe_batches(inputs, vocabulary_size):
-    """Prints the vocabulary size and the training batches' padding (and, for NumPy
-    batches of bounded shapes, the shapes each split uses); returns the padding fraction."""
+def describe_batches(inputs, vocabulary_size, strategy):
+    """Prints the vocabulary size, the planner's `strategy` and the training batches'
+    padding (and, for NumPy batches of bounded shapes, the shapes each split uses);
+    returns the padding fraction."""
     train = inputs["train"]
     if not isinstance(train, batching.NLIBatches):
         padding = data.padding_fraction(train)
-        print(f"vocabulary: {vocabulary_size:,} ids; training batches hold {padding:.1%} "
-              "padding")
+        print(f"vocabulary: {vocabulary_size:,} ids; training batches ({strategy}) hold "
+              f"{padding:.1%} padding")
         return padding
     description = train.describe()  # a pass of batches: once
-    print(f"vocabulary: {vocabulary_size:,} ids; training batches: "
+    print(f"vocabulary: {vocabulary_size:,} ids; training batches ({strategy}): "
           f"{train.summary(description)}")
     for split in ("dev", "test"):
         if split in inputs:
@@ -317,8 +322,9 @@ def build(task, strategy, prepared):
     return model
 
 
-def write_config(run, task, prepared, model, strategy, padding, strategy_name):
-    """config.json: the configuration (`ExperimentConfig.to_dict`) and what the run found,
+def write_config(run, task, prepared, model, strategy, padding):
+    """config.json: the configuration (`ExperimentConfig.to_dict`), the policy it runs by
+    (`RunPolicy`, resolved) and what the run found,
     as numbers: the labels, vocabulary, word vectors, parameters, each split's pairs read
     and dropped (`read`) and tokens (`tokens`: unknown words, truncation).
 
@@ -329,12 +335,12 @@ def write_config(run, task, prepared, model, strategy, padding, strategy_name):
                      if key != "max_length"}
               for name, pairs in prepared.encoded.items()}
     run.write_json(run_files.CONFIG, {
-        **task.config.to_dict(),
+        **task.config.to_dict(), "policy": task.policy.to_dict(),
         "label_names": list(LABELS),
         "vocab_size": prepared.preprocessor.vocabulary_size,
         "embeddings": prepared.embeddings, "parameters": model.parameter_breakdown(),
         "padding_fraction": padding,
-        "strategy": strategy_name, "replicas": strategy.num_replicas_in_sync,
+        "replicas": strategy.num_replicas_in_sync,
         "provenance": run_files.provenance(),
         "read": {name: report.to_dict() for name, report in prepared.reports.items()},
         "tokens": tokens})
@@ -412,7 +418,7 @@ def finish(run, model, inputs, nan_guard, run_state, export_dir=None, compiled_a
     if not run.exists(run_files.BEST):
         raise UsageError("no epoch finished with a finite dev accuracy; nothing saved in "
                          f"{run.workdir}.")
-    best = load_model(run.path(run_files.BEST))
+    best = registry.load_model(run.path(run_files.BEST))
     results = {"best_epoch": run_state.keep_best.best_epoch,
                "parameters": best.parameter_breakdown(),
                "best_weights_sha256": weights_digest(best)}
@@ -435,7 +441,7 @@ def finish(run, model, inputs, nan_guard, run_state, export_dir=None, compiled_a
         results["compiled_ahead"] = compiled_ahead
     train = inputs["train"]
     if isinstance(train, batching.NLIBatches) and train.shapes.bounded:
-        # Which shapes, chosen how (`NLITask.training_shapes`), and the padding they leave.
+        # Which shapes, chosen how (`BatchPlan.shapes`), and the padding they leave.
         padding, shapes = train.describe()
         results["batch_shapes"] = {
             "shapes": train.shapes.describe(), "training_shapes": len(shapes),
