@@ -177,18 +177,22 @@ def test_one_planner_names_the_strategy_of_every_run():
     def plan(model="dsan", **policy):
         return NLITask(ExperimentConfig(model=model), RunPolicy(**policy)).plan
 
-    assert plan().strategy == "longest"  # TensorFlow: an uncompiled step
-    assert plan(pad_to_bucket=True).strategy == "buckets"
+    compiled = {"jit_compile": True, "sentence_programs": False}
+    assert plan(jit_compile=False).strategy == "longest"  # an uncompiled step
+    assert plan(jit_compile=False, pad_to_bucket=True).strategy == "buckets"
     assert plan(strategy="tpu", jit_compile=True).strategy == "static"
-    assert plan(jit_compile=True).strategy == "priced"
-    assert plan(jit_compile=True, shape_costs="padding").strategy == "grid"
+    assert plan(**compiled).strategy == "priced"
+    assert plan(shape_costs="padding", **compiled).strategy == "grid"
+    # Per-length programs (JAX's: resolved off elsewhere) share a grid in a sentence
+    # encoder, not in a family that reads the pair together.
+    assert plan("afdmn", jit_compile=True, sentence_programs=True).strategy == "priced"
     assert planning.strategy(True, shared_lengths=True) == "shared"
     pairs = varied_pairs(300)
-    grid = plan(jit_compile=True, shape_costs="padding").batches(pairs, training=True)
+    grid = plan(shape_costs="padding", **compiled).batches(pairs, training=True)
     assert grid.shapes == Shapes.fit(pairs, 64, "sorted_chunks")
-    longest = plan().batches(pairs, training=True)  # IdPairs: NumPy, each its own longest
+    longest = plan(jit_compile=False).batches(pairs, training=True)  # NumPy, unbounded
     assert not longest.shapes.bounded
-    shared = dataclasses.replace(plan(jit_compile=True), strategy="shared", log=print)
+    shared = dataclasses.replace(plan(**compiled), strategy="shared", log=print)
     shapes = shared.batches(pairs, training=True).shapes
     assert shapes.premise_grid == shapes.hypothesis_grid
     with pytest.raises(ValueError, match="strategy must be one of longest, buckets"):
