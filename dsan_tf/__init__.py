@@ -24,7 +24,7 @@ _EXPORTS = {
     "build_backbone": "dsan_tf.models",
     "build_model": "dsan_tf.models",
     "NLIPreprocessor": "dsan_tf.data",
-    "NLITask": "dsan_tf.core.task", "compile_for_training": "dsan_tf.core.optimization",
+    "NLITask": "dsan_tf.core.task",
     "load": "dsan_tf.saving.serving",
     "SavedModelClassifier": "dsan_tf.saving.serving",
 }

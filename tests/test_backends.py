@@ -35,7 +35,7 @@ if os.environ["KERAS_BACKEND"] != "tensorflow":
     sys.modules["tensorflow"] = None  # `import tensorflow` fails: the models need Keras only
 import keras, numpy as np
 from dsan_tf.core.config import MODELS, model_config
-from dsan_tf.core.optimization import compile_for_training
+from dsan_tf.core.task import NLITask
 import dsan_tf.models
 from dsan_tf.models import build_model
 
@@ -60,7 +60,7 @@ def save(directory, inputs):
     for name in MODELS:
         keras.utils.set_random_seed(0)
         config = model_config(name, vocab_size=50, embedding_dim=8, **SMALL[name])
-        model = compile_for_training(build_model(name, config))
+        model = NLITask().compile(build_model(name, config))
         model.save(os.path.join(directory, f"{backend}.{name}.keras"))
         logits[name] = logits_of(model, inputs)
     return {"backend": backend, "tensorflow_loaded": bool(sys.modules.get("tensorflow")),

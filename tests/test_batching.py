@@ -139,10 +139,9 @@ def test_the_grid_pads_least_among_all_grids_of_its_size(seed):
 def test_fill_rows_change_neither_loss_nor_accuracy():
     """A batch filled to its fixed size with weight-0 rows gives the loss and accuracy of
     its real rows alone (the loss divides by the weights' sum)."""
-    from dsan_tf.core.optimization import compile_for_training
     task = NLITask(ExperimentConfig(model_config=model_config(
         "dsan", embedding_dim=8, num_heads=2, ffn_dim=16, classifier_units=8)))
-    model = compile_for_training(task.build_model(60))
+    model = task.compile(task.build_model(60))
     pairs = varied_pairs(20)
     batches = NLIBatches(pairs, 32, "in_order", shuffle=False)
     inputs, labels, weights = batches[0]
@@ -241,10 +240,9 @@ def test_batch_order_refuses_an_unknown_order():
 
 def test_keras_fits_the_batches_with_their_weights():
     """`fit` takes NLIBatches as they are (a PyDataset of triples), on any backend."""
-    from dsan_tf.core.optimization import compile_for_training
     task = NLITask(ExperimentConfig(model_config=model_config(
         "dsan", embedding_dim=8, num_heads=2, ffn_dim=16, classifier_units=8)))
-    model = compile_for_training(task.build_model(60))
+    model = task.compile(task.build_model(60))
     pairs = varied_pairs(100)
     one_shape = Shapes.fit(pairs, 32, "sorted_chunks", 0, 1, 1)  # one compilation on JAX
     with warnings.catch_warnings(record=True) as caught:
@@ -265,10 +263,9 @@ def test_batches_each_padded_to_its_own_longest_sentence_train_and_evaluate_on_t
     sentence) whose first two batches share their widths: Keras' adapter would fix those
     widths in its spec and stop at the first other one (train_encoded did, in its dev
     pass). They train, evaluate and predict, each epoch on the next pass."""
-    from dsan_tf.core.optimization import compile_for_training
     task = NLITask(ExperimentConfig(model_config=model_config(
         "dsan", embedding_dim=8, num_heads=2, ffn_dim=16, classifier_units=8)))
-    model = compile_for_training(task.build_model(60))
+    model = task.compile(task.build_model(60))
     pairs = varied_pairs(200)
     train = NLIBatches(pairs, 16, "sorted_chunks", Shapes(), seed=0)
     dev = NLIBatches(pairs, 16, "in_order", Shapes(), shuffle=False)

@@ -132,12 +132,12 @@ def test_the_training_program_is_counted():
     import keras
 
     import dsan_tf
-    from dsan_tf.core.optimization import compile_for_training
+    from dsan_tf.core.task import NLITask
     from benchmarks import program_size
 
     config = dsan_tf.model_config("dsan", vocab_size=30, embedding_dim=8, num_heads=2,
                                   ffn_dim=16, classifier_units=8)
-    model = compile_for_training(dsan_tf.build_model("dsan", config))
+    model = NLITask().compile(dsan_tf.build_model("dsan", config))
     measured = program_size.measure(model, 4, 6, 30)
     assert (measured["batch_size"], measured["length"]) == (4, 6)
     gradient, step = measured["gradient"], measured["step"]

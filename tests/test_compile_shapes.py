@@ -227,14 +227,15 @@ def test_a_keras_distribution_keeps_keras_steps_and_fits():
     import numpy as np
 
     from dsan_tf import build_model
-    from dsan_tf.core.optimization import compile_for_training
+    from dsan_tf.core.config import RunPolicy
+    from dsan_tf.core.task import NLITask
     from helpers import SMALL, config_for
 
     keras.distribution.set_distribution(
         keras.distribution.DataParallel(devices=jax.devices("cpu")[:1]))
     try:
-        model = compile_for_training(build_model("cbow", config_for("cbow", **SMALL)),
-                                     jit_compile=True, sentence_programs=True)
+        model = NLITask(policy=RunPolicy(jit_compile=True, sentence_programs=True)).compile(
+            build_model("cbow", config_for("cbow", **SMALL)))
         rng = np.random.default_rng(0)
         x = {"premise": rng.integers(1, 50, (8, 7)).astype("int32"),
              "hypothesis": rng.integers(1, 50, (8, 5)).astype("int32")}

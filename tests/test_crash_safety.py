@@ -247,11 +247,11 @@ def test_two_exports_never_share_a_version_and_a_killed_one_leaves_none(finished
     def race(point):
         if point == "publish" and not nested:
             nested.append(None)
-            nested[0] = export.export_run(run, exports)  # the other exporter
+            nested[0] = export.export_runs([run], exports)  # the other exporter
 
     previous = atomic.set_fault_hook(race)
     try:
-        first = export.export_run(run, exports)
+        first = export.export_runs([run], exports)
     finally:
         atomic.set_fault_hook(previous)
     assert (nested[0], first) == (f"{exports}/1", f"{exports}/2")
@@ -264,7 +264,7 @@ def test_two_exports_never_share_a_version_and_a_killed_one_leaves_none(finished
     atomic.set_fault_hook(_kill_in_process("export_savedmodel", 1))
     try:
         with pytest.raises(Killed):
-            export.export_run(run, exports)
+            export.export_runs([run], exports)
     finally:
         atomic.set_fault_hook(previous)
     assert sorted(os.listdir(exports)) == ["1", "2"]

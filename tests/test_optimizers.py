@@ -7,7 +7,8 @@ import pytest
 
 import dsan_tf
 from dsan_tf.core.config import TrainingConfig
-from dsan_tf.core.optimization import compile_for_training, make_optimizer
+from dsan_tf.core.optimization import default_jit_compile, make_optimizer
+from dsan_tf.core.task import NLITask
 from dsan_tf.models import optimizers
 
 pytestmark = pytest.mark.tensorflow  # the fused kernel is TensorFlow's
@@ -39,7 +40,8 @@ def _trained(optimizer, family="dsan", trainable_embeddings=False):
     extra = dict(num_heads=2, ffn_dim=16, dropout=0.0) if family == "dsan" else {}
     config = dsan_tf.model_config(family, vocab_size=30, embedding_dim=8, classifier_units=8,
                                   trainable_embeddings=trainable_embeddings, **extra)
-    model = compile_for_training(dsan_tf.build_model(family, config), optimizer=optimizer)
+    model = dsan_tf.build_model(family, config)
+    model.compile(optimizer=optimizer or "auto", jit_compile=default_jit_compile())
     initial = [v.numpy() for v in model.trainable_variables]
     losses = [float(model.train_on_batch(x, y)[0]) for x, y in BATCHES]
     return losses, initial, [v.numpy() for v in model.trainable_variables], model
@@ -99,13 +101,13 @@ def test_the_update_is_one_op_per_variable(fused_dsan):
 
 
 def test_the_project_compiles_with_them_and_saves_them(tmp_path):
-    """`compile()`, `compile_for_training` and a training configuration give the fused
+    """`compile()`, `NLITask.compile` and a training configuration give the fused
     classes, and a `.keras` file brings its optimizer back as one."""
     config = dsan_tf.model_config("cbow", vocab_size=30, embedding_dim=8)
     model = dsan_tf.build_model("cbow", config)
     model.compile()
     assert type(model.optimizer) is optimizers.Adam
-    assert type(compile_for_training(dsan_tf.build_model("cbow", config)).optimizer) is \
+    assert type(NLITask().compile(dsan_tf.build_model("cbow", config)).optimizer) is \
         optimizers.Adam
     adamw = make_optimizer(TrainingConfig(optimizer="adamw", learning_rate=1e-3), 32, model)
     assert type(adamw) is optimizers.AdamW

@@ -105,13 +105,13 @@ def test_training_traces_each_step_once_whatever_the_batch_shapes(pairs):
     traced once for the whole run, or the first epoch pays for a retracing storm."""
     import keras
 
-    from dsan_tf import DSANConfig, build_model, compile_for_training
+    from dsan_tf import DSANConfig, NLITask, build_model
 
     _, vocab, encoded = pairs
     dataset = make_dataset(encoded, batch_size=16, shuffle=True, seed=3)
     shapes = {(int(x["premise"].shape[1]), int(x["hypothesis"].shape[1])) for x, _ in dataset}
     assert len(shapes) >= 5
-    model = compile_for_training(build_model("dsan", DSANConfig(
+    model = NLITask().compile(build_model("dsan", DSANConfig(
         vocab_size=vocab.size, embedding_dim=8, num_heads=2, ffn_dim=8, classifier_units=8)))
     traces = collections.Counter()
     for kind in ("train", "test"):

@@ -7,7 +7,6 @@ import keras
 
 from dsan_tf.layers import DistancePrior
 from dsan_tf.models import optimizers
-from dsan_tf.speed import steps
 
 # Whether compiling the training step pays, per backend, measured on CPU (docs/BACKENDS.md):
 # TensorFlow runs its graph faster than XLA's code here; Keras runs a JAX
@@ -20,30 +19,6 @@ def default_jit_compile(backend=None):
     """Whether to compile the training step on `backend` (the current Keras backend when
     None), when the user did not say."""
     return JIT_COMPILE_BY_BACKEND.get(backend or keras.backend.backend(), False)
-
-
-def compile_for_training(model, jit_compile=None, optimizer=None, steps_per_execution=1,
-                         sentence_programs=None):
-    """Compiles `model` (a `TextModel`: `NLIClassifier`, `NLIEnsemble`) as the paper
-    trains it, through its `compile`, the one place that setup is written (Section 5.2:
-    Adam 1e-3, cross-entropy on the logits, accuracy; or `optimizer`, e.g. the run's from
-    `make_optimizer`), and creates the optimizer's variables now. `jit_compile=None`
-    takes the backend's `default_jit_compile`; `steps_per_execution` is Keras' (the
-    configuration's: `RunPolicy.steps_per_execution`); `sentence_programs`, JAX's
-    steps of per-length programs (`dsan_tf.speed.sentence_programs`; None: on a CPU).
-
-    Keras creates them inside the first training step otherwise, and a `tf.function`
-    that creates variables is traced twice: building them first halves the tracing that
-    the first epoch pays for (a DSAN train step takes seconds to trace).
-    """
-    if jit_compile is None:
-        jit_compile = default_jit_compile()
-    model.compile(optimizer=optimizer or "auto", jit_compile=jit_compile,
-                  steps_per_execution=steps_per_execution)
-    steps.attach(model, sentence_programs=sentence_programs)  # the run's choice
-    if not model.optimizer.built:  # a model not built yet builds its variables first
-        model.optimizer.build(model.trainable_variables)
-    return model
 
 
 def make_optimizer(training, batch_size, model, train_size=None):

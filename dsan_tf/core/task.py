@@ -20,7 +20,7 @@ import numpy as np
 from dsan_tf import data
 from dsan_tf.data import planning
 from dsan_tf.core.config import ExperimentConfig, RunPolicy
-from dsan_tf.core.optimization import compile_for_training, make_optimizer
+from dsan_tf.core.optimization import make_optimizer
 from dsan_tf.models import build_model, family
 
 
@@ -230,15 +230,22 @@ class NLITask:
                            one_pass=self.policy.one_pass)
 
     def compile(self, model, jit_compile=None, train_size=None):
-        """Compiles with the paper's loss and metric and the configured optimizer
-        (`compile_for_training`, `optimizer`); `jit_compile` overrides the policy's.
+        """`model` compiled by Keras' `compile` with the configured optimizer (`optimizer`)
+        and the paper's loss and metric (`TextModel.compile`), its optimizer's variables
+        made; the policy's `jit_compile` (`jit_compile` overrides it),
+        `steps_per_execution` and `sentence_programs` (`dsan_tf.speed.steps.attach`).
         `train_size` (training pairs) sets the epoch length that learning-rate cycles and
-        normalized weight decay need. Keras' `steps_per_execution` and
-        `sentence_programs` are the policy's."""
+        normalized weight decay need."""
+        from dsan_tf.speed import steps
+
         policy = self.policy
-        jit_compile = policy.jit_compile if jit_compile is None else jit_compile
-        return compile_for_training(model, jit_compile, self.optimizer(model, train_size),
-                                    policy.steps_per_execution, policy.sentence_programs)
+        model.compile(optimizer=self.optimizer(model, train_size),
+                      jit_compile=policy.jit_compile if jit_compile is None else jit_compile,
+                      steps_per_execution=policy.steps_per_execution)
+        steps.attach(model, sentence_programs=policy.sentence_programs)  # the run's choice
+        if not model.optimizer.built:  # a model not built yet builds its variables first
+            model.optimizer.build(model.trainable_variables)
+        return model
 
     def optimizer(self, model, train_size=None):
         """The configured optimizer (`dsan_tf.core.optimization.make_optimizer`)."""

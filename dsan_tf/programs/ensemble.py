@@ -69,7 +69,9 @@ def main(argv):
         print(metrics.format_report(f"ensemble of {len(members)}: {spec}", source["ensemble"]))
     program.write_output(results)
     if FLAGS.export_dir:
-        target = export.export_ensemble(members, FLAGS.export_dir, results["sources"])
+        # Members still training were said so when loaded; their best so far is exported.
+        target = export.export_runs([member.run for member in members], FLAGS.export_dir,
+                                    unfinished=True, results=results["sources"])
         print(f"SavedModel of the ensemble, and each member's model files in "
               f"members/: {target}")
 

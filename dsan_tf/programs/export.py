@@ -43,8 +43,8 @@ def main(argv):
     require_tensorflow_backend("dsan-export")
     from dsan_tf.saving import export  # TensorFlow loads here, after --help
 
-    target = export.export_run(rundir.RunDirectory(FLAGS.workdir), FLAGS.export_dir,
-                               FLAGS.version, unfinished=FLAGS.unfinished)
+    target = export.export_runs([rundir.RunDirectory(FLAGS.workdir)], FLAGS.export_dir,
+                                FLAGS.version, unfinished=FLAGS.unfinished)
     print(f"SavedModel, model.keras, the preprocessor and {rundir.CARD}: {target}")
 
 

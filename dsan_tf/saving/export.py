@@ -1,6 +1,6 @@
-"""Exports for serving: the one export of a trained run (`export_run`, for `train
---export_dir` and `export` alike) and of an ensemble of runs (`export_ensemble`). Each
-writes, in TF Serving's layout EXPORT_DIR/<version>/, a SavedModel of raw strings that
+"""Exports for serving: the one export of trained runs (`export_runs`: a run's best model,
+or an ensemble of runs; for `train --export_dir`, `dsan-export` and `dsan-ensemble
+--export_dir` alike). It writes, in TF Serving's layout EXPORT_DIR/<version>/, a SavedModel of raw strings that
 needs TensorFlow only, plus what a Keras user reloads (file names: `dsan_tf.core.rundir`).
 
 A version appears whole or not at all: the export is written into a temporary folder in
@@ -117,48 +117,46 @@ def _build(export_dir, version, write):
     return _publish(partial, export_dir, version)
 
 
-def export_run(run, export_dir, version=None, unfinished=False):
-    """Exports the best model of the finished `RunDirectory` `run` to
-    EXPORT_DIR/<version>/ (the next free version by default): the SavedModel, model.keras,
-    the preprocessor and the model card. A run still training or stopped before its end
-    is refused unless `unfinished`. Returns the version's directory."""
-    run.require_finished(unfinished_ok=unfinished)
+def export_runs(runs, export_dir, version=None, unfinished=False, results=None):
+    """Exports trained runs to EXPORT_DIR/<version>/ (the next free version by default):
+    the one export behind `train --export_dir`, `dsan-export` and `dsan-ensemble
+    --export_dir`.
 
-    def write(partial):
-        atomic.write_point("export_files")
-        # The model files first, and the SavedModel of that copy: a run still training
-        # may replace its best.keras meanwhile.
-        _copy_model_files(run, partial)
-        atomic.write_point("export_savedmodel")
-        export(preset.load(partial, compile=False), partial, keras_file=False)
-
-    return _build(export_dir, version, write)
-
-
-def export_ensemble(members, export_dir, results=None, version=None):
-    """Exports an ensemble that averages its members' probabilities: one SavedModel whose
-    `serving_default` runs every member, the ensemble's card (with `results`, the
-    `dsan_tf.evaluation.evaluator.evaluate_ensemble` reports by source, when measured), and each
-    member's model files in members/<i>/ (1 = the first).
+    One run: its best model (the SavedModel, model.keras, the preprocessor and the model
+    card). Several: an ensemble that averages their probabilities (one SavedModel whose
+    `serving_default` runs every member, the ensemble's card, and each member's model
+    files in members/<i>/, 1 = the first, which `dsan_tf.load` reads). The model files
+    are copied first and the SavedModel made from the copies: a run still training may
+    replace its best.keras meanwhile.
 
     Args:
-        members: `dsan_tf.evaluation.evaluator.Member`s (loaded runs), at least two.
+        runs: `RunDirectory`s, one or more.
         export_dir: TF Serving's model directory.
-        results: {source spec: {"ensemble": report, ...}}, or None.
         version: the export's version (default: the next free one).
+        unfinished: export a run still training or stopped before its end (refused
+            otherwise; said on stderr either way).
+        results: an ensemble's {source spec: {"ensemble": report, ...}} for its card
+            (`dsan_tf.evaluation.evaluator.evaluate_ensemble`), or None.
 
     Returns:
         The version's directory.
     """
+    for run in runs:
+        run.require_finished(unfinished_ok=unfinished)
+
     def write(partial):
         atomic.write_point("export_files")
-        # Each member's files go into members/<i>/, which `dsan_tf.load` reads.
-        for number, member in enumerate(members, 1):
-            _copy_model_files(member.run, os.path.join(partial, run_files.MEMBERS,
-                                                       str(number)))
-        model_card.write_ensemble([member.run for member in members], results or {},
-                                  partial)
+        if len(runs) == 1:
+            folders = [partial]
+        else:
+            folders = [os.path.join(partial, run_files.MEMBERS, str(number))
+                       for number in range(1, len(runs) + 1)]
+            model_card.write_ensemble(runs, results or {}, partial)
+        for run, folder in zip(runs, folders):
+            _copy_model_files(run, folder)
         atomic.write_point("export_savedmodel")
-        export(NLIEnsemble([member.model for member in members]), partial, keras_file=False)
+        models = [preset.load(folder, compile=False) for folder in folders]
+        export(models[0] if len(models) == 1 else NLIEnsemble(models), partial,
+               keras_file=False)
 
     return _build(export_dir, version, write)

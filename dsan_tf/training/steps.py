@@ -24,7 +24,7 @@ from dsan_tf.core.config import RunPolicy
 from dsan_tf.core.task import NLITask
 from dsan_tf.models import registry
 from dsan_tf.saving import model_card
-from dsan_tf.saving.export import export_run, exported_version
+from dsan_tf.saving.export import export_runs, exported_version
 from dsan_tf.speed import compilation
 from dsan_tf.training import callbacks, distribute
 from dsan_tf.training import run_state as run_state_lib
@@ -126,7 +126,7 @@ def _export_finished(run, export_dir):
         print(f"already exported: {exported} holds this run's model")
     else:
         print(f"SavedModel, model.keras, the preprocessor and {model_card.CARD}: "
-              f"{export_run(run, export_dir)}")
+              f"{export_runs([run], export_dir)}")
 
 
 def _continue(run, state, done, epochs):
@@ -452,5 +452,5 @@ def finish(run, model, inputs, nan_guard, run_state, export_dir=None, compiled_a
     model_card.write(run)
     if export_dir:  # the same complete export as dsan-export
         print(f"SavedModel, model.keras, the preprocessor and {model_card.CARD}: "
-              f"{export_run(run, export_dir)}")
+              f"{export_runs([run], export_dir)}")
     return results
