@@ -9,8 +9,8 @@ user would see, tests).
 MUTANTS = [
     # Run directories: identity, refusal, epochs extended.
     ("dsan_tf/core/rundir.py",
-     'MAY_CHANGE = ("tfds_data_dir", "embeddings_cache_dir", "epochs", "shape_costs",',
-     'MAY_CHANGE = ("tfds_data_dir", "embeddings_cache_dir", "shape_costs",',
+     'MAY_CHANGE = ("tfds_data_dir", "embeddings_cache_dir", "epochs")',
+     'MAY_CHANGE = ("tfds_data_dir", "embeddings_cache_dir")',
      "a finished run asked for more epochs is refused as another configuration",
      ["tests/test_training_library.py"]),
     ("dsan_tf/core/rundir.py", 'row["epoch"] += 1', 'row["epoch"] += 0',
@@ -222,4 +222,10 @@ MUTANTS = [
      "            pass",
      "the study report replays and states no early stopping, whatever the study's --config says",
      ["tests/test_results.py::test_the_report_reads_its_early_stopping_from_the_study_flagfile"]),
+    # A resume in other batch shapes (`RunPolicy.SAME_RUN`).
+    ("dsan_tf/core/config.py",
+     '    SAME_RUN = ("jit_compile", "bounded_shapes", "pad_to_bucket")',
+     '    SAME_RUN = ("jit_compile", "pad_to_bucket")',
+     "a run resumed with other batch shapes draws other batches than it started with",
+     ["tests/test_training_library.py::test_a_run_is_its_configuration_not_trained_twice_and_trained_on_with_more_epochs"]),
 ]
