@@ -467,9 +467,9 @@ class RunPolicy:
             bounded_shapes=jit if self.bounded_shapes is None else self.bounded_shapes)
 
     def describe(self):
-        """The policy in one line, e.g. "how it runs: jit_compile on, one_pass off, 1 step
-        per execution, ..." (the choices of the steps; where, and what is logged, aside
-        where left at their defaults)."""
+        """The policy in one line, e.g. "how it runs: jit_compile on, one_pass off,
+        steps_per_execution 1, ..." (every step choice; the others where they differ
+        from their defaults)."""
         defaults = RunPolicy()
         shown = [f"{name} {'on' if value else 'off'}" if isinstance(value, bool) else
                  f"{name} {value}" for name, value in self.to_dict().items()

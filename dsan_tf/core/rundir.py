@@ -279,8 +279,9 @@ class RunDirectory:
         directory, or one whose run committed no epoch, gets config.json (the
         configuration and `policy`, `RunPolicy` resolved) and flags.txt (the same as
         flags). A directory whose config.json holds the same configuration, field by field
-        but `MAY_CHANGE`, and the same policy's `RunPolicy.SAME_RUN`, is that run: "resume" (no results.json yet), "finished", or "extend" (finished
-        after all its epochs, and `config` asks for more). Any other configuration is
+        but `MAY_CHANGE`, and the same policy's `RunPolicy.SAME_RUN`, is that run:
+        "resume" (no results.json yet), "finished", or "extend" (finished after all its
+        epochs, and `config` asks for more). Any other configuration is
         refused with one sentence naming each differing field and both values, so that a
         directory never describes a model it does not hold. `overwrite` first removes what
         an earlier run wrote (train's files, nothing else).
@@ -310,14 +311,14 @@ class RunDirectory:
         """Writes config.json's configuration and policy (keeping what the run found) and
         flags.txt."""
         found = self.read_json(CONFIG) if self.exists(CONFIG) else {}
-        found = {name: value for name, value in found.items() if name != "policy"}
         ran = {"policy": policy.to_dict()} if policy is not None else {}
         self.write_json(CONFIG, {**found, **config.to_dict(), **ran})
         atomic.write_text(self.path(FLAGFILE), "\n".join(flag_lines(config, policy)) + "\n")
 
     def _same_run(self, config, policy):
         """`claim` of a directory that holds a run: its state, or the refusal."""
-        recorded = recorded_config(self.read_json(CONFIG), self.path(CONFIG))
+        values = self.read_json(CONFIG)
+        recorded = recorded_config(values, self.path(CONFIG))
         if recorded is None:
             raise UsageError(f"workdir {self.workdir} holds a run of dsan_tf 0.2 or earlier, "
                              f"whose {CONFIG} does not record its whole configuration, so a "
@@ -326,7 +327,7 @@ class RunDirectory:
         changed = [(name, there, now) for name, there, now in recorded.differences(config)
                    if name not in MAY_CHANGE or (name == "epochs"
                                                  and not config.training.epochs_may_change())]
-        ran = RunPolicy.from_record(self.read_json(CONFIG))
+        ran = RunPolicy.from_record(values)
         if ran is not None and policy is not None:
             changed += [(name, getattr(ran, name), getattr(policy, name))
                         for name in RunPolicy.SAME_RUN

@@ -192,15 +192,16 @@ class NLITask:
         sentence_encoder = not family(self.config.model).pair_input
         steps = policy.steps_per_execution
         return planning.BatchPlan(
-            planning.strategy(policy.bounded_shapes, policy.pad_to_bucket,
-                              policy.strategy == "tpu",
-                              policy.sentence_programs and sentence_encoder,
-                              policy.shape_costs),
-            settings.batch_size, settings.batching, settings.shuffle, settings.seed,
-            settings.max_length,
-            training.epoch_steps(settings.batch_size) if training.schedule_epoch_pairs
-            else training.steps_per_epoch or None,
-            bool(training.schedule_epoch_pairs), training.epochs, settings.deterministic,
+            strategy=planning.strategy(policy.bounded_shapes, policy.pad_to_bucket,
+                                       policy.strategy == "tpu",
+                                       policy.sentence_programs and sentence_encoder,
+                                       policy.shape_costs),
+            batch_size=settings.batch_size, order=settings.batching,
+            shuffle=settings.shuffle, seed=settings.seed, max_length=settings.max_length,
+            epoch_steps=(training.epoch_steps(settings.batch_size)
+                         if training.schedule_epoch_pairs else training.steps_per_epoch or None),
+            repeat=bool(training.schedule_epoch_pairs), epochs=training.epochs,
+            deterministic=settings.deterministic,
             run_length=steps if multi_step.applies(steps, policy.jit_compile) else 1,
             one_pass=bool(policy.one_pass and sentence_encoder),
             shape_costs=policy.shape_costs,

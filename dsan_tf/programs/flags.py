@@ -163,10 +163,10 @@ def refuse_other_runs(name, workdir="workdir"):
 
 def check_config_paths(*parts, values=FLAGS):
     """A --config's file paths in `parts` (configurations: its data, word vectors, shape
-    costs) checked before TensorFlow loads,
-    as a flag's are (`require_existing`): a missing one is one sentence naming the config,
-    the field and where the path was looked for (it failed after
-    TensorFlow loaded, without saying what it is relative to)."""
+    costs) checked before TensorFlow loads, as a flag's are (`require_existing`): a
+    missing one is one sentence naming the config, the field and where the path was
+    looked for (it failed after TensorFlow loaded, without saying what it is relative
+    to)."""
     name = values["config"].value if "config" in values else None
     if not name:
         return
@@ -423,12 +423,8 @@ def run_policy(values=FLAGS):
     """The `RunPolicy` of the flags a program defined (`define_run_flags`,
     `define_step_flags`; `--config`'s values under them), unresolved: the run decides
     the unset choices (`RunPolicy.resolved`)."""
-    names = [field.name for field in dataclasses.fields(RunPolicy)]
-    chosen = given_values(values, names)
-    chosen.update({name: values[name].value for name in names
-                   if name in values and name not in chosen})
-    try:
-        return RunPolicy(**chosen)
+    try:  # a flag left unset is its field's default
+        return RunPolicy(**given_values(values, [f.name for f in dataclasses.fields(RunPolicy)]))
     except ValueError as error:
         raise flags.ValidationError(as_flags(str(error))) from None
 

@@ -1,7 +1,8 @@
 """Exports for serving: the one export of trained runs (`export_runs`: a run's best model,
 or an ensemble of runs; for `train --export_dir`, `dsan-export` and `dsan-ensemble
---export_dir` alike). It writes, in TF Serving's layout EXPORT_DIR/<version>/, a SavedModel of raw strings that
-needs TensorFlow only, plus what a Keras user reloads (file names: `dsan_tf.core.rundir`).
+--export_dir` alike). It writes, in TF Serving's layout EXPORT_DIR/<version>/, a
+SavedModel of raw strings that needs TensorFlow only, plus what a Keras user reloads (file
+names: `dsan_tf.core.rundir`).
 
 A version appears whole or not at all: the export is written into a temporary folder in
 EXPORT_DIR (a name TF Serving does not take for a version) and renamed to the next free

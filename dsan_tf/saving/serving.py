@@ -220,8 +220,9 @@ def load(path):
     """The trained model at `path`, ready for raw text: a preset (a directory, or the name
     of a trained preset this package ships: `dsan_tf.presets()`), a run directory of
     `dsan-train`, an export of `dsan-export` (EXPORT_DIR or one of its versions; the
-    newest by default), an ensemble's or a `.keras` file. Returns its Keras task model (`NLIClassifier` or
-    `NLIEnsemble`, compiled as it was trained, as `NLIClassifier.from_preset` gives it),
+    newest by default), an ensemble's or a `.keras` file. Returns its Keras task model
+    (`NLIClassifier` or `NLIEnsemble`, compiled as it was trained, as
+    `NLIClassifier.from_preset` gives it),
     whose `predict`, `classify`, `evaluate` and `encode` take text; for a SavedModel
     without its Keras file, a `SavedModelClassifier` with the same methods."""
     path = preset.locate(path)
