@@ -143,6 +143,34 @@ def test_ctrl_c_exits_130_naming_the_command_that_resumes_and_steps_go_on(tmp_pa
     assert os.path.exists(workdir / "results.json")
 
 
+def test_ctrl_c_that_lands_in_a_finalizer_still_stops_the_run(tmp_path, monkeypatch):
+    """SIGINT raises KeyboardInterrupt in whatever Python code runs when it arrives; in a
+    finalizer (TensorFlow and Keras run many `__del__` while training) Python prints
+    "Exception ignored" and goes on, and the run trained to its end with status 0. It stops
+    at the end of that batch instead: status 130, the resuming command, no traceback."""
+    from dsan_tf.training import callbacks
+
+    shown = callbacks.TrainingProgress.on_train_batch_end
+
+    class Finalizer:
+        def __del__(self):
+            raise KeyboardInterrupt  # what SIGINT does in the frame it lands in
+
+    def on_train_batch_end(self, batch, logs=None):
+        shown(self, batch, logs)
+        if self.epoch == 2 and batch == 2:
+            Finalizer()  # dropped at once: its __del__ runs here
+
+    monkeypatch.setattr(callbacks.TrainingProgress, "on_train_batch_end", on_train_batch_end)
+    workdir = tmp_path / "run"
+    done = cli("train", "--config=demo", f"--workdir={workdir}", "--epochs=3")
+    assert done.returncode == 130, done.stdout[-2000:]
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
+    assert [row["epoch"] for row in read_history(workdir / "history.csv")] == [1]
+    assert re.fullmatch(rf"interrupted: 1 epoch\(s\) of {workdir} are kept; `.+` resumes "
+                        r"from epoch 2\.", done.stderr.strip().splitlines()[-1])
+
+
 @pytest.fixture
 def trained(demo):
     """A finished demo run (tests/conftest.py's, shared): what predict reads."""

@@ -16,7 +16,7 @@ import sys
 
 from absl import app, flags, logging
 
-from dsan_tf.common import atomic, quiet
+from dsan_tf.common import atomic, interrupt, quiet
 from dsan_tf.common.errors import UsageError
 from dsan_tf.data.examples import DataError
 from dsan_tf.programs import flags as project_flags
@@ -115,6 +115,7 @@ def main(function=None, *, tensorflow=True):
     def wrapper(argv):
         if not FLAGS["verbosity"].present:
             logging.set_verbosity(logging.WARNING)
+        interrupt.install()  # Ctrl-C stops the program even where a finalizer caught it
         try:
             _load_backend(tensorflow)
             return function(argv)

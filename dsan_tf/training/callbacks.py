@@ -8,7 +8,7 @@ import keras
 import tensorflow as tf
 from tensorboard.plugins.hparams import api as hp
 
-from dsan_tf.common import progress
+from dsan_tf.common import interrupt, progress
 from dsan_tf.common.errors import UsageError
 from dsan_tf.evaluation import analysis, plots
 
@@ -34,6 +34,23 @@ class EpochLog(keras.callbacks.Callback):
         optimizer = self.model.optimizer
         logs["learning_rate"] = float(keras.ops.convert_to_numpy(optimizer.learning_rate))
         logs["steps"] = int(keras.ops.convert_to_numpy(optimizer.iterations))
+
+
+class Interruptible(keras.callbacks.Callback):
+    """Stops at the end of the batch a Ctrl-C came in, where a finalizer swallowed its
+    KeyboardInterrupt (`dsan_tf.common.interrupt`)."""
+
+    def on_train_batch_end(self, batch, logs=None):
+        interrupt.check()
+
+    def on_test_batch_end(self, batch, logs=None):
+        interrupt.check()
+
+    def on_predict_batch_end(self, batch, logs=None):
+        interrupt.check()
+
+    def on_epoch_end(self, epoch, logs=None):
+        interrupt.check()
 
 
 class TensorBoard(keras.callbacks.TensorBoard):

@@ -360,6 +360,7 @@ def make_callbacks(run, task, prepared, inputs, log_every_steps, probe_sentence=
                                         update_freq=log_every_steps)
     run_state = run_state_lib.RunState(run, keep_best, flush=[tensorboard.flush])
     shared = [
+        callbacks.Interruptible(),
         callbacks.EpochLog(),
         nan_guard,
         keep_best,
@@ -432,7 +433,8 @@ def finish(run, model, inputs, nan_guard, run_state, export_dir=None, compiled_a
             shown = callbacks.EvaluationProgress(f"best model on {split}",
                                                 progress.cardinality(inputs[split]))
             results[f"{split}_accuracy"] = model.evaluate(
-                inputs[split], verbose=0, return_dict=True, callbacks=[shown])["accuracy"]
+                inputs[split], verbose=0, return_dict=True,
+                callbacks=[callbacks.Interruptible(), shown])["accuracy"]
     history = run_state.rows
     seconds = [row["seconds"] for row in history if not math.isnan(row.get("seconds", math.nan))]
     results["seconds_per_epoch"] = sum(seconds) / len(seconds) if seconds else None
