@@ -12,7 +12,7 @@ start, in one command of at most 8 minutes on an H100/H200 (JAX, no TensorFlow n
    epoch 1 and epoch 2 (each with its dev pass), and the 20-epoch schedule they project.
 2. `study`: the study's encoded setting (`dsan-encode-setting` of
    --config=snli25k_glove50) trained for its whole schedule
-   (`dsan-train-encoded`), its dev accuracy beside the CPU's record.
+   (`dsan-train --setting`), its dev accuracy beside the CPU's record.
 
 Nothing is read from JAX's compilation cache (a cold start). The record is rewritten
 after each part, so a run cut short keeps what it measured. `--pairs` and `--size` shrink
@@ -24,13 +24,17 @@ import argparse
 import dataclasses
 import json
 import os
+import statistics
 import sys
+import tempfile
 import time
 
+import keras
 
-from dsan_tf.data.batching import IdPairs
+from dsan_tf.core import rundir
 from dsan_tf.core.config import PRECISIONS, ExperimentConfig, RunPolicy
-from dsan_tf.training.encoded import train_encoded
+from dsan_tf.data.batching import IdPairs
+from dsan_tf.training import steps
 from dsan_tf.training.setting import EncodedSetting
 from benchmarks import program_size
 from benchmarks.benchmark import LENGTH_PROFILE, SNLI_TRAIN_PAIRS
@@ -38,6 +42,53 @@ from benchmarks.program_size import VOCAB_SIZE
 
 SNLI_DEV_PAIRS = 9_842
 PAPER_EPOCHS = 20  # the schedule part 1 projects (the preset's epochs)
+
+
+def device_name():
+    """The device Keras computes on, in words (JAX's or PyTorch's name for it)."""
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax  # the backend: loaded already
+
+        device = jax.devices()[0]
+        return f"jax {device.platform}: {getattr(device, 'device_kind', device)}"
+    if backend == "torch":
+        import torch  # the backend: loaded already
+
+        return f"torch: {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() \
+            else "torch: cpu"
+    return backend
+
+
+def train(setting, epochs=None, patience=None, stop_after_epochs=0):
+    """Trains `setting` as `dsan-train --setting` does (`train_run`, in a temporary run
+    directory), `epochs` and `patience` over its configuration's, the first
+    `stop_after_epochs` only where given; returns what the run measured: backend, device,
+    dtype policy, batches, compile-ahead, the epochs (seconds, metrics), the best epoch and
+    its dev accuracy, and the median epoch's seconds (its dev pass included). The caller's
+    Keras dtype policy is put back after (the run sets its configuration's)."""
+    training = setting.config.training
+    config = dataclasses.replace(setting.config, training=dataclasses.replace(
+        training, epochs=epochs or training.epochs,
+        patience=training.patience if patience is None else patience))
+    policy = dataclasses.replace(setting.policy, stop_after_epochs=stop_after_epochs)
+    outer = keras.config.dtype_policy()
+    try:
+        with tempfile.TemporaryDirectory() as workdir:
+            outcome = steps.train_run(workdir, config, policy, setting=setting)
+            history = rundir.read_history(os.path.join(workdir, rundir.HISTORY))
+        precision = keras.config.dtype_policy().name
+    finally:
+        keras.config.set_dtype_policy(outer)
+    results = outcome.results
+    best = max(history, key=lambda row: row["val_accuracy"])  # the first of the highest
+    return {"backend": keras.backend.backend(), "device": device_name(),
+            "dtype_policy": precision, "train_pairs": len(setting.splits["train"]),
+            "dev_pairs": len(setting.splits["dev"]),
+            "batches": results.get("batch_shapes"), "compile_ahead": results["compiled_ahead"],
+            "epochs": history, "best_epoch": best["epoch"],
+            "dev_accuracy": results.get("dev_accuracy", best["val_accuracy"]),
+            "median_epoch_seconds": statistics.median(row["seconds"] for row in history)}
 
 
 def paper_setting(pairs, dev_pairs, fields, epochs):
@@ -55,7 +106,7 @@ def paper_epoch(pairs, dev_pairs, fields, log):
     """Part 1: {shapes, compile_ahead, epochs, projected schedule seconds}."""
     # The shapes are chosen for the preset's whole schedule; 2 of its epochs are timed.
     setting = paper_setting(pairs, dev_pairs, fields, PAPER_EPOCHS)
-    record = train_encoded(setting, epochs=2, patience=0, log=log)
+    record = train(setting, patience=0, stop_after_epochs=2)
     epochs = [row["seconds"] for row in record["epochs"]]
     record["projected_schedule_seconds"] = round(
         record["compile_ahead"]["seconds"] + epochs[0] + (PAPER_EPOCHS - 1) * epochs[-1], 1)
@@ -63,10 +114,10 @@ def paper_epoch(pairs, dev_pairs, fields, log):
 
 
 def study(path, epochs, cpu_record, log):
-    """Part 2: `train_encoded`'s record of the study setting, the CPU's run beside it."""
+    """Part 2: the record of the study setting trained (`train`), the CPU's run beside it."""
     setting = EncodedSetting.load(path)
     setting.policy = dataclasses.replace(setting.policy, compilation_cache=False)
-    record = train_encoded(setting, epochs=epochs, log=log)
+    record = train(setting, epochs=epochs)
     try:
         with open(cpu_record, encoding="utf-8") as stream:
             cpu = json.load(stream)["runs"]["jax25k"]

@@ -261,8 +261,8 @@ def test_keras_fits_the_batches_with_their_weights():
 def test_batches_each_padded_to_its_own_longest_sentence_train_and_evaluate_on_tensorflow():
     """Unbounded `NLIBatches` (TensorFlow's default: each batch padded to its longest
     sentence) whose first two batches share their widths: Keras' adapter would fix those
-    widths in its spec and stop at the first other one (train_encoded did, in its dev
-    pass). They train, evaluate and predict, each epoch on the next pass."""
+    widths in its spec and stop at the first other one (an encoded setting's training did,
+    in its dev pass). They train, evaluate and predict, each epoch on the next pass."""
     task = NLITask(ExperimentConfig(model_config=model_config(
         "dsan", embedding_dim=8, num_heads=2, ffn_dim=16, classifier_units=8)))
     model = task.compile(task.build_model(60))

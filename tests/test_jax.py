@@ -105,22 +105,25 @@ def test_a_few_hundred_steps_of_snli_lengths_use_at_most_twelve_shapes():
     assert result["steps"] == 300
 
 
-TRAIN_ENCODED_WITHOUT_TENSORFLOW = """
+TRAIN_WITHOUT_TENSORFLOW = """
 import sys
 sys.modules["tensorflow"] = None  # `import tensorflow` fails, as on the GPU machines
-sys.argv[0] = "train_encoded"
-from dsan_tf.programs.train_encoded import cli
+sys.argv[0] = "dsan-train"
+from dsan_tf.programs.train import cli
 cli()
 """
 
 
-def test_an_encoded_setting_trains_on_jax_without_tensorflow(tmp_path):
+def test_an_encoded_setting_trains_on_jax_without_tensorflow_into_a_run_directory(tmp_path):
     """The GPU road: encode_setting writes the demo's ids, vectors and configuration (with
-    TensorFlow's tokenizer); train_encoded trains them on JAX with TensorFlow unimportable,
-    in bounded shapes compiled ahead, and reaches the demo's dev accuracy."""
+    TensorFlow's tokenizer); `dsan-train --setting` trains them on JAX with TensorFlow
+    unimportable, in bounded shapes compiled ahead, and writes the run directory a run
+    from the text writes (config.json, history.csv, best.keras, results.json; no
+    TensorBoard, which TensorFlow writes), which a higher --epochs trains on."""
     import subprocess
     import sys
 
+    from dsan_tf.core.rundir import read_history
     from dsan_tf.training.setting import EncodedSetting
     from helpers import ENV, ROOT
 
@@ -131,26 +134,50 @@ def test_an_encoded_setting_trains_on_jax_without_tensorflow(tmp_path):
     loaded = EncodedSetting.load(setting)
     assert loaded.vocabulary_size == 16  # the demo's 14 words, padding and [UNK]
     assert loaded.config.model_config.embedding_dim == 32 and loaded.word_vectors is None
-    output = tmp_path / "record.json"
-    done = subprocess.run(
-        [sys.executable, "-c", TRAIN_ENCODED_WITHOUT_TENSORFLOW, f"--setting={setting}",
-         f"--output={output}", "--nocompilation_cache"], cwd=ROOT,
-        env=dict(ENV, KERAS_BACKEND="jax"), capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip().splitlines()[-1].startswith("dev accuracy 1.0000 (best epoch ")
-    record = json.loads(output.read_text())
-    assert record["backend"] == "jax" and record["device"].startswith("jax cpu")
-    assert record["compile_ahead"]["train_shapes"] == 1  # the demo: one length
-    ahead = record["compile_ahead"]["per_shape"]  # each shape's compile, timed
+    workdir = tmp_path / "run"
+
+    def train(*flags):
+        done = subprocess.run(
+            [sys.executable, "-c", TRAIN_WITHOUT_TENSORFLOW, f"--setting={setting}",
+             f"--workdir={workdir}", "--nocompilation_cache", *flags], cwd=ROOT,
+            env=dict(ENV, KERAS_BACKEND="jax"), capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done.stdout
+
+    stdout = train("--epochs=10")
+    assert "TensorBoard: no event files (TensorFlow writes them; it is not installed)" \
+        in stdout
+    assert stdout.strip().splitlines()[-1] == (
+        f"dev accuracy 1.0000 (best epoch {json.loads((workdir / 'results.json').read_text())['best_epoch']}); "
+        f"model: {workdir / 'best.keras'}")
+    config = json.loads((workdir / "config.json").read_text())
+    assert config["provenance"]["keras_backend"] == "jax"
+    assert config["provenance"]["tensorflow"] is None and config["vocab_size"] == 16
+    # JAX on a CPU: per-length programs, one grid of lengths for both sides.
+    assert config["policy"]["sentence_programs"] and config["policy"]["bounded_shapes"]
+    results = json.loads((workdir / "results.json").read_text())
+    assert results["compiled_ahead"]["train_shapes"] == 1  # the demo: one length
+    ahead = results["compiled_ahead"]["per_shape"]  # each shape's compile, timed
     assert [row["step"] for row in ahead] == ["train", "eval"] and all(
         row["seconds"] > 0 for row in ahead)
-    # JAX on a CPU: per-length programs, one grid of lengths for both sides.
-    assert record["sentence_programs"] and record["batches"]["chosen"]["by"] == "shared_lengths"
-    assert len(record["epochs"]) == 12 and record["dev_accuracy"] == 1.0
+    assert results["batch_shapes"]["chosen"]["by"] == "shared_lengths"
+    assert not (workdir / "tensorboard").exists()
+    stdout = train("--epochs=12")  # trains on, from the run's record
+    assert f"extending {workdir}: 10 epoch(s) done, training epochs 11 to 12" in stdout
+    assert [row["epoch"] for row in read_history(workdir / "history.csv")] == \
+        list(range(1, 13))
 
 
-def test_a_missing_setting_file_is_one_sentence(tmp_path):
-    done = cli("train_encoded", f"--setting={tmp_path / 'none.npz'}", env=JAX)
-    assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert done.stderr.strip().splitlines()[-1].startswith(
-        f"error: --setting={tmp_path / 'none.npz'}: ")
+def test_a_missing_or_broken_setting_file_is_one_sentence(tmp_path):
+    """A --setting that is not there, or is no encoded setting: one sentence naming it."""
+    broken = tmp_path / "broken.npz"
+    broken.write_text("not an archive")
+    done = cli_in_child([("train", [f"--setting={tmp_path / 'none.npz'}",
+                                    f"--workdir={tmp_path / 'run'}"]),
+                         ("train", [f"--setting={broken}", f"--workdir={tmp_path / 'run'}"])],
+                        env=JAX)
+    for run in done:
+        assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert done[0].stderr.strip().splitlines()[-1] == \
+        f"error: flag --setting={tmp_path / 'none.npz'}: no such file."
+    assert done[1].stderr.strip().splitlines()[-1].startswith(f"error: --setting={broken}: ")

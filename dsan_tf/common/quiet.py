@@ -87,3 +87,16 @@ def watch():
             or any(isinstance(finder, _Quietly) for finder in sys.meta_path):
         return
     sys.meta_path.insert(0, _Quietly())
+
+
+def tensorflow_importable():
+    """Whether TensorFlow can be imported (it is loaded already where it is Keras' backend):
+    what only it does (tokenizing text, TensorBoard's files, a SavedModel) is done. It
+    loads without its start-up lines, as `load_frameworks` loads it."""
+    if "tensorflow" in sys.modules:  # None: an import refused (a test's "not installed")
+        return sys.modules["tensorflow"] is not None
+    try:
+        load_frameworks(tensorflow=True)
+    except ImportError:
+        return False
+    return True

@@ -433,6 +433,11 @@ class RunPolicy:
     compilation_cache: bool = hyperparameter(
         True, "JAX: keep compiled steps in EMBEDDINGS_CACHE_DIR/jax, so that a repeated or "
         "resumed run does not compile them again.", topic="training")
+    stop_after_epochs: int = hyperparameter(
+        0, "Train at most this many epochs in this call, then stop as an interrupted run "
+        "stops: its epochs kept, the same command resumes it (a job's time limit; timing "
+        "the first epochs of a schedule whose batch shapes and learning rates are chosen "
+        "for all of it). 0: train to the end.", lower_bound=0, topic="training")
 
     def __post_init__(self):
         check_fields(self)

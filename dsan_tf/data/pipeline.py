@@ -61,6 +61,18 @@ class EncodedPairs:
     labels: np.ndarray
     report: EncodeReport
 
+    @classmethod
+    def from_ids(cls, pairs, tokens, max_length):
+        """From `IdPairs` (an encoded setting's) and the counts its encoding reported
+        (`tokens`: `EncodeReport.to_dict()` less `max_length`): the pairs
+        `NLIPreprocessor.encode` gave."""
+        def ragged(side):
+            return tf.RaggedTensor.from_row_lengths(getattr(pairs, side),
+                                                    getattr(pairs, f"{side}_lengths"))
+        counts = {key: value for key, value in tokens.items() if key != "oov_rate"}
+        return cls(ragged("premise"), ragged("hypothesis"), np.asarray(pairs.labels, "int32"),
+                   EncodeReport(**counts, max_length=max_length))
+
 
 def make_dataset(pairs, batch_size=64, shuffle=False, seed=None, buckets=DEFAULT_BUCKETS,
                  pad_to_bucket=False, drop_remainder=False, deterministic=True,

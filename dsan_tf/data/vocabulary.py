@@ -11,11 +11,9 @@ import json
 import os
 
 import keras
-import tensorflow as tf
 
 from dsan_tf.common import atomic
 from dsan_tf.data.examples import DataError
-from dsan_tf.data.tokenizer import tokenize
 from dsan_tf.layers.masks import PAD_ID
 
 UNK_ID = 1
@@ -57,6 +55,10 @@ class Vocabulary:
     @classmethod
     def build(cls, texts, min_count=1, lowercase=False, chunk_size=100_000):
         """Counts the tokens of `texts` (an iterable of str) and keeps those seen `min_count`+ times."""
+        import tensorflow as tf  # counting is TensorFlow's (its tokenizer's)
+
+        from dsan_tf.data.tokenizer import tokenize
+
         texts = list(texts)
         totals = {}
         for start in range(0, len(texts), chunk_size):

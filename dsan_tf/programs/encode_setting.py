@@ -1,6 +1,6 @@
 r"""Reads, tokenizes and encodes a training setting (TensorFlow's tokenizer and vocabulary,
 the word vectors) into one small `.npz` file that a machine without TensorFlow trains on
-(`dsan-train-encoded`): the same ids, vectors and configuration.
+(`dsan-train --setting`): the same ids, vectors and configuration.
 
     dsan-encode-setting --config=snli25k_glove50 \
         --output=settings/snli25k_glove50.npz
@@ -45,7 +45,7 @@ def main(argv):
     setting = EncodedSetting(
         config, policy,
         {name: IdPairs.from_encoded(pairs) for name, pairs in prepared.encoded.items()},
-        prepared.word_vectors, list(prepared.preprocessor.vocabulary.words))
+        prepared.word_vectors, list(prepared.preprocessor.vocabulary.words), prepared.found)
     setting.save(FLAGS.output)
     splits = ", ".join(f"{name} {len(pairs):,} pairs" for name, pairs in setting.splits.items())
     print(f"encoded setting: {FLAGS.output} ({splits}, {setting.vocabulary_size:,} ids)")

@@ -376,29 +376,31 @@ def as_flags(message, fields=()):
     return message
 
 
-def given_values(values=FLAGS, names=None):
-    """{field name: value} of `--config`'s values with the configuration flags given on
-    top (a flag left unset takes the named configuration's value, else its field's
-    default), for the fields `names` (default: `ExperimentConfig`'s)."""
+def given_values(values=FLAGS, names=None, base=None):
+    """{field name: value} of `--config`'s values (or of `base`, {field: value}: an
+    encoded setting's) with the configuration flags given on top (a flag left unset takes
+    the named configuration's value, else its field's default), for the fields `names`
+    (default: `ExperimentConfig`'s)."""
     names = ExperimentConfig.field_names() if names is None else names
     name = values["config"].value if "config" in values else None
-    named = named_values(name) if name else {}
+    named = base if base is not None else named_values(name) if name else {}
     given = {field: values[field].value for field in names
              if field in values and values[field].present}
     return {**{n: v for n, v in named.items() if n in names}, **given}
 
 
-def experiment_config(values=FLAGS):
+def experiment_config(values=FLAGS, base=None):
     """The `ExperimentConfig` of the flags a program defined and was given (`--config`
-    under them; others keep their defaults). The model flags of other families (a shared
-    flagfile's) are left out, and said so on stderr; a bad value or combination raises
-    `flags.ValidationError` with the library's sentence in flag syntax."""
-    chosen = given_values(values)
+    under them, or `base`, an `ExperimentConfig`; others keep their defaults). The model
+    flags of other families (a shared flagfile's) are left out, and said so on stderr; a
+    bad value or combination raises `flags.ValidationError` with the library's sentence in
+    flag syntax."""
+    chosen = given_values(values, base=base.flat() if base is not None else None)
     try:
         config = ExperimentConfig.from_flat(chosen, lenient=set(chosen))
     except ValueError as error:
         raise flags.ValidationError(as_flags(str(error))) from None
-    unused = sorted(set(chosen) - set(config.flat()))
+    unused = sorted(set(given_values(values)) - set(config.flat()))
     if unused:
         print(f"not used by --model={config.model}: "
               f"{', '.join('--' + name for name in unused)}", file=sys.stderr)
@@ -419,12 +421,14 @@ def reading_config(values=FLAGS, model=registry.DEFAULT):
         name: chosen[name] for name in ("tfds_data_dir", "batch_size") if name in chosen}))
 
 
-def run_policy(values=FLAGS):
+def run_policy(values=FLAGS, base=None):
     """The `RunPolicy` of the flags a program defined (`define_run_flags`,
-    `define_step_flags`; `--config`'s values under them), unresolved: the run decides
-    the unset choices (`RunPolicy.resolved`)."""
+    `define_step_flags`; `--config`'s values under them, or `base`'s, a `RunPolicy`),
+    unresolved: the run decides the unset choices (`RunPolicy.resolved`)."""
+    names = [field.name for field in dataclasses.fields(RunPolicy)]
     try:  # a flag left unset is its field's default
-        return RunPolicy(**given_values(values, [f.name for f in dataclasses.fields(RunPolicy)]))
+        return RunPolicy(**given_values(values, names,
+                                        base.to_dict() if base is not None else None))
     except ValueError as error:
         raise flags.ValidationError(as_flags(str(error))) from None
 

@@ -8,6 +8,8 @@ r"""Trains a model of any family (--model), keeps the best dev model, and can ex
 
     dsan-train --config=demo --workdir=/tmp/demo      # the same, by name
     dsan-train --config=snli25k_glove50 --model=afdmn --workdir=runs/afdmn  # flags on top
+    KERAS_BACKEND=jax dsan-train --setting=snli25k_glove50.npz --workdir=runs/jax
+        # an encoded setting (dsan-encode-setting): no TensorFlow needed
 
 Run again with the same configuration after an interruption (even SIGKILL): training
 continues from the last completed epoch; a finished run is reported, not trained again, and
@@ -38,27 +40,43 @@ def define_flags():
     project_flags.define_run_flags()
     project_flags.require_output_directory("export_dir")
     project_flags.refuse_other_runs("export_dir")
+    flags.DEFINE_string("setting", None, "Train on this encoded setting (.npz, written by "
+                        "dsan-encode-setting) instead of reading data files: its "
+                        "configuration, token ids and word vectors, with flags given on "
+                        "top; needs no TensorFlow.")
+    project_flags.require_existing("setting")
+    project_flags.TOPIC_OF["setting"] = "data"
     flags.DEFINE_boolean("overwrite", False, "Replace what an earlier run left in --workdir "
                          "(its files only) and train afresh; without it, a --workdir holding "
                          "a run of another configuration is refused.")
 
 
-@program.main
+@program.main(tensorflow=False)
 def main(argv):
     program.check_start(argv, workdir="the run directory")
-    config, policy = project_flags.experiment_config(), project_flags.run_policy()
-    project_flags.check_config_paths(config.data, config.training, policy)
-    for name, what in (("train_data", "the training data (see --helpfull)"),
-                       ("dev_data", "the development data (see --helpfull)"),
-                       ("embeddings", "a GloVe file, glove:840B.300d or random")):
-        if not getattr(config.data, name):
-            raise program.UsageError(f"give --{name}, {what}, or a --config.")
+    if FLAGS.setting and FLAGS.config:
+        raise program.UsageError("give --config or --setting, not both: an encoded setting "
+                                 "holds its configuration.")
+    setting = _setting() if FLAGS.setting else None
+    if setting is None:
+        config, policy = project_flags.experiment_config(), project_flags.run_policy()
+        project_flags.check_config_paths(config.data, config.training, policy)
+        for name, what in (("train_data", "the training data (see --helpfull)"),
+                           ("dev_data", "the development data (see --helpfull)"),
+                           ("embeddings", "a GloVe file, glove:840B.300d or random")):
+            if not getattr(config.data, name):
+                raise program.UsageError(f"give --{name}, {what}, or a --config.")
+        program.load_tensorflow()  # it reads the text, on every backend
+    else:  # the setting's data paths are those of the machine that encoded it
+        config = project_flags.experiment_config(base=setting.config)
+        policy = project_flags.run_policy(base=setting.policy)
+        project_flags.check_config_paths(config.training, policy)
     if policy.export_dir:
         require_tensorflow_backend("export_dir")
-    from dsan_tf.training import steps  # TensorFlow loads here, after --help
+    from dsan_tf.training import steps  # Keras loads here, after --help
 
     try:  # the library gets the flags as two objects, read here once
-        outcome = steps.train_run(FLAGS.workdir, config, policy, FLAGS.overwrite)
+        outcome = steps.train_run(FLAGS.workdir, config, policy, FLAGS.overwrite, setting)
     except KeyboardInterrupt:
         raise program.Interrupted(steps.interrupted_message(
             FLAGS.workdir, program.command_line())) from None
@@ -69,6 +87,16 @@ def main(argv):
         print(f"{outcome.workdir} is a finished run of this configuration: nothing trained "
               "(add --overwrite to train it again, or a higher --epochs to train on).")
     print(outcome.summary())
+
+
+def _setting():
+    """The `EncodedSetting` of --setting; a file that is none is one sentence."""
+    from dsan_tf.training.setting import EncodedSetting
+
+    try:
+        return EncodedSetting.load(FLAGS.setting)
+    except (OSError, ValueError) as error:
+        raise program.UsageError(f"--setting={FLAGS.setting}: {error}") from None
 
 
 def cli():

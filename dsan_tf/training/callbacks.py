@@ -1,12 +1,14 @@
-"""Keras callbacks of the training command (what `model.fit` does not do by itself)."""
+"""Keras callbacks of the training command (what `model.fit` does not do by itself).
+
+TensorBoard's files are TensorFlow's to write: its callbacks import it when they write, and
+a run where it is not installed (JAX or PyTorch alone) trains without them
+(`dsan_tf.common.quiet.tensorflow_importable`)."""
 
 import dataclasses
 import math
 import time
 
 import keras
-import tensorflow as tf
-from tensorboard.plugins.hparams import api as hp
 
 from dsan_tf.common import interrupt, progress
 from dsan_tf.common.errors import UsageError
@@ -157,6 +159,9 @@ class HParams(keras.callbacks.Callback):
     def on_train_begin(self, logs=None):
         values = {k: v if isinstance(v, (bool, int, float, str)) else str(v)
                   for k, v in self.hparams.items()}
+        import tensorflow as tf
+        from tensorboard.plugins.hparams import api as hp
+
         with tf.summary.create_file_writer(self.logdir).as_default():
             hp.hparams(values, trial_id=self.trial)
 
@@ -170,6 +175,8 @@ class ProbeFigures(keras.callbacks.Callback):
         self.logdir, self.tokens, self.ids = logdir, tokens, ids
 
     def on_epoch_end(self, epoch, logs=None):
+        import tensorflow as tf
+
         figures = plots.sentence_figures(self.tokens,
                                          analysis.sentence_analysis(self.model.backbone, self.ids))
         writer = tf.summary.create_file_writer(self.logdir)

@@ -23,7 +23,6 @@ import json
 import os
 
 import keras
-import tensorflow as tf
 
 from dsan_tf.common.errors import UsageError
 
@@ -53,6 +52,8 @@ def split_cpu(count):
         os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flag}".strip()
         return
     if count > 1:
+        import tensorflow as tf  # the backend
+
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(
             cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(count)])
@@ -64,6 +65,8 @@ def make_strategy(name, tpu=""):
     backend = keras.backend.backend()
     if backend != "tensorflow":
         return _keras_distribution(name, backend)
+    import tensorflow as tf  # the backend
+
     if name == "default":
         return tf.distribute.get_strategy()
     if name == "mirrored":
@@ -131,6 +134,8 @@ def fit_multi_worker(model, strategy, train_ds, dev_ds, initial_epoch, epochs, c
     Returns:
         the per-epoch logs (a list of dicts).
     """
+    import tensorflow as tf  # tf.distribute's: the backend
+
     train_dist = strategy.experimental_distribute_dataset(train_ds)
     dev_dist = strategy.experimental_distribute_dataset(dev_ds)
     train_step, eval_step = _steps(model, strategy, train_dist, dev_dist)
@@ -161,6 +166,8 @@ def fit_multi_worker(model, strategy, train_ds, dev_ds, initial_epoch, epochs, c
 
 def _steps(model, strategy, train_dist, dev_dist):
     """The distributed training and evaluation steps: (loss sum, correct, count) each."""
+    import tensorflow as tf  # tf.distribute's: the backend
+
     per_example = keras.losses.SparseCategoricalCrossentropy(from_logits=True,
                                                              reduction=None)
     optimizer = model.optimizer

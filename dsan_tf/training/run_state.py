@@ -28,7 +28,6 @@ import shutil
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from dsan_tf.common import atomic
 from dsan_tf.common.errors import UsageError
@@ -246,6 +245,8 @@ def trim_events(directory, epochs, steps):
             if changed:
                 # Written aside under a name TensorBoard does not read (no "tfevents").
                 partial = os.path.join(folder, "rewriting.partial")
+                import tensorflow as tf  # event files exist only where it wrote them
+
                 with tf.io.TFRecordWriter(partial) as writer:
                     for record in kept:
                         writer.write(record)
@@ -256,6 +257,8 @@ def trim_events(directory, epochs, steps):
 def _read_records(path):
     """(the records of a TFRecord file, whether it was whole): reading stops at a record
     cut off by a kill."""
+    import tensorflow as tf  # event files exist only where it wrote them
+
     records = []
     try:
         for record in tf.data.TFRecordDataset(path):

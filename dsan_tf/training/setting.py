@@ -3,7 +3,7 @@ token ids
 (`IdPairs`), the word-vector matrix and the vocabulary, as a compressed `.npz`. It is
 written where TensorFlow tokenizes (`dsan-encode-setting`) and read with
 NumPy alone, so a machine without TensorFlow (the lent GPU machines) trains on exactly
-the same ids (`dsan-train-encoded`). The 25k study setting takes about
+the same ids (`dsan-train --setting`). The 25k study setting takes about
 4 MB.
 """
 
@@ -14,9 +14,13 @@ import pathlib
 import numpy as np
 
 from dsan_tf.data.batching import IdPairs
+from dsan_tf.data.vocabulary import UNK_ID, Vocabulary
 
 FORMAT = "dsan_tf.encoded_setting/1"
-FIRST_WORD_ID = 2  # dsan_tf.data.Vocabulary's (which needs TensorFlow to import)
+# The data settings that say how batches are drawn from the ids, or where files are
+# looked for, not what the ids and vectors are: a run of the setting may change them.
+BATCHING = ("batch_size", "shuffle", "batching", "deterministic", "tfds_data_dir",
+            "embeddings_cache_dir")
 _FIELDS = ("premise", "premise_lengths", "hypothesis", "hypothesis_lengths", "labels")
 
 
@@ -33,6 +37,10 @@ class EncodedSetting:
         word_vectors: float32 [V, D], or None (random vectors).
         words: the vocabulary's words in id order from id 2 (`Vocabulary.words`: ids 0
             and 1 are padding and the unknown word).
+        found: what reading and encoding the text found, as numbers: a run's config.json
+            "embeddings", "read" (pairs kept and dropped) and "tokens" (unknown words,
+            truncation) per split. Default: counted from the ids (without truncation or
+            reading counts, which the ids do not keep).
     """
 
     config: object
@@ -40,11 +48,20 @@ class EncodedSetting:
     splits: dict
     word_vectors: np.ndarray | None
     words: list
+    found: dict = None
+
+    def __post_init__(self):
+        if self.found is None:
+            self.found = {
+                "embeddings": {"source": self.config.data.embeddings
+                               if self.word_vectors is not None else "random"},
+                "read": {}, "tokens": {name: _counted(pairs)
+                                       for name, pairs in self.splits.items()}}
 
     @property
     def vocabulary_size(self):
         """V: the words, padding and the unknown word."""
-        return len(self.words) + FIRST_WORD_ID
+        return len(self.words) + Vocabulary.FIRST_WORD_ID
 
     def save(self, path):
         """Writes the `.npz` file (ids as uint16 where the vocabulary fits), creating its
@@ -52,7 +69,7 @@ class EncodedSetting:
         id_type = "uint16" if self.vocabulary_size <= 65536 else "int32"
         arrays = {"meta": np.frombuffer(json.dumps({
             "format": FORMAT, "config": self.config.to_dict(),
-            "policy": self.policy.to_dict(), "words": list(self.words),
+            "policy": self.policy.to_dict(), "words": list(self.words), "found": self.found,
             "splits": sorted(self.splits)}).encode(), "uint8")}
         for name, pairs in self.splits.items():
             for field in _FIELDS:
@@ -83,7 +100,7 @@ class EncodedSetting:
         # Older files keep the policy's choices in their configuration's parts.
         policy = RunPolicy.from_record({**meta["config"], **meta}) or RunPolicy()
         setting = cls(ExperimentConfig.from_dict(meta["config"]), policy, splits, vectors,
-                      meta["words"])
+                      meta["words"], meta.get("found"))
         setting.check(path)
         return setting
 
@@ -99,3 +116,13 @@ class EncodedSetting:
                 if len(ids) and (ids.min() < 0 or ids.max() >= size):
                     raise ValueError(f"{path}: {name} {side} ids reach {ids.max()}, past "
                                      f"the {size} ids of its vocabulary.")
+
+
+def _counted(pairs):
+    """`EncodeReport.to_dict()` less max_length, counted from `IdPairs`."""
+    lengths = np.concatenate([pairs.premise_lengths, pairs.hypothesis_lengths])
+    tokens = int(lengths.sum())
+    unknown = int(np.sum(pairs.premise == UNK_ID) + np.sum(pairs.hypothesis == UNK_ID))
+    return {"examples": len(pairs), "truncated_premises": 0, "truncated_hypotheses": 0,
+            "longest": int(lengths.max(initial=0)), "tokens": tokens,
+            "unknown_tokens": unknown, "oov_rate": unknown / max(tokens, 1)}

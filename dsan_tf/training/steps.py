@@ -12,10 +12,9 @@ import os
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from dsan_tf import data
-from dsan_tf.common import progress
+from dsan_tf.common import progress, quiet
 from dsan_tf.common.errors import UsageError, require_tensorflow_backend
 from dsan_tf.common.labels import LABELS, NON_ENTAILMENT_ID
 from dsan_tf.data import batching
@@ -24,7 +23,6 @@ from dsan_tf.core.config import RunPolicy
 from dsan_tf.core.task import NLITask
 from dsan_tf.models import registry
 from dsan_tf.saving import model_card
-from dsan_tf.saving.export import export_runs, exported_version
 from dsan_tf.speed import compilation
 from dsan_tf.training import callbacks, distribute
 from dsan_tf.training import run_state as run_state_lib
@@ -32,8 +30,10 @@ from dsan_tf.training import run_state as run_state_lib
 
 @dataclasses.dataclass(frozen=True)
 class TrainOutcome:
-    """What `train_run` did: `state` ("new", "resume" or "finished": nothing trained),
-    the run directory and its results.json."""
+    """What `train_run` did: `state` ("new", "resume", "extend"; "finished": nothing
+    trained; "stopped": trained as many epochs as `RunPolicy.stop_after_epochs` asked,
+    not all), the run directory and its results.json (stopped: the epochs done and
+    `run_facts`, no file)."""
 
     state: str
     workdir: str
@@ -42,6 +42,9 @@ class TrainOutcome:
     def summary(self):
         """The line a run ends with (scripts read it): dev (and test) accuracy, best epoch."""
         results = self.results
+        if self.state == "stopped":
+            return (f"stopped as asked after epoch {results['epochs']}: {self.workdir} keeps "
+                    "its epochs; the same command trains on.")
         test = (f", test accuracy {results['test_accuracy']:.4f}"
                 if "test_accuracy" in results else "")
         return (f"dev accuracy {results['dev_accuracy']:.4f} (best epoch "
@@ -49,11 +52,16 @@ class TrainOutcome:
                 f"{os.path.join(self.workdir, run_files.BEST)}")
 
 
-def train_run(workdir, config, policy=RunPolicy(), overwrite=False):
+def train_run(workdir, config, policy=RunPolicy(), overwrite=False, setting=None):
     """Trains `config` in the run directory `workdir`, resuming what an interrupted run of
     the same configuration left there (its config.json is compared field by field); a
     finished run is not trained again, unless `config` gives it more epochs, when it
     trains on from its last one. `policy.export_dir` exports a finished run too.
+
+    The data are `config.data`'s files, read and tokenized here (TensorFlow), or an
+    encoded `setting` of them: its ids and word vectors as they are, with Keras and NumPy
+    alone where TensorFlow is not installed (the run directory is the same, without
+    TensorBoard's files, which TensorFlow writes).
 
     Args:
         workdir: the run directory (each worker's own under strategy "multi_worker").
@@ -62,6 +70,7 @@ def train_run(workdir, config, policy=RunPolicy(), overwrite=False):
         policy: `dsan_tf.core.config.RunPolicy`, how: resolved once for the backend and
             device, printed in one line and recorded in config.json ("policy").
         overwrite: replace what an earlier run left in `workdir` (its files only).
+        setting: `dsan_tf.training.setting.EncodedSetting` of `config.data`, or None.
 
     Returns:
         `TrainOutcome`.
@@ -72,6 +81,20 @@ def train_run(workdir, config, policy=RunPolicy(), overwrite=False):
     """
     config = config.resolved()
     policy = policy.resolved()
+    _check(config, policy, setting)
+    if policy.strategy == "multi_worker":
+        workdir = distribute.worker_dir(workdir)
+    created = not os.path.isdir(workdir)
+    run = run_files.RunDirectory(workdir)
+    run.lock()  # released when this process ends, however it ends
+    try:
+        return _train_locked(run, config, policy, overwrite, created, setting)
+    finally:
+        run.unlock()
+
+
+def _check(config, policy, setting):
+    """What `train_run` refuses before it claims the run directory: one `UsageError`."""
     if policy.export_dir:
         require_tensorflow_backend("export_dir")  # before training, not after it
     if policy.probe_sentence and not registry.family(config.model).sentence_figures:
@@ -79,18 +102,22 @@ def train_run(workdir, config, policy=RunPolicy(), overwrite=False):
         raise UsageError(f"probe_sentence needs a model that shows a sentence's attention "
                          f"({', '.join(showing)}), not {config.model}.",
                          fields=("probe_sentence",))
-    if policy.strategy == "multi_worker":
-        workdir = distribute.worker_dir(workdir)
-    created = not os.path.isdir(workdir)
-    run = run_files.RunDirectory(workdir)
-    run.lock()  # released when this process ends, however it ends
-    try:
-        return _train_locked(run, config, policy, overwrite, created)
-    finally:
-        run.unlock()
+    if policy.probe_sentence and not quiet.tensorflow_importable():
+        raise UsageError("probe_sentence draws into TensorBoard, whose files TensorFlow "
+                         "writes: it is not installed.", fields=("probe_sentence",))
+    if setting is None:
+        return
+    from dsan_tf.training.setting import BATCHING
+
+    for field in dataclasses.fields(config.data):
+        there, now = (getattr(part, field.name) for part in (setting.config.data, config.data))
+        if there != now and field.name not in BATCHING:  # its ids are of these
+            raise UsageError(f"the encoded setting was made with {field.name}={there}, not "
+                             f"{now}: it trains with its own data settings.",
+                             fields=("setting", field.name))
 
 
-def _train_locked(run, config, policy, overwrite, created):
+def _train_locked(run, config, policy, overwrite, created, setting):
     """`train_run` in the claimed run directory, holding its lock."""
     try:
         state = run.claim(config, policy, overwrite=overwrite)
@@ -105,7 +132,7 @@ def _train_locked(run, config, policy, overwrite, created):
         return TrainOutcome(state, run.workdir, run.read_json(run_files.RESULTS))
     _continue(run, state, done, config.training.epochs)
     try:
-        results = train(config, run, policy)
+        results = train(config, run, policy, setting)
     except BaseException:
         # No epoch committed: nothing to keep, so nothing is left (an interrupted first
         # epoch would leave config.json, which then refused a new configuration).
@@ -114,6 +141,8 @@ def _train_locked(run, config, policy, overwrite, created):
         elif run.exists(run_files.CONFIG):  # what the record holds, no more
             run_state_lib.settle(run, run.checkpoint())
         raise
+    if not run.exists(run_files.RESULTS):  # stopped as asked, before its last epoch
+        state = "stopped"
     return TrainOutcome(state, run.workdir, results)
 
 
@@ -121,6 +150,8 @@ def _export_finished(run, export_dir):
     """Exports a finished run found again, unless the export already holds its model: a
     re-run that trains nothing writes no new version (export/3,
     export/4... of one model)."""
+    from dsan_tf.saving.export import export_runs, exported_version  # TensorFlow's
+
     exported = exported_version(run, export_dir)
     if exported:
         print(f"already exported: {exported} holds this run's model")
@@ -154,10 +185,10 @@ def interrupted_message(workdir, command):
             f"{done + 1}.")
 
 
-def train(config, run, policy):
+def train(config, run, policy, setting=None):
     """Trains `config` (`ExperimentConfig`) in the claimed `RunDirectory` `run` as
-    `policy` (`dsan_tf.core.config.RunPolicy`, resolved) says; returns the results dict
-    that results.json holds."""
+    `policy` (`dsan_tf.core.config.RunPolicy`, resolved) says, on `config.data`'s files
+    or the encoded `setting` of them; returns the results dict that results.json holds."""
     print(policy.describe())
     strategy = set_up(config, policy.strategy, policy.tpu, policy.logical_cpus)
     if policy.compilation_cache:
@@ -165,10 +196,9 @@ def train(config, run, policy):
         if cache:
             print(f"JAX compilation cache: {cache}")
     task = NLITask(config, policy)
-    prepared = prepare_data(task, run)
+    prepared = prepare_data(task, run, setting)
     inputs = make_inputs(task, prepared)
-    padding = describe_batches(inputs, prepared.preprocessor.vocabulary_size,
-                               task.plan.strategy)
+    padding = describe_batches(inputs, prepared.vocabulary_size, task.plan.strategy)
     done = run.epochs_done()
     # Resumed or extended: the batch order a run from the start has there (`skipped` lives
     # until `fit` has made its iterator).
@@ -182,8 +212,13 @@ def train(config, run, policy):
         if policy.compile_ahead and one_device else None
     shared, nan_guard, run_state = make_callbacks(
         run, task, prepared, inputs, policy.log_every_steps, policy.probe_sentence)
-    fit(model, strategy, policy.strategy, inputs, shared, run_state, config.training.epochs)
+    epochs = config.training.epochs
+    last = min(epochs, done + policy.stop_after_epochs) if policy.stop_after_epochs else epochs
+    fit(model, strategy, policy.strategy, inputs, shared, run_state, last)
     del skipped
+    if last < epochs and not model.stop_training and not nan_guard.stopped:
+        # Stopped as asked (stop_after_epochs), not by early stopping: no results yet.
+        return {"epochs": len(run_state.rows), **run_facts(inputs, ahead)}
     return finish(run, model if one_device else None, inputs, nan_guard, run_state,
                   policy.export_dir, ahead)
 
@@ -240,13 +275,21 @@ def describe_batches(inputs, vocabulary_size, strategy):
 
 @dataclasses.dataclass
 class PreparedData:
-    """What `prepare_data` made: the preprocessor, encoded pairs per split, word vectors."""
+    """What `prepare_data` made: the vocabulary (`data.Vocabulary`), the preprocessor
+    (`data.NLIPreprocessor`; None for an encoded setting where TensorFlow is not), the
+    encoded pairs per split (`EncodedPairs`, or a setting's `IdPairs` without TensorFlow),
+    the word vectors, and what reading found, as numbers (config.json's "embeddings",
+    "read": each split's pairs kept and dropped, "tokens": unknown words, truncation)."""
 
-    preprocessor: data.NLIPreprocessor
+    vocabulary: object
+    preprocessor: object
     encoded: dict
-    reports: dict
     word_vectors: np.ndarray | None
-    embeddings: dict
+    found: dict
+
+    @property
+    def vocabulary_size(self):
+        return self.vocabulary.size
 
 
 def set_up(config, strategy_name, tpu, logical_cpus):
@@ -261,17 +304,24 @@ def set_up(config, strategy_name, tpu, logical_cpus):
                          fields=("batch_size", "strategy"))
     print(f"strategy: {strategy_name}, {replicas} replica(s), "
           f"{config.data.batch_size // replicas} pairs each per step")
-    if config.training.mixed_precision != "none":
-        keras.config.set_dtype_policy(config.training.mixed_precision)
+    # Keras' dtype policy is global: set either way (a caller's run before may have
+    # changed it).
+    precision = config.training.mixed_precision
+    keras.config.set_dtype_policy("float32" if precision == "none" else precision)
     keras.utils.set_random_seed(config.data.seed)
     if config.data.deterministic and keras.backend.backend() == "tensorflow":
+        import tensorflow as tf  # the backend: loaded already
+
         tf.config.experimental.enable_op_determinism()
     return strategy
 
 
-def prepare_data(task, run):
+def prepare_data(task, run, setting=None):
     """Reads the splits, builds (or, resuming, reloads) the preprocessor, reads the word
-    vectors and encodes every split. Returns `PreparedData`."""
+    vectors and encodes every split; or takes all that from an encoded `setting`.
+    Returns `PreparedData`."""
+    if setting is not None:
+        return _from_setting(task, run, setting)
     settings = task.config.data
     splits, reports = {}, {}
     for name in ("train", "dev", "test"):
@@ -304,15 +354,44 @@ def prepare_data(task, run):
     encoded = {name: preprocessor.encode(examples) for name, examples in splits.items()}
     for name, pairs in encoded.items():
         print(f"{name} tokens: {pairs.report.summary()}")
-    return PreparedData(preprocessor, encoded, reports, matrix, embeddings)
+    # Each value once: max_length is the configuration's.
+    tokens = {name: {key: value for key, value in pairs.report.to_dict().items()
+                     if key != "max_length"} for name, pairs in encoded.items()}
+    return PreparedData(preprocessor.vocabulary, preprocessor, encoded, matrix, {
+        "embeddings": embeddings, "tokens": tokens,
+        "read": {name: report.to_dict() for name, report in reports.items()}})
+
+
+def _from_setting(task, run, setting):
+    """`PreparedData` of an encoded setting: its ids, word vectors and what reading found,
+    as they are; where TensorFlow is, the preprocessor of its words (best.keras then reads
+    text) and the ids as `EncodedPairs`, so that the batches are those of a run from the
+    files."""
+    print("encoded setting: " + ", ".join(
+        f"{name} {len(setting.splits[name]):,} pairs" for name in ("train", "dev", "test")
+        if name in setting.splits) + f", {setting.vocabulary_size:,} ids")
+    vocabulary = data.Vocabulary(setting.words, lowercase=task.config.data.lowercase,
+                                 min_count=task.config.data.min_count)
+    preprocessor = None
+    if quiet.tensorflow_importable():
+        preprocessor = data.NLIPreprocessor(vocabulary, task.config.data.max_length)
+        preprocessor.save(run.workdir)
+        encoded = {name: data.EncodedPairs.from_ids(pairs, setting.found["tokens"][name],
+                                                    task.config.data.max_length)
+                   for name, pairs in setting.splits.items()}
+    else:
+        print("encoded setting without TensorFlow: best.keras reads token ids, not text "
+              "(TensorFlow tokenizes)")
+        encoded = dict(setting.splits)
+    return PreparedData(vocabulary, preprocessor, encoded, setting.word_vectors,
+                        setting.found)
 
 
 def build(task, strategy, prepared):
     """The compiled model, made in the strategy's scope; prints its size."""
     with strategy.scope():
-        model = task.compile(task.build_model(prepared.preprocessor.vocabulary_size,
-                                              prepared.word_vectors,
-                                              prepared.preprocessor.vocabulary),
+        model = task.compile(task.build_model(prepared.vocabulary_size,
+                                              prepared.word_vectors, prepared.vocabulary),
                              train_size=len(prepared.encoded["train"].labels))
     # The model keeps its text processing: best.keras reads raw text (`NLIClassifier`).
     model.preprocessor = prepared.preprocessor
@@ -331,19 +410,16 @@ def write_config(run, task, prepared, model, strategy, padding):
     Each value is written once: the text settings (`data.max_length`, `data.lowercase`)
     are the configuration's, so neither the top level nor the token counts repeat them
     (older records do; readers read `data`)."""
-    tokens = {name: {key: value for key, value in pairs.report.to_dict().items()
-                     if key != "max_length"}
-              for name, pairs in prepared.encoded.items()}
     run.write_json(run_files.CONFIG, {
         **task.config.to_dict(), "policy": task.policy.to_dict(),
         "label_names": list(LABELS),
-        "vocab_size": prepared.preprocessor.vocabulary_size,
-        "embeddings": prepared.embeddings, "parameters": model.parameter_breakdown(),
+        "vocab_size": prepared.vocabulary_size,
+        "embeddings": prepared.found["embeddings"],
+        "parameters": model.parameter_breakdown(),
         "padding_fraction": padding,
         "replicas": strategy.num_replicas_in_sync,
         "provenance": run_files.provenance(),
-        "read": {name: report.to_dict() for name, report in prepared.reports.items()},
-        "tokens": tokens})
+        "read": prepared.found["read"], "tokens": prepared.found["tokens"]})
 
 
 def make_callbacks(run, task, prepared, inputs, log_every_steps, probe_sentence=None):
@@ -354,20 +430,20 @@ def make_callbacks(run, task, prepared, inputs, log_every_steps, probe_sentence=
     keep_best = callbacks.KeepBest()
     hparams = dict(dataclasses.asdict(config.model_config), model=config.model,
                    learning_rate=config.training.learning_rate,
-                   batch_size=config.data.batch_size, embeddings=prepared.embeddings["source"],
+                   batch_size=config.data.batch_size, embeddings=prepared.found["embeddings"]["source"],
                    seed=config.data.seed, mixed_precision=config.training.mixed_precision)
-    tensorboard = callbacks.TensorBoard(run.path(run_files.TENSORBOARD),
-                                        update_freq=log_every_steps)
-    run_state = run_state_lib.RunState(run, keep_best, flush=[tensorboard.flush])
-    shared = [
-        callbacks.Interruptible(),
-        callbacks.EpochLog(),
-        nan_guard,
-        keep_best,
-        tensorboard,
-        callbacks.HParams(run.path(run_files.TENSORBOARD), hparams,
-                          trial=os.path.basename(os.path.abspath(run.workdir))),
-    ]
+    shared = [callbacks.Interruptible(), callbacks.EpochLog(), nan_guard, keep_best]
+    flush = []
+    if quiet.tensorflow_importable():
+        tensorboard = callbacks.TensorBoard(run.path(run_files.TENSORBOARD),
+                                            update_freq=log_every_steps)
+        flush.append(tensorboard.flush)
+        shared += [tensorboard, callbacks.HParams(
+            run.path(run_files.TENSORBOARD), hparams,
+            trial=os.path.basename(os.path.abspath(run.workdir)))]
+    else:
+        print("TensorBoard: no event files (TensorFlow writes them; it is not installed)")
+    run_state = run_state_lib.RunState(run, keep_best, flush=flush)
     if probe_sentence:
         preprocessor = prepared.preprocessor
         ids = preprocessor.token_ids([probe_sentence]).to_list()[0]
@@ -410,6 +486,22 @@ def weights_digest(model):
     return digest.hexdigest()
 
 
+def run_facts(inputs, compiled_ahead=None):
+    """What this call of the run did besides training: {"compiled_ahead": what
+    `compile_ahead` did, when it ran; "batch_shapes": for NumPy batches of bounded shapes,
+    which, chosen how (`BatchPlan.shapes`), and the padding they leave}."""
+    facts = {"compiled_ahead": compiled_ahead} if compiled_ahead else {}
+    train = inputs["train"]
+    if isinstance(train, batching.NLIBatches) and train.shapes.bounded:
+        padding, shapes = train.describe()
+        facts["batch_shapes"] = {
+            "shapes": train.shapes.describe(), "training_shapes": len(shapes),
+            "padding": round(padding, 4), "chosen": train.shapes.chosen,
+            **{f"{split}_shapes": len(inputs[split].describe()[1])
+               for split in ("dev", "test") if split in inputs}}
+    return facts
+
+
 def finish(run, model, inputs, nan_guard, run_state, export_dir=None, compiled_ahead=None):
     """Evaluates the best epoch's model on dev (and test) with the trained `model`'s
     compiled steps (None: the loaded best model's own), writes results.json (with what
@@ -439,20 +531,12 @@ def finish(run, model, inputs, nan_guard, run_state, export_dir=None, compiled_a
     seconds = [row["seconds"] for row in history if not math.isnan(row.get("seconds", math.nan))]
     results["seconds_per_epoch"] = sum(seconds) / len(seconds) if seconds else None
     results["epochs"] = len(history)
-    if compiled_ahead:
-        results["compiled_ahead"] = compiled_ahead
-    train = inputs["train"]
-    if isinstance(train, batching.NLIBatches) and train.shapes.bounded:
-        # Which shapes, chosen how (`BatchPlan.shapes`), and the padding they leave.
-        padding, shapes = train.describe()
-        results["batch_shapes"] = {
-            "shapes": train.shapes.describe(), "training_shapes": len(shapes),
-            "padding": round(padding, 4), "chosen": train.shapes.chosen,
-            **{f"{split}_shapes": len(inputs[split].describe()[1])
-               for split in ("dev", "test") if split in inputs}}
+    results.update(run_facts(inputs, compiled_ahead))
     run.write_json(run_files.RESULTS, results)
     model_card.write(run)
     if export_dir:  # the same complete export as dsan-export
+        from dsan_tf.saving.export import export_runs  # a SavedModel: TensorFlow's
+
         print(f"SavedModel, model.keras, the preprocessor and {model_card.CARD}: "
               f"{export_runs([run], export_dir)}")
     return results
