@@ -384,18 +384,28 @@ def test_an_export_on_another_backend_is_refused_before_training(tmp_path, monke
         serving.export(None, str(tmp_path / "e"))
 
 
-def test_an_encoded_setting_trains_the_run_its_text_trains(demo, tmp_path):
+def test_an_encoded_setting_trains_the_run_its_text_trains_stopped_or_not(demo, tmp_path):
     """`dsan-train --setting` of the demo's encoded setting is the demo's run from its text:
     the same batches, each epoch's metrics, best weights (their SHA-256) and config.json's
-    record of what reading found; best.keras reads text as the text run's does."""
+    record of what reading found; best.keras reads text as the text run's does. Here it is
+    also stopped by --stop_after_epochs=3 (status 0, no results.json, one line saying so)
+    and trained on by the same command, which ends as the uninterrupted run."""
     from helpers import cli, ok
 
     trained, _ = demo
     setting = tmp_path / "demo.npz"
     ok(cli("encode_setting", "--config=demo", f"--output={setting}"))
     workdir = tmp_path / "run"
-    stdout = ok(cli("train", f"--setting={setting}", f"--workdir={workdir}", "--epochs=4"))
+    command = ("train", f"--setting={setting}", f"--workdir={workdir}", "--epochs=4",
+               "--stop_after_epochs=3")
+    stdout = ok(cli(*command))
     assert "encoded setting: train 672 pairs, dev 168 pairs, 16 ids" in stdout
+    assert stdout.strip().splitlines()[-1] == (
+        f"stopped as asked after epoch 3: {workdir} keeps its epochs; the same command "
+        "trains on.")
+    assert len(_history(workdir)) == 1 + 3 and not (workdir / "results.json").exists()
+    stdout = ok(cli(*command))
+    assert f"resuming {workdir}: 3 epoch(s) done, training from epoch 4" in stdout
     assert _history(workdir) == _history(trained)
     results = [json.loads((folder / "results.json").read_text())
                for folder in (workdir, trained)]
@@ -410,8 +420,8 @@ def test_an_encoded_setting_trains_the_run_its_text_trains(demo, tmp_path):
     refused = cli("train", f"--setting={setting}", f"--workdir={tmp_path / 'other'}",
                   "--max_length=5")
     assert refused.returncode == 1 and refused.stderr.strip().splitlines()[-1] == (
-        "error: the encoded setting was made with --max_length=256, not 5: it trains with "
-        "its own data settings.")
+        "error: --setting holds ids encoded with --max_length=256, not 5: a run of it keeps "
+        "its data settings.")
     both = cli("train", f"--setting={setting}", "--config=demo", f"--workdir={tmp_path}")
     assert both.stderr.strip().splitlines()[-1] == (
         "error: give --config or --setting, not both: an encoded setting holds its "
@@ -421,25 +431,3 @@ def test_an_encoded_setting_trains_the_run_its_text_trains(demo, tmp_path):
         dsan_tf.load(str(workdir / "best.keras")).predict(pairs, verbose=0),
         dsan_tf.load(str(trained / "best.keras")).predict(pairs, verbose=0))
 
-
-def test_stop_after_epochs_stops_a_run_that_the_same_command_finishes_as_one(demo, tmp_path):
-    """--stop_after_epochs=N trains N epochs of the run and stops as an interrupted run
-    does (status 0, no results.json, one line saying so); the same command trains on, and
-    the run is the demo's uninterrupted one: each epoch's metrics, its best weights."""
-    from helpers import cli, ok
-
-    trained, _ = demo
-    workdir = tmp_path / "run"
-    command = ("train", "--config=demo", "--epochs=4", f"--workdir={workdir}",
-               "--stop_after_epochs=3")
-    stdout = ok(cli(*command))
-    assert stdout.strip().splitlines()[-1] == (
-        f"stopped as asked after epoch 3: {workdir} keeps its epochs; the same command "
-        "trains on.")
-    assert len(_history(workdir)) == 4 and not (workdir / "results.json").exists()
-    stdout = ok(cli(*command))
-    assert f"resuming {workdir}: 3 epoch(s) done, training from epoch 4" in stdout
-    assert _history(workdir) == _history(trained)
-    assert [json.loads((folder / "results.json").read_text())["best_weights_sha256"]
-            for folder in (workdir, trained)] == [
-        json.loads((trained / "results.json").read_text())["best_weights_sha256"]] * 2

@@ -112,8 +112,8 @@ def _check(config, policy, setting):
     for field in dataclasses.fields(config.data):
         there, now = (getattr(part, field.name) for part in (setting.config.data, config.data))
         if there != now and field.name not in BATCHING:  # its ids are of these
-            raise UsageError(f"the encoded setting was made with {field.name}={there}, not "
-                             f"{now}: it trains with its own data settings.",
+            raise UsageError(f"setting holds ids encoded with {field.name}={there}, not "
+                             f"{now}: a run of it keeps its data settings.",
                              fields=("setting", field.name))
 
 
