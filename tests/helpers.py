@@ -60,6 +60,8 @@ def cli_process(program, *flags, timeout=600, env=None, cwd=ROOT):
 
 CHILD = """
 import json, sys
+for name in json.loads(sys.argv[3]):
+    sys.modules[name] = None  # `import NAME` fails, as where it is not installed
 sys.path.insert(0, sys.argv[1])
 import helpers
 done = [helpers.run_in_process(program, *flags) for program, flags in json.loads(sys.argv[2])]
@@ -67,12 +69,14 @@ print("\\n" + json.dumps([[d.returncode, d.stdout, d.stderr] for d in done]))
 """
 
 
-def cli_in_child(runs, env, timeout=600):
+def cli_in_child(runs, env, timeout=600, without=()):
     """Runs several programs one after the other in one child process started with `env`
-    (e.g. `KERAS_BACKEND=jax`): one start-up for all of them. `runs` is a list of
+    (e.g. `KERAS_BACKEND=jax`), the modules `without` unimportable there (e.g.
+    "tensorflow", as on the GPU machines): one start-up for all of them. `runs` is a list of
     (program, [flags]); returns a `subprocess.CompletedProcess` per run."""
     child = subprocess.run([sys.executable, "-c", CHILD, str(ROOT / "tests"),
-                            json.dumps([[program, list(flags)] for program, flags in runs])],
+                            json.dumps([[program, list(flags)] for program, flags in runs]),
+                            json.dumps(list(without))],
                            cwd=ROOT, env=dict(ENV, **env), capture_output=True, text=True,
                            timeout=timeout)
     assert child.returncode == 0, child.stderr[-3000:]

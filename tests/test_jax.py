@@ -105,27 +105,14 @@ def test_a_few_hundred_steps_of_snli_lengths_use_at_most_twelve_shapes():
     assert result["steps"] == 300
 
 
-TRAIN_WITHOUT_TENSORFLOW = """
-import sys
-sys.modules["tensorflow"] = None  # `import tensorflow` fails, as on the GPU machines
-sys.argv[0] = "dsan-train"
-from dsan_tf.programs.train import cli
-cli()
-"""
-
-
 def test_an_encoded_setting_trains_on_jax_without_tensorflow_into_a_run_directory(tmp_path):
     """The GPU road: encode_setting writes the demo's ids, vectors and configuration (with
     TensorFlow's tokenizer); `dsan-train --setting` trains them on JAX with TensorFlow
     unimportable, in bounded shapes compiled ahead, and writes the run directory a run
     from the text writes (config.json, history.csv, best.keras, results.json; no
     TensorBoard, which TensorFlow writes), which a higher --epochs trains on."""
-    import subprocess
-    import sys
-
     from dsan_tf.core.rundir import read_history
     from dsan_tf.training.setting import EncodedSetting
-    from helpers import ENV, ROOT
 
     setting = tmp_path / "demo.npz"
     stdout = ok(cli("encode_setting", DEMO, f"--output={setting}"))
@@ -135,21 +122,16 @@ def test_an_encoded_setting_trains_on_jax_without_tensorflow_into_a_run_director
     assert loaded.vocabulary_size == 16  # the demo's 14 words, padding and [UNK]
     assert loaded.config.model_config.embedding_dim == 32 and loaded.word_vectors is None
     workdir = tmp_path / "run"
-
-    def train(*flags):
-        done = subprocess.run(
-            [sys.executable, "-c", TRAIN_WITHOUT_TENSORFLOW, f"--setting={setting}",
-             f"--workdir={workdir}", "--nocompilation_cache", *flags], cwd=ROOT,
-            env=dict(ENV, KERAS_BACKEND="jax"), capture_output=True, text=True, timeout=600)
+    flags = [f"--setting={setting}", f"--workdir={workdir}", "--nocompilation_cache"]
+    first, extended = cli_in_child([("train", [*flags, "--epochs=3"]),
+                                    ("train", [*flags, "--epochs=4"])], JAX,
+                                   without=("tensorflow",))
+    for done in (first, extended):
         assert done.returncode == 0, done.stderr[-3000:]
-        return done.stdout
-
-    stdout = train("--epochs=10")
     assert "TensorBoard: no event files (TensorFlow writes them; it is not installed)" \
-        in stdout
-    assert stdout.strip().splitlines()[-1] == (
-        f"dev accuracy 1.0000 (best epoch {json.loads((workdir / 'results.json').read_text())['best_epoch']}); "
-        f"model: {workdir / 'best.keras'}")
+        in first.stdout
+    assert first.stdout.strip().splitlines()[-1] == (
+        f"dev accuracy 1.0000 (best epoch 3); model: {workdir / 'best.keras'}")
     config = json.loads((workdir / "config.json").read_text())
     assert config["provenance"]["keras_backend"] == "jax"
     assert config["provenance"]["tensorflow"] is None and config["vocab_size"] == 16
@@ -162,10 +144,9 @@ def test_an_encoded_setting_trains_on_jax_without_tensorflow_into_a_run_director
         row["seconds"] > 0 for row in ahead)
     assert results["batch_shapes"]["chosen"]["by"] == "shared_lengths"
     assert not (workdir / "tensorboard").exists()
-    stdout = train("--epochs=12")  # trains on, from the run's record
-    assert f"extending {workdir}: 10 epoch(s) done, training epochs 11 to 12" in stdout
-    assert [row["epoch"] for row in read_history(workdir / "history.csv")] == \
-        list(range(1, 13))
+    # Trained on from the run's record.
+    assert f"extending {workdir}: 3 epoch(s) done, training epochs 4 to 4" in extended.stdout
+    assert [row["epoch"] for row in read_history(workdir / "history.csv")] == [1, 2, 3, 4]
 
 
 def test_a_missing_or_broken_setting_file_is_one_sentence(tmp_path):
