@@ -36,28 +36,12 @@ from dsan_tf.core.config import PRECISIONS, ExperimentConfig, RunPolicy
 from dsan_tf.data.batching import IdPairs
 from dsan_tf.training import steps
 from dsan_tf.training.setting import EncodedSetting
-from benchmarks import program_size
+from benchmarks import backends, program_size
 from benchmarks.benchmark import LENGTH_PROFILE, SNLI_TRAIN_PAIRS
 from benchmarks.program_size import VOCAB_SIZE
 
 SNLI_DEV_PAIRS = 9_842
 PAPER_EPOCHS = 20  # the schedule part 1 projects (the preset's epochs)
-
-
-def device_name():
-    """The device Keras computes on, in words (JAX's or PyTorch's name for it)."""
-    backend = keras.backend.backend()
-    if backend == "jax":
-        import jax  # the backend: loaded already
-
-        device = jax.devices()[0]
-        return f"jax {device.platform}: {getattr(device, 'device_kind', device)}"
-    if backend == "torch":
-        import torch  # the backend: loaded already
-
-        return f"torch: {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() \
-            else "torch: cpu"
-    return backend
 
 
 def train(setting, epochs=None, patience=None, stop_after_epochs=0):
@@ -82,7 +66,7 @@ def train(setting, epochs=None, patience=None, stop_after_epochs=0):
         keras.config.set_dtype_policy(outer)
     results = outcome.results
     best = max(history, key=lambda row: row["val_accuracy"])  # the first of the highest
-    return {"backend": keras.backend.backend(), "device": device_name(),
+    return {"backend": keras.backend.backend(), "device": backends.info()["device"],
             "dtype_policy": precision, "train_pairs": len(setting.splits["train"]),
             "dev_pairs": len(setting.splits["dev"]),
             "batches": results.get("batch_shapes"), "compile_ahead": results["compiled_ahead"],
