@@ -36,17 +36,14 @@ def command(program, *flags):
 # Environment variables read once, when a process starts (Keras' backend, TensorFlow's
 # oneDNN and log level): a program run with one of them set differently runs in a child.
 START_UP = ("KERAS_BACKEND", "TF_ENABLE_ONEDNN_OPTS", "TF_CPP_MIN_LOG_LEVEL", "XLA_FLAGS")
-# Flags that set up TensorFlow's devices, which a process can do once, before it uses them.
-START_UP_FLAGS = ("--logical_cpus", "--strategy")
 
 
 def cli(program, *flags, timeout=600, env=None, cwd=ROOT):
     """A program (`dsan-PROGRAM FLAGS...`) from the repository root, as a user runs it: in this process (`run_in_process`, the same flag parsing, main and exit status, no
     start-up of a new Python and TensorFlow), or in a child process where `env` sets a
-    variable read at start-up (`START_UP`) or a flag sets up devices (`START_UP_FLAGS`)."""
+    variable read at start-up (`START_UP`)."""
     env = env or {}
-    if any(key in START_UP and os.environ.get(key) != value for key, value in env.items()) \
-            or any(flag.startswith(START_UP_FLAGS) for flag in flags):
+    if any(key in START_UP and os.environ.get(key) != value for key, value in env.items()):
         return cli_process(program, *flags, timeout=timeout, env=env, cwd=cwd)
     return run_in_process(program, *flags, env=env, cwd=cwd)
 

@@ -179,7 +179,6 @@ def test_one_planner_names_the_strategy_of_every_run():
     compiled = {"jit_compile": True, "sentence_programs": False}
     assert plan(jit_compile=False).strategy == "longest"  # an uncompiled step
     assert plan(jit_compile=False, pad_to_bucket=True).strategy == "buckets"
-    assert plan(strategy="tpu", jit_compile=True).strategy == "static"
     assert plan(**compiled).strategy == "priced"
     assert plan(shape_costs="padding", **compiled).strategy == "grid"
     # Per-length programs (JAX's: resolved off elsewhere) share a grid in a sentence

@@ -332,7 +332,7 @@ def test_help_does_not_load_tensorflow():
                             capture_output=True, text=True, timeout=120)
     assert ok(loaded).split() == ["False", "False"]
     listed = cli("train", "--help").stdout
-    assert "--workdir" in listed and "--learning_rate" in listed and "--strategy" in listed
+    assert "--workdir" in listed and "--learning_rate" in listed and "--jit_compile" in listed
 
 
 def test_help_is_short_and_grouped_by_topic_with_each_familys_flags_under_it():
@@ -359,7 +359,7 @@ def test_help_is_short_and_grouped_by_topic_with_each_familys_flags_under_it():
         topic = group_of[flag]
         assert topic.startswith("model: ") and families <= set(topic[7:].split(", ")), flag
     assert "--train_data" in sections["data"] and "--learning_rate" in sections["training"]
-    assert "--workdir" in sections["output"] and "--strategy" in sections["training"]
+    assert "--workdir" in sections["output"] and "--jit_compile" in sections["training"]
     assert sections["train"] == ["--overwrite"]  # the rest: the configuration's fields
     assert "--config" in sections["model"]
     assert "--flagfile=FILE" in listed

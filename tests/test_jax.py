@@ -1,6 +1,5 @@
 """The programs on JAX: the README's demo trains, evaluates and predicts there (tf.data
-feeding a jitted JAX model), exporting is TensorFlow's, and --strategy=mirrored is Keras'
-DataParallel over several devices."""
+feeding a jitted JAX model), and exporting is TensorFlow's."""
 
 import csv
 import json
@@ -57,23 +56,6 @@ def test_jax_trains_evaluates_predicts_and_tensorflow_exports(tmp_path):
     assert served["label"] == on_jax["label"]
     for name, value in on_jax["probabilities"].items():
         assert served["probabilities"][name] == pytest.approx(value, abs=1e-5)
-
-
-@pytest.mark.slow
-def test_jax_data_parallel_on_two_cpus_matches_one_device(tmp_path):
-    """--strategy=mirrored under JAX is keras.distribution.DataParallel: each of two CPU
-    devices gets half the global batch, and the losses are those of one device."""
-    short = (DEMO, "--epochs=2", "--steps_per_epoch=4", "--dropout=0", "--noshuffle")
-    ok(cli("train", *short, f"--workdir={tmp_path / 'one'}", env=JAX))
-    two = dict(JAX, XLA_FLAGS="--xla_force_host_platform_device_count=2")
-    stdout = ok(cli("train", *short, f"--workdir={tmp_path / 'two'}", "--strategy=mirrored",
-                    env=two))
-    assert "strategy: mirrored, 2 replica(s), 16 pairs each per step" in stdout
-    one, both = history(tmp_path / "one"), history(tmp_path / "two")
-    assert len(one) == len(both) == 2
-    for a, b in zip(one, both):
-        for key in ("loss", "accuracy", "val_loss", "val_accuracy"):
-            assert float(b[key]) == pytest.approx(float(a[key]), rel=1e-4), key
 
 
 def probe_shapes(*args):

@@ -16,7 +16,6 @@ OOV_INITS = ("random", "zeros")
 BATCHINGS = ("plain", "sorted_chunks", "premise_buckets", "length_buckets")
 PRECISIONS = ("none", "mixed_float16", "mixed_bfloat16")
 OPTIMIZERS = ("adam", "adamw")
-STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
 # Unset steps_per_execution under JAX on an accelerator (docs/PERFORMANCE.md, "The GPU check").
 ACCELERATOR_STEPS_PER_EXECUTION = 32
 # Source specs that name no local file (dsan_tf.data.sources).
@@ -56,11 +55,10 @@ class DataConfig:
     max_length: int | None = hyperparameter(
         256, "Truncate sentences to this many tokens (counted and reported); 0: never.",
         lower_bound=0)
-    batch_size: int = hyperparameter(BATCH_SIZE, "Global batch size (Section 5.2: 64).",
+    batch_size: int = hyperparameter(BATCH_SIZE, "Batch size (Section 5.2: 64).",
                                      lower_bound=1)
     shuffle: bool = hyperparameter(
-        True, "Shuffle the training pairs every epoch (false: file order; tf.distribute "
-        "reorders a seeded shuffle, so compare strategies without it).")
+        True, "Shuffle the training pairs every epoch (false: file order).")
     seed: int = hyperparameter(
         0, "Seed of shuffling, initialisation and random word vectors.")
     batching: str = hyperparameter(
@@ -405,17 +403,6 @@ class RunPolicy:
         "measurements to fit. Evaluation uses the training shapes. With per-length programs "
         "(sentence_programs) none of these: one grid of lengths for both sides.", exists="file",
         values=("device", "padding"), topic="data")
-    strategy: str = hyperparameter(
-        "default", "tf.distribute strategy: one device, all local GPUs (mirrored), several "
-        "machines (multi_worker, TF_CONFIG) or a TPU; batch_size is the global batch.",
-        choices=STRATEGIES, topic="training")
-    tpu: str = hyperparameter(
-        "", "strategy tpu: the TPU's name or grpc:// address (empty: the TPU of this VM).",
-        topic="training")
-    logical_cpus: int = hyperparameter(
-        0, "Split the CPU into this many logical devices, so that the mirrored strategy "
-        "runs without GPUs (trying it, tests); 0 or 1: don't.", lower_bound=0,
-        topic="training")
     log_every_steps: int = hyperparameter(
         100, "TensorBoard: log training metrics every N steps.", lower_bound=1,
         topic="output")

@@ -193,7 +193,6 @@ class NLITask:
         steps = policy.steps_per_execution
         return planning.BatchPlan(
             strategy=planning.strategy(policy.bounded_shapes, policy.pad_to_bucket,
-                                       policy.strategy == "tpu",
                                        policy.sentence_programs and sentence_encoder,
                                        policy.shape_costs),
             batch_size=settings.batch_size, order=settings.batching,

@@ -21,7 +21,7 @@ _EXPORTS = {
     "extend_vocabulary": "embeddings", "load_vectors": "embeddings",
     "DataError": "examples", "Example": "examples",
     "DEFAULT_BUCKETS": "pipeline", "DEFAULT_MAX_LENGTH": "pipeline",
-    "SORT_CHUNK_BATCHES": "pipeline", "EncodedPairs": "pipeline", "EncodeReport": "pipeline",
+    "SORT_CHUNK_BATCHES": "pipeline", "EncodedPairs": "pipeline", "EncodeReport": "batching",
     "make_dataset": "pipeline", "padding_fraction": "pipeline",
     "NLIPreprocessor": "preprocessor",
     "ReadReport": "sources", "read_examples": "sources",

@@ -18,7 +18,8 @@ import dataclasses
 import keras
 import numpy as np
 
-from dsan_tf.layers.masks import PAD_ID  # Keras only (dsan_tf.data.vocabulary needs TensorFlow)
+from dsan_tf.common import progress
+from dsan_tf.data.vocabulary import PAD_ID, UNK_ID
 
 # Length buckets of the grouped orders (also dsan_tf.data.pipeline's, with TensorFlow);
 # SNLI's median sentence is about 13 tokens.
@@ -30,6 +31,43 @@ SORT_CHUNK_BATCHES = 50
 PREMISE_LENGTHS = 4
 HYPOTHESIS_LENGTHS = 3
 ORDERS = ("plain", "sorted_chunks", "premise_buckets", "length_buckets", "in_order")
+
+
+@dataclasses.dataclass
+class EncodeReport:
+    """What `NLIPreprocessor.encode` did to the text: unknown words and truncation are counted, never silent."""
+
+    examples: int
+    max_length: int | None
+    truncated_premises: int = 0
+    truncated_hypotheses: int = 0
+    longest: int = 0
+    tokens: int = 0
+    unknown_tokens: int = 0
+
+    @property
+    def oov_rate(self):
+        """The fraction of tokens mapped to the unknown word ([UNK])."""
+        return self.unknown_tokens / max(self.tokens, 1)
+
+    def to_dict(self):
+        """The counts as numbers (JSON reports carry these, not the sentence)."""
+        return {**dataclasses.asdict(self), "oov_rate": self.oov_rate}
+
+    def counts(self):
+        """`to_dict()` less `max_length`, which a run's configuration holds (config.json's
+        "tokens" of a split)."""
+        return {key: value for key, value in self.to_dict().items() if key != "max_length"}
+
+    def summary(self):
+        text = (f"{progress.pairs(self.examples)}, longest sentence {self.longest} tokens, "
+                f"oov_rate {self.oov_rate:.2%} ({self.unknown_tokens:,} of {self.tokens:,} "
+                "tokens unknown)")
+        if self.truncated_premises or self.truncated_hypotheses:
+            text += (f"; truncated to max_length={self.max_length}: "
+                     f"{self.truncated_premises:,} premises, "
+                     f"{self.truncated_hypotheses:,} hypotheses")
+        return text
 
 
 @dataclasses.dataclass
@@ -53,6 +91,15 @@ class IdPairs:
 
     def __len__(self):
         return len(self.labels)
+
+    def report(self):
+        """The `EncodeReport` of these ids: unknown words and lengths (what truncated them,
+        if anything, the ids do not keep)."""
+        lengths = np.concatenate([self.premise_lengths, self.hypothesis_lengths])
+        unknown = int(np.sum(self.premise == UNK_ID) + np.sum(self.hypothesis == UNK_ID))
+        return EncodeReport(examples=len(self), max_length=None,
+                            longest=int(lengths.max(initial=0)), tokens=int(lengths.sum()),
+                            unknown_tokens=unknown)
 
     @classmethod
     def from_lists(cls, premises, hypotheses, labels):

@@ -12,44 +12,11 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from dsan_tf.common import progress
 # One definition, in the module that needs no TensorFlow.
-from dsan_tf.data.batching import DEFAULT_BUCKETS, SORT_CHUNK_BATCHES  # noqa: F401
+from dsan_tf.data.batching import DEFAULT_BUCKETS, SORT_CHUNK_BATCHES, EncodeReport  # noqa: F401
 from dsan_tf.data.vocabulary import PAD_ID
 
 DEFAULT_MAX_LENGTH = 256
-
-
-@dataclasses.dataclass
-class EncodeReport:
-    """What `NLIPreprocessor.encode` did to the text: unknown words and truncation are counted, never silent."""
-
-    examples: int
-    max_length: int | None
-    truncated_premises: int = 0
-    truncated_hypotheses: int = 0
-    longest: int = 0
-    tokens: int = 0
-    unknown_tokens: int = 0
-
-    @property
-    def oov_rate(self):
-        """The fraction of tokens mapped to the unknown word ([UNK])."""
-        return self.unknown_tokens / max(self.tokens, 1)
-
-    def to_dict(self):
-        """The counts as numbers (JSON reports carry these, not the sentence)."""
-        return {**dataclasses.asdict(self), "oov_rate": self.oov_rate}
-
-    def summary(self):
-        text = (f"{progress.pairs(self.examples)}, longest sentence {self.longest} tokens, "
-                f"oov_rate {self.oov_rate:.2%} ({self.unknown_tokens:,} of {self.tokens:,} "
-                "tokens unknown)")
-        if self.truncated_premises or self.truncated_hypotheses:
-            text += (f"; truncated to max_length={self.max_length}: "
-                     f"{self.truncated_premises:,} premises, "
-                     f"{self.truncated_hypotheses:,} hypotheses")
-        return text
 
 
 @dataclasses.dataclass
@@ -64,7 +31,7 @@ class EncodedPairs:
     @classmethod
     def from_ids(cls, pairs, tokens, max_length):
         """From `IdPairs` (an encoded setting's) and the counts its encoding reported
-        (`tokens`: `EncodeReport.to_dict()` less `max_length`): the pairs
+        (`tokens`: `EncodeReport.counts()`): the pairs
         `NLIPreprocessor.encode` gave."""
         def ragged(side):
             return tf.RaggedTensor.from_row_lengths(getattr(pairs, side),
@@ -75,7 +42,7 @@ class EncodedPairs:
 
 
 def make_dataset(pairs, batch_size=64, shuffle=False, seed=None, buckets=DEFAULT_BUCKETS,
-                 pad_to_bucket=False, drop_remainder=False, deterministic=True,
+                 pad_to_bucket=False, deterministic=True,
                  bucket_hypothesis=True, sort_chunks=0):
     """A dataset of `({"premise": int32 [B, T1], "hypothesis": int32 [B, T2]}, int32 [B])`.
 
@@ -96,7 +63,6 @@ def make_dataset(pairs, batch_size=64, shuffle=False, seed=None, buckets=DEFAULT
         bucket_hypothesis: group by the hypothesis's length bucket as well as the premise's.
         pad_to_bucket: pad to the bucket's upper boundary rather than to the batch's longest
             sentence, so that few distinct shapes occur (fewer XLA compilations).
-        drop_remainder: drop incomplete batches (needed for some distribution strategies).
         deterministic: fix the element order (with a seed, identical across runs).
         sort_chunks: instead of `buckets`, cut the (shuffled) pairs into chunks of this many
             batches and sort each chunk by premise length before batching, then shuffle
@@ -115,22 +81,22 @@ def make_dataset(pairs, batch_size=64, shuffle=False, seed=None, buckets=DEFAULT
     padding_values = ({"premise": PAD_ID, "hypothesis": PAD_ID}, 0)
     if sort_chunks:
         return _finish(_sorted_chunk_batches(dataset, len(pairs.labels), batch_size,
-                                             sort_chunks, shuffle, seed, drop_remainder),
+                                             sort_chunks, shuffle, seed),
                        deterministic)
     if not buckets:
         return _finish(dataset.padded_batch(
-            batch_size, ({"premise": [None], "hypothesis": [None]}, []), padding_values,
-            drop_remainder=drop_remainder), deterministic)
+            batch_size, ({"premise": [None], "hypothesis": [None]}, []), padding_values),
+            deterministic)
     return _finish(_bucketed_batches(dataset, pairs, batch_size, buckets, bucket_hypothesis,
-                                     pad_to_bucket, drop_remainder, padding_values),
+                                     pad_to_bucket, padding_values),
                    deterministic)
 
 
 def _bucketed_batches(dataset, pairs, batch_size, buckets, bucket_hypothesis, pad_to_bucket,
-                      drop_remainder, padding_values):
+                      padding_values):
     """Batches of pairs that share a (premise, hypothesis) length bucket (`make_dataset`),
     with their known number (progress bars with ETA, no "ran out of data" at epoch 1)."""
-    cardinality = batch_count(pairs, batch_size, buckets, drop_remainder, bucket_hypothesis)
+    cardinality = batch_count(pairs, batch_size, buckets, bucket_hypothesis)
     boundaries = tf.constant(list(buckets), tf.int64)
     # The last bucket has no upper boundary: it is padded to its batch's longest sentence.
     limits = tf.constant(list(buckets) + [-1], tf.int64)
@@ -151,15 +117,13 @@ def _bucketed_batches(dataset, pairs, batch_size, buckets, bucket_hypothesis, pa
             hypothesis_limit = tf.gather(limits, key_value % (len(buckets) + 1))
             shapes = ({"premise": tf.reshape(premise_limit, [1]),
                        "hypothesis": tf.reshape(hypothesis_limit, [1])}, [])
-        return window.padded_batch(batch_size, shapes, padding_values,
-                                   drop_remainder=drop_remainder)
+        return window.padded_batch(batch_size, shapes, padding_values)
 
     dataset = dataset.group_by_window(key, batch, window_size=batch_size)
     return dataset.apply(tf.data.experimental.assert_cardinality(cardinality))
 
 
-def _sorted_chunk_batches(dataset, size, batch_size, chunk_batches, shuffle, seed,
-                          drop_remainder):
+def _sorted_chunk_batches(dataset, size, batch_size, chunk_batches, shuffle, seed):
     """Batches of pairs of similar premise length, drawn from chunks of `chunk_batches`
     batches of (already shuffled) pairs, in shuffled order."""
     dataset = dataset.map(lambda inputs, label: (inputs, label, tf.size(inputs["premise"])))
@@ -176,18 +140,16 @@ def _sorted_chunk_batches(dataset, size, batch_size, chunk_batches, shuffle, see
     dataset = dataset.map(lambda inputs, label: (inputs, label))  # ragged rows -> vectors
     dataset = dataset.padded_batch(
         batch_size, ({"premise": [None], "hypothesis": [None]}, []),
-        ({"premise": PAD_ID, "hypothesis": PAD_ID}, 0), drop_remainder=drop_remainder)
+        ({"premise": PAD_ID, "hypothesis": PAD_ID}, 0))
     if shuffle:
         # Chunks are multiples of the batch size, so only the epoch's last batch is partial;
         # shuffling batches over two chunks hides the short-to-long order within each.
         dataset = dataset.shuffle(2 * chunk_batches, seed=None if seed is None else seed + 1,
                                   reshuffle_each_iteration=True)
-    batches = size // batch_size if drop_remainder else -(-size // batch_size)
-    return dataset.apply(tf.data.experimental.assert_cardinality(batches))
+    return dataset.apply(tf.data.experimental.assert_cardinality(-(-size // batch_size)))
 
 
-def batch_count(pairs, batch_size, buckets=DEFAULT_BUCKETS, drop_remainder=False,
-                bucket_hypothesis=True):
+def batch_count(pairs, batch_size, buckets=DEFAULT_BUCKETS, bucket_hypothesis=True):
     """Batches per epoch of `make_dataset`: each bucket yields ceil(n / B) batches whatever
     the shuffle order, so Keras can be told the epoch length in advance."""
     if buckets:
@@ -198,8 +160,7 @@ def batch_count(pairs, batch_size, buckets=DEFAULT_BUCKETS, drop_remainder=False
         sizes = np.bincount(keys)
     else:
         sizes = np.array([len(pairs.labels)])
-    per_bucket = sizes // batch_size if drop_remainder else -(-sizes // batch_size)
-    return int(per_bucket.sum())
+    return int((-(-sizes // batch_size)).sum())
 
 
 def _finish(dataset, deterministic):

@@ -8,7 +8,6 @@ is not, each batch is padded to its own longest sentence. The strategies:
   `NLIBatches` for `IdPairs`): an uncompiled step, TensorFlow's default.
 - "buckets": `tf.data` batches padded to their length bucket's boundary
   (`--pad_to_bucket`: fewer shapes without bounded ones).
-- "static": "buckets" with partial batches dropped: a TPU compiles every shape.
 - "grid": `NLIBatches` padded to a grid of lengths per side fitted to the data, the
   fewest padded tokens for 4 x 3 lengths (`--shape_costs=padding`).
 - "priced": `NLIBatches` in the shapes that cost least in compiles plus steps over the
@@ -26,18 +25,15 @@ import dataclasses
 
 from dsan_tf.data import batching, costs
 
-STRATEGIES = ("longest", "buckets", "static", "grid", "priced", "shared")
+STRATEGIES = ("longest", "buckets", "grid", "priced", "shared")
 # The strategies that batch in NumPy to a fixed set of shapes (`NLIBatches`).
 BOUNDED = ("grid", "priced", "shared")
 
 
-def strategy(bounded_shapes, pad_to_bucket=False, static=False, shared_lengths=False,
-             shape_costs="device"):
-    """The strategy of a run's choices (`RunPolicy`, resolved): `static` (a TPU) first,
-    then unbounded shapes ("buckets" or "longest"), then per-length programs ("shared"),
-    then what `shape_costs` names ("grid" for "padding", else "priced")."""
-    if static:
-        return "static"
+def strategy(bounded_shapes, pad_to_bucket=False, shared_lengths=False, shape_costs="device"):
+    """The strategy of a run's choices (`RunPolicy`, resolved): unbounded shapes
+    ("buckets" or "longest"), then per-length programs ("shared"), then what `shape_costs`
+    names ("grid" for "padding", else "priced")."""
     if not bounded_shapes:
         return "buckets" if pad_to_bucket else "longest"
     if shared_lengths:
@@ -134,19 +130,16 @@ class BatchPlan:
     def _tf_data(self, pairs, training, in_order):
         from dsan_tf import data  # TensorFlow: tf.data batches only
 
-        static = self.strategy == "static"
         common = dict(batch_size=self.batch_size, deterministic=self.deterministic,
-                      pad_to_bucket=self.strategy in ("buckets", "static"))
+                      pad_to_bucket=self.strategy == "buckets")
         if in_order:
             return data.make_dataset(pairs, batch_size=self.batch_size, buckets=None)
         if not training:
             return data.make_dataset(pairs, **common)
-        # Static shapes need bucket boundaries to pad to, whatever the order.
-        bucketed = self.order.endswith("_buckets") or static
         dataset = data.make_dataset(
-            pairs, shuffle=self.shuffle, seed=self.seed, drop_remainder=static,
-            buckets=data.DEFAULT_BUCKETS if bucketed else None,
-            bucket_hypothesis=self.order != "premise_buckets" or static,
+            pairs, shuffle=self.shuffle, seed=self.seed,
+            buckets=data.DEFAULT_BUCKETS if self.order.endswith("_buckets") else None,
+            bucket_hypothesis=self.order != "premise_buckets",
             sort_chunks=batching.SORT_CHUNK_BATCHES if self.order == "sorted_chunks" else 0,
             **common)
         if self.repeat:

@@ -8,8 +8,8 @@ once and update each variable with TensorFlow's fused `ResourceApplyAdam` kernel
 formula: Kingma & Ba, 2015, Algorithm 1 with ε outside the square root): 687 ops, traced in
 0.3 s, and the same weights (measured: `tests/test_optimizers.py`).
 
-Otherwise Keras' own update runs: on JAX and PyTorch, under a `tf.distribute` strategy
-(its variables update per replica), with AMSGrad, and for a sparse gradient
+Otherwise Keras' own update runs: on JAX and PyTorch, under a caller's `tf.distribute`
+strategy (its variables update per replica), with AMSGrad, and for a sparse gradient
 (`tf.IndexedSlices`, a trained embedding's), where Keras squares each slice rather than
 their sum: kept so that trained-embedding runs give the numbers they gave before.
 """

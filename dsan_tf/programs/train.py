@@ -3,8 +3,6 @@ r"""Trains a model of any family (--model), keeps the best dev model, and can ex
     dsan-train --config=demo --workdir=/tmp/demo
     dsan-train --config=dsan_snli --workdir=runs/dsan \
         --embeddings=glove.840B.300d.zip
-    ... --strategy=mirrored          # every local GPU; --batch_size stays the global batch
-    TF_CONFIG=... dsan-train ... --strategy=multi_worker   # on each machine
 
     dsan-train --config=demo --workdir=/tmp/demo      # the same, by name
     dsan-train --config=snli25k_glove50 --model=afdmn --workdir=runs/afdmn  # flags on top

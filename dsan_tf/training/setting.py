@@ -14,7 +14,7 @@ import pathlib
 import numpy as np
 
 from dsan_tf.data.batching import IdPairs
-from dsan_tf.data.vocabulary import UNK_ID, Vocabulary
+from dsan_tf.data.vocabulary import Vocabulary
 
 FORMAT = "dsan_tf.encoded_setting/1"
 # The data settings that say how batches are drawn from the ids, or where files are
@@ -55,7 +55,7 @@ class EncodedSetting:
             self.found = {
                 "embeddings": {"source": self.config.data.embeddings
                                if self.word_vectors is not None else "random"},
-                "read": {}, "tokens": {name: _counted(pairs)
+                "read": {}, "tokens": {name: pairs.report().counts()
                                        for name, pairs in self.splits.items()}}
 
     @property
@@ -117,12 +117,3 @@ class EncodedSetting:
                     raise ValueError(f"{path}: {name} {side} ids reach {ids.max()}, past "
                                      f"the {size} ids of its vocabulary.")
 
-
-def _counted(pairs):
-    """`EncodeReport.to_dict()` less max_length, counted from `IdPairs`."""
-    lengths = np.concatenate([pairs.premise_lengths, pairs.hypothesis_lengths])
-    tokens = int(lengths.sum())
-    unknown = int(np.sum(pairs.premise == UNK_ID) + np.sum(pairs.hypothesis == UNK_ID))
-    return {"examples": len(pairs), "truncated_premises": 0, "truncated_hypotheses": 0,
-            "longest": int(lengths.max(initial=0)), "tokens": tokens,
-            "unknown_tokens": unknown, "oov_rate": unknown / max(tokens, 1)}

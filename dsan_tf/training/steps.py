@@ -24,7 +24,7 @@ from dsan_tf.core.task import NLITask
 from dsan_tf.models import registry
 from dsan_tf.saving import model_card
 from dsan_tf.speed import compilation
-from dsan_tf.training import callbacks, distribute
+from dsan_tf.training import callbacks
 from dsan_tf.training import run_state as run_state_lib
 
 
@@ -64,7 +64,7 @@ def train_run(workdir, config, policy=RunPolicy(), overwrite=False, setting=None
     TensorBoard's files, which TensorFlow writes).
 
     Args:
-        workdir: the run directory (each worker's own under strategy "multi_worker").
+        workdir: the run directory.
         config: `ExperimentConfig`, what to train (`ExperimentConfig.resolved`: its
             word vectors trained or not), recorded in config.json.
         policy: `dsan_tf.core.config.RunPolicy`, how: resolved once for the backend and
@@ -82,8 +82,6 @@ def train_run(workdir, config, policy=RunPolicy(), overwrite=False, setting=None
     config = config.resolved()
     policy = policy.resolved()
     _check(config, policy, setting)
-    if policy.strategy == "multi_worker":
-        workdir = distribute.worker_dir(workdir)
     created = not os.path.isdir(workdir)
     run = run_files.RunDirectory(workdir)
     run.lock()  # released when this process ends, however it ends
@@ -190,7 +188,7 @@ def train(config, run, policy, setting=None):
     `policy` (`dsan_tf.core.config.RunPolicy`, resolved) says, on `config.data`'s files
     or the encoded `setting` of them; returns the results dict that results.json holds."""
     print(policy.describe())
-    strategy = set_up(config, policy.strategy, policy.tpu, policy.logical_cpus)
+    set_up(config)
     if policy.compilation_cache:
         cache = compilation.enable_jax_cache(config.data.embeddings_cache_dir)
         if cache:
@@ -203,27 +201,22 @@ def train(config, run, policy, setting=None):
     # Resumed or extended: the batch order a run from the start has there (`skipped` lives
     # until `fit` has made its iterator).
     skipped = task.plan.skip_epochs(inputs["train"], done) if done else None
-    model = build(task, strategy, prepared)
-    write_config(run, task, prepared, model, strategy, padding)
-    # One device only: tf.distribute's variables and per-replica batches need their own
-    # handling (a mirrored variable is no NumPy array; model.fit fails multi-worker).
-    one_device = policy.strategy == "default"
-    ahead = compile_ahead(task, prepared, model, strategy, policy, inputs) \
-        if policy.compile_ahead and one_device else None
+    model = build(task, prepared)
+    write_config(run, task, prepared, model, padding)
+    ahead = compile_ahead(task, prepared, model, inputs) if policy.compile_ahead else None
     shared, nan_guard, run_state = make_callbacks(
         run, task, prepared, inputs, policy.log_every_steps, policy.probe_sentence)
     epochs = config.training.epochs
     last = min(epochs, done + policy.stop_after_epochs) if policy.stop_after_epochs else epochs
-    fit(model, strategy, policy.strategy, inputs, shared, run_state, last)
+    fit(model, inputs, shared, run_state, last)
     del skipped
     if last < epochs and not model.stop_training and not nan_guard.stopped:
         # Stopped as asked (stop_after_epochs), not by early stopping: no results yet.
         return {"epochs": len(run_state.rows), **run_facts(inputs, ahead)}
-    return finish(run, model if one_device else None, inputs, nan_guard, run_state,
-                  policy.export_dir, ahead)
+    return finish(run, model, inputs, nan_guard, run_state, policy.export_dir, ahead)
 
 
-def compile_ahead(task, prepared, model, strategy, policy, inputs):
+def compile_ahead(task, prepared, model, inputs):
     """Traces (TensorFlow) or compiles (XLA) the training and evaluation steps for every
     batch shape before the first epoch (`compilation.compile_ahead`); prints and returns
     what it did ({"train_shapes", "dev_shapes", "seconds", "per_shape"})."""
@@ -231,8 +224,7 @@ def compile_ahead(task, prepared, model, strategy, policy, inputs):
     # draw their order from the seed and the pass alone).
     batches = inputs if isinstance(inputs["train"], batching.NLIBatches) else \
         make_inputs(task, prepared)
-    with strategy.scope():
-        ahead = compilation.compile_ahead(model, batches["train"], batches["dev"])
+    ahead = compilation.compile_ahead(model, batches["train"], batches["dev"])
     what = "compiled" if task.policy.jit_compile or \
         keras.backend.backend() == "jax" else "traced"
     print(f"{what} the training step for {ahead['train_shapes']} batch shape(s) and the "
@@ -292,18 +284,8 @@ class PreparedData:
         return self.vocabulary.size
 
 
-def set_up(config, strategy_name, tpu, logical_cpus):
-    """Devices, strategy, precision and seeds; returns the tf.distribute strategy."""
-    if logical_cpus > 1:
-        distribute.split_cpu(logical_cpus)
-    strategy = distribute.make_strategy(strategy_name, tpu)
-    replicas = strategy.num_replicas_in_sync
-    if config.data.batch_size % replicas:
-        raise UsageError(f"batch_size={config.data.batch_size} (the global batch) is not "
-                         f"divisible by the {replicas} replicas of strategy={strategy_name}.",
-                         fields=("batch_size", "strategy"))
-    print(f"strategy: {strategy_name}, {replicas} replica(s), "
-          f"{config.data.batch_size // replicas} pairs each per step")
+def set_up(config):
+    """Precision, seeds and determinism."""
     # Keras' dtype policy is global: set either way (a caller's run before may have
     # changed it).
     precision = config.training.mixed_precision
@@ -313,7 +295,6 @@ def set_up(config, strategy_name, tpu, logical_cpus):
         import tensorflow as tf  # the backend: loaded already
 
         tf.config.experimental.enable_op_determinism()
-    return strategy
 
 
 def prepare_data(task, run, setting=None):
@@ -354,9 +335,7 @@ def prepare_data(task, run, setting=None):
     encoded = {name: preprocessor.encode(examples) for name, examples in splits.items()}
     for name, pairs in encoded.items():
         print(f"{name} tokens: {pairs.report.summary()}")
-    # Each value once: max_length is the configuration's.
-    tokens = {name: {key: value for key, value in pairs.report.to_dict().items()
-                     if key != "max_length"} for name, pairs in encoded.items()}
+    tokens = {name: pairs.report.counts() for name, pairs in encoded.items()}
     return PreparedData(preprocessor.vocabulary, preprocessor, encoded, matrix, {
         "embeddings": embeddings, "tokens": tokens,
         "read": {name: report.to_dict() for name, report in reports.items()}})
@@ -387,12 +366,11 @@ def _from_setting(task, run, setting):
                         setting.found)
 
 
-def build(task, strategy, prepared):
-    """The compiled model, made in the strategy's scope; prints its size."""
-    with strategy.scope():
-        model = task.compile(task.build_model(prepared.vocabulary_size,
-                                              prepared.word_vectors, prepared.vocabulary),
-                             train_size=len(prepared.encoded["train"].labels))
+def build(task, prepared):
+    """The compiled model; prints its size."""
+    model = task.compile(task.build_model(prepared.vocabulary_size, prepared.word_vectors,
+                                          prepared.vocabulary),
+                         train_size=len(prepared.encoded["train"].labels))
     # The model keeps its text processing: best.keras reads raw text (`NLIClassifier`).
     model.preprocessor = prepared.preprocessor
     parts = model.parameter_breakdown()
@@ -401,7 +379,7 @@ def build(task, strategy, prepared):
     return model
 
 
-def write_config(run, task, prepared, model, strategy, padding):
+def write_config(run, task, prepared, model, padding):
     """config.json: the configuration (`ExperimentConfig.to_dict`), the policy it runs by
     (`RunPolicy`, resolved) and what the run found,
     as numbers: the labels, vocabulary, word vectors, parameters, each split's pairs read
@@ -417,13 +395,12 @@ def write_config(run, task, prepared, model, strategy, padding):
         "embeddings": prepared.found["embeddings"],
         "parameters": model.parameter_breakdown(),
         "padding_fraction": padding,
-        "replicas": strategy.num_replicas_in_sync,
         "provenance": run_files.provenance(),
         "read": prepared.found["read"], "tokens": prepared.found["tokens"]})
 
 
 def make_callbacks(run, task, prepared, inputs, log_every_steps, probe_sentence=None):
-    """(callbacks shared by fit and the multi-worker loop, the `StopOnNaN` guard, the
+    """(the callbacks of `fit` and the final evaluation, the `StopOnNaN` guard, the
     `RunState`): the last two say how the run ended, as objects."""
     config = task.config
     nan_guard = callbacks.StopOnNaN()
@@ -463,15 +440,9 @@ def make_callbacks(run, task, prepared, inputs, log_every_steps, probe_sentence=
     return shared, nan_guard, run_state
 
 
-def fit(model, strategy, strategy_name, inputs, shared, run_state, epochs):
-    """`model.fit` from the run's record (`RunState.restore`: the epochs it has done); the
-    multi-worker loop where fit fails."""
-    with strategy.scope():
-        done = run_state.restore(model)
-    if strategy_name == "multi_worker":  # model.fit fails there (keras-team/keras#20585)
-        distribute.fit_multi_worker(model, strategy, inputs["train"], inputs["dev"], done,
-                                    epochs, shared)
-        return
+def fit(model, inputs, shared, run_state, epochs):
+    """`model.fit` from the run's record (`RunState.restore`: the epochs it has done)."""
+    done = run_state.restore(model)
     model.fit(inputs["train"], validation_data=inputs["dev"], epochs=epochs, shuffle=False,
               initial_epoch=done,
               verbose=0,  # progress.TrainingProgress shows it, in a terminal or a log file
@@ -479,7 +450,7 @@ def fit(model, strategy, strategy_name, inputs, shared, run_state, epochs):
 
 
 def weights_digest(model):
-    """SHA-256 of the model's weights, to compare runs (e.g. the workers of one run)."""
+    """SHA-256 of the model's weights, to compare runs."""
     digest = hashlib.sha256()
     for weights in model.get_weights():
         digest.update(np.ascontiguousarray(weights).tobytes())
@@ -504,7 +475,7 @@ def run_facts(inputs, compiled_ahead=None):
 
 def finish(run, model, inputs, nan_guard, run_state, export_dir=None, compiled_ahead=None):
     """Evaluates the best epoch's model on dev (and test) with the trained `model`'s
-    compiled steps (None: the loaded best model's own), writes results.json (with what
+    compiled steps, writes results.json (with what
     `compile_ahead` did, when it ran), exports it when asked. Returns the results dict."""
     if nan_guard.stopped:
         raise nan_guard.stopped.error()
@@ -515,11 +486,8 @@ def finish(run, model, inputs, nan_guard, run_state, export_dir=None, compiled_a
     results = {"best_epoch": run_state.keep_best.best_epoch,
                "parameters": best.parameter_breakdown(),
                "best_weights_sha256": weights_digest(best)}
-    if model is not None:
-        # The trained model with the best weights: its evaluation step is compiled already.
-        model.set_weights(best.get_weights())
-    else:  # under tf.distribute: the loaded model, as a whole
-        model = best
+    # The trained model with the best weights: its evaluation step is compiled already.
+    model.set_weights(best.get_weights())
     for split in ("dev", "test"):
         if split in inputs:
             shown = callbacks.EvaluationProgress(f"best model on {split}",
