@@ -178,7 +178,6 @@ def test_one_planner_names_the_strategy_of_every_run():
 
     compiled = {"jit_compile": True, "sentence_programs": False}
     assert plan(jit_compile=False).strategy == "longest"  # an uncompiled step
-    assert plan(jit_compile=False, pad_to_bucket=True).strategy == "buckets"
     assert plan(**compiled).strategy == "priced"
     assert plan(shape_costs="padding", **compiled).strategy == "grid"
     # Per-length programs (JAX's: resolved off elsewhere) share a grid in a sentence
@@ -193,7 +192,7 @@ def test_one_planner_names_the_strategy_of_every_run():
     shared = dataclasses.replace(plan(**compiled), strategy="shared", log=print)
     shapes = shared.batches(pairs, training=True).shapes
     assert shapes.premise_grid == shapes.hypothesis_grid
-    with pytest.raises(ValueError, match="strategy must be one of longest, buckets"):
+    with pytest.raises(ValueError, match="strategy must be one of longest, grid"):
         planning.BatchPlan("padded", 64)
 
 

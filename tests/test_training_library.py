@@ -431,3 +431,23 @@ def test_an_encoded_setting_trains_the_run_its_text_trains_stopped_or_not(demo, 
         dsan_tf.load(str(workdir / "best.keras")).predict(pairs, verbose=0),
         dsan_tf.load(str(trained / "best.keras")).predict(pairs, verbose=0))
 
+
+
+def test_records_of_older_versions_are_read_with_what_ran():
+    """config.json of a run before the policy had its own part (the shipped preset's run,
+    its step choices in "data" and "training", one of them since retired) and a policy
+    part holding choices of an older version: the configuration and policy come back,
+    what no run makes now passed over, so such a run resumes or is compared."""
+    from dsan_tf.core import rundir
+
+    record = json.loads((ROOT / "docs/runs/preset_dsan_snli25k_glove50/config.json").read_text())
+    assert "pad_to_bucket" in record["data"]  # retired: the test's premise
+    config = rundir.recorded_config(record)
+    assert (config.model, config.data.batch_size, config.training.epochs) == ("dsan", 64, 30)
+    policy = RunPolicy.from_record(record)
+    assert (policy.jit_compile, policy.bounded_shapes, policy.shape_costs) == (False, False,
+                                                                               "device")
+    older = {**record, "policy": {**RunPolicy(jit_compile=True).to_dict(), "strategy":
+                                  "default", "tpu": "", "logical_cpus": 0,
+                                  "pad_to_bucket": False}}
+    assert RunPolicy.from_record(older) == RunPolicy(jit_compile=True)

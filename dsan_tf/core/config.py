@@ -218,7 +218,8 @@ class ExperimentConfig:
         parts = {"data": DataConfig, "training": TrainingConfig}
         for name in parts:  # a record of before the policy had its own part
             if isinstance(values.get(name), dict):
-                values[name] = {n: v for n, v in values[name].items() if n not in STEP_CHOICES}
+                values[name] = {n: v for n, v in values[name].items()
+                                if n not in STEP_CHOICES + RETIRED}
         unknown = sorted(set(values) - set(parts) - {"model_config"})
         if unknown:
             raise ValueError(f"unknown ExperimentConfig field(s): {', '.join(unknown)}.")
@@ -386,9 +387,6 @@ class RunPolicy:
         "its programs: fewer seconds compiling, a few dispatches more a step. The same "
         "numbers as one program a step. With steps_per_execution 1 only. Unset: on under "
         "JAX on a CPU (docs/PERFORMANCE.md).", topic="training")
-    pad_to_bucket: bool = hyperparameter(
-        False, "Pad batches to their length bucket's boundary (fewer shapes for XLA; the "
-        "tf.data batches of an uncompiled step).", topic="data")
     bounded_shapes: bool | None = hyperparameter(
         None, "Batch in NumPy (dsan_tf.data.batching) to a small fixed set of shapes, "
         "lengths from a grid fitted to the data and full batches (partial ones filled with "
@@ -431,7 +429,7 @@ class RunPolicy:
 
     # Fields whose change would change the batches a resumed run draws (NumPy's bounded
     # shapes or tf.data's order, and the compiled step that decides them): refused there.
-    SAME_RUN = ("jit_compile", "bounded_shapes", "pad_to_bucket")
+    SAME_RUN = ("jit_compile", "bounded_shapes")
 
     def resolved(self):
         """This policy with its unset (None) fields decided for the current Keras backend
@@ -489,4 +487,8 @@ class RunPolicy:
 # shipped preset's, the study's) keep them in their configuration's "training" and "data"
 # parts; `ExperimentConfig.from_dict` leaves them to `RunPolicy.from_record`.
 STEP_CHOICES = ("jit_compile", "one_pass", "steps_per_execution", "sentence_programs",
-                "bounded_shapes", "shape_costs", "pad_to_bucket")
+                "bounded_shapes", "shape_costs")
+# A step choice older records hold in their parts that no run makes now: passed over
+# (padding a bucket's batches to its boundary changed their width, not their pairs or
+# numbers). A record's "policy" is read by `RunPolicy`'s own fields alone.
+RETIRED = ("pad_to_bucket",)

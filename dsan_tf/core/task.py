@@ -192,7 +192,7 @@ class NLITask:
         sentence_encoder = not family(self.config.model).pair_input
         steps = policy.steps_per_execution
         return planning.BatchPlan(
-            strategy=planning.strategy(policy.bounded_shapes, policy.pad_to_bucket,
+            strategy=planning.strategy(policy.bounded_shapes,
                                        policy.sentence_programs and sentence_encoder,
                                        policy.shape_costs),
             batch_size=settings.batch_size, order=settings.batching,

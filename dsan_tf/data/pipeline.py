@@ -42,7 +42,7 @@ class EncodedPairs:
 
 
 def make_dataset(pairs, batch_size=64, shuffle=False, seed=None, buckets=DEFAULT_BUCKETS,
-                 pad_to_bucket=False, deterministic=True,
+                 deterministic=True,
                  bucket_hypothesis=True, sort_chunks=0):
     """A dataset of `({"premise": int32 [B, T1], "hypothesis": int32 [B, T2]}, int32 [B])`.
 
@@ -61,8 +61,6 @@ def make_dataset(pairs, batch_size=64, shuffle=False, seed=None, buckets=DEFAULT
         seed: int or None.
         buckets: increasing length boundaries; empty or None pads plain batches.
         bucket_hypothesis: group by the hypothesis's length bucket as well as the premise's.
-        pad_to_bucket: pad to the bucket's upper boundary rather than to the batch's longest
-            sentence, so that few distinct shapes occur (fewer XLA compilations).
         deterministic: fix the element order (with a seed, identical across runs).
         sort_chunks: instead of `buckets`, cut the (shuffled) pairs into chunks of this many
             batches and sort each chunk by premise length before batching, then shuffle
@@ -88,18 +86,15 @@ def make_dataset(pairs, batch_size=64, shuffle=False, seed=None, buckets=DEFAULT
             batch_size, ({"premise": [None], "hypothesis": [None]}, []), padding_values),
             deterministic)
     return _finish(_bucketed_batches(dataset, pairs, batch_size, buckets, bucket_hypothesis,
-                                     pad_to_bucket, padding_values),
+                                     padding_values),
                    deterministic)
 
 
-def _bucketed_batches(dataset, pairs, batch_size, buckets, bucket_hypothesis, pad_to_bucket,
-                      padding_values):
+def _bucketed_batches(dataset, pairs, batch_size, buckets, bucket_hypothesis, padding_values):
     """Batches of pairs that share a (premise, hypothesis) length bucket (`make_dataset`),
     with their known number (progress bars with ETA, no "ran out of data" at epoch 1)."""
     cardinality = batch_count(pairs, batch_size, buckets, bucket_hypothesis)
     boundaries = tf.constant(list(buckets), tf.int64)
-    # The last bucket has no upper boundary: it is padded to its batch's longest sentence.
-    limits = tf.constant(list(buckets) + [-1], tf.int64)
 
     def bucket(ids):
         index = tf.searchsorted(boundaries, tf.shape(ids, out_type=tf.int64),
@@ -110,14 +105,9 @@ def _bucketed_batches(dataset, pairs, batch_size, buckets, bucket_hypothesis, pa
         hypothesis = bucket(inputs["hypothesis"]) if bucket_hypothesis else len(buckets)
         return bucket(inputs["premise"]) * (len(buckets) + 1) + hypothesis
 
-    def batch(key_value, window):
-        shapes = ({"premise": [None], "hypothesis": [None]}, [])
-        if pad_to_bucket:
-            premise_limit = tf.gather(limits, key_value // (len(buckets) + 1))
-            hypothesis_limit = tf.gather(limits, key_value % (len(buckets) + 1))
-            shapes = ({"premise": tf.reshape(premise_limit, [1]),
-                       "hypothesis": tf.reshape(hypothesis_limit, [1])}, [])
-        return window.padded_batch(batch_size, shapes, padding_values)
+    def batch(_, window):
+        return window.padded_batch(
+            batch_size, ({"premise": [None], "hypothesis": [None]}, []), padding_values)
 
     dataset = dataset.group_by_window(key, batch, window_size=batch_size)
     return dataset.apply(tf.data.experimental.assert_cardinality(cardinality))

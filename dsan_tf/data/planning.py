@@ -6,8 +6,6 @@ is not, each batch is padded to its own longest sentence. The strategies:
 
 - "longest": each batch padded to its longest sentence (`tf.data` for `EncodedPairs`,
   `NLIBatches` for `IdPairs`): an uncompiled step, TensorFlow's default.
-- "buckets": `tf.data` batches padded to their length bucket's boundary
-  (`--pad_to_bucket`: fewer shapes without bounded ones).
 - "grid": `NLIBatches` padded to a grid of lengths per side fitted to the data, the
   fewest padded tokens for 4 x 3 lengths (`--shape_costs=padding`).
 - "priced": `NLIBatches` in the shapes that cost least in compiles plus steps over the
@@ -25,17 +23,17 @@ import dataclasses
 
 from dsan_tf.data import batching, costs
 
-STRATEGIES = ("longest", "buckets", "grid", "priced", "shared")
+STRATEGIES = ("longest", "grid", "priced", "shared")
 # The strategies that batch in NumPy to a fixed set of shapes (`NLIBatches`).
 BOUNDED = ("grid", "priced", "shared")
 
 
-def strategy(bounded_shapes, pad_to_bucket=False, shared_lengths=False, shape_costs="device"):
+def strategy(bounded_shapes, shared_lengths=False, shape_costs="device"):
     """The strategy of a run's choices (`RunPolicy`, resolved): unbounded shapes
-    ("buckets" or "longest"), then per-length programs ("shared"), then what `shape_costs`
-    names ("grid" for "padding", else "priced")."""
+    ("longest"), then per-length programs ("shared"), then what `shape_costs` names
+    ("grid" for "padding", else "priced")."""
     if not bounded_shapes:
-        return "buckets" if pad_to_bucket else "longest"
+        return "longest"
     if shared_lengths:
         return "shared"
     return "grid" if shape_costs == "padding" else "priced"
@@ -130,8 +128,7 @@ class BatchPlan:
     def _tf_data(self, pairs, training, in_order):
         from dsan_tf import data  # TensorFlow: tf.data batches only
 
-        common = dict(batch_size=self.batch_size, deterministic=self.deterministic,
-                      pad_to_bucket=self.strategy == "buckets")
+        common = dict(batch_size=self.batch_size, deterministic=self.deterministic)
         if in_order:
             return data.make_dataset(pairs, batch_size=self.batch_size, buckets=None)
         if not training:
