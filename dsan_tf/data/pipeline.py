@@ -42,8 +42,7 @@ class EncodedPairs:
 
 
 def make_dataset(pairs, batch_size=64, shuffle=False, seed=None, buckets=DEFAULT_BUCKETS,
-                 deterministic=True,
-                 bucket_hypothesis=True, sort_chunks=0):
+                 deterministic=True, bucket_hypothesis=True, sort_chunks=0):
     """A dataset of `({"premise": int32 [B, T1], "hypothesis": int32 [B, T2]}, int32 [B])`.
 
     Pairs are grouped by the length bucket of the premise and, with `bucket_hypothesis`, of

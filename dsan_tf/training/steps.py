@@ -400,8 +400,8 @@ def write_config(run, task, prepared, model, padding):
 
 
 def make_callbacks(run, task, prepared, inputs, log_every_steps, probe_sentence=None):
-    """(the callbacks of `fit` and the final evaluation, the `StopOnNaN` guard, the
-    `RunState`): the last two say how the run ended, as objects."""
+    """(the callbacks of `fit`, the `StopOnNaN` guard, the `RunState`): the last two say
+    how the run ended, as objects."""
     config = task.config
     nan_guard = callbacks.StopOnNaN()
     keep_best = callbacks.KeepBest()
