@@ -365,7 +365,7 @@ def test_a_damaged_checkpoint_falls_back_to_the_previous_and_cut_views_are_rewri
     printed = capsys.readouterr().out
     assert (f"checkpoint {weights.parent} is damaged (state.weights.h5 is not the file its "
             f"record.json lists); moved to {weights.parent}.damaged, and the run goes on from "
-            "the checkpoint before it.") in printed
+            f"{weights.parent.parent / 'epoch-000001'}, the newest intact checkpoint.") in printed
     assert f"resuming {workdir}: 1 epoch(s) done, training from epoch 2" in printed
     seen = observed(str(workdir))
     seen["checkpoints"].remove("epoch-000002.damaged")  # kept aside, not deleted

@@ -131,17 +131,10 @@ def stream(path, mode="w", newline=None):
     publish(partial, path)
 
 
-def link_or_copy(source, path):
-    """Puts the file `source` at `path` atomically: a hard link (no bytes copied; files
-    here are replaced, never changed in place, so a shared one never changes), or a copy
-    where the file system has no hard links."""
+def copy_file(source, path):
+    """Puts a copy of the file `source` at `path` atomically: its own bytes, never a link,
+    so that damage to one of them (a file changed in place) leaves the other whole."""
     import shutil
 
-    partial = temporary_name(path)
-    if os.path.lexists(partial):
-        os.remove(partial)
-    try:
-        os.link(source, partial)
-    except OSError:
-        shutil.copyfile(source, partial)
-    publish(partial, path)
+    with stream(path, "wb") as out, open(source, "rb") as copied:
+        shutil.copyfileobj(copied, out, 1 << 20)

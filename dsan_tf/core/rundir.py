@@ -176,6 +176,8 @@ class RunDirectory:
         self.workdir = workdir
         self._lock = None
         self._verified = None  # the checkpoint `checkpoint` last found whole
+        # The newest epoch a damaged checkpoint had committed, once one was passed over.
+        self.fell_back_from = None
 
     def path(self, name):
         return os.path.join(self.workdir, name)
@@ -243,13 +245,18 @@ class RunDirectory:
     # The record of what is done.
 
     def checkpoint(self, say=print):
-        """The newest complete checkpoint (`Checkpoint`), or None before any epoch is
+        """The newest intact checkpoint (`Checkpoint`), or None before any epoch is
         committed. A checkpoint whose files are not those its record lists (damaged after
-        it was written) is moved aside to epoch-N.damaged, saying so, and the previous
-        one is the run's state: the epochs after it are trained again."""
+        it was written) is passed over, saying so, and the newest intact one before it is
+        the run's state: the epochs after it are trained again. The process that holds the
+        lock moves a damaged one aside to epoch-N.damaged (its epoch is committed anew
+        there); a reader leaves it. Where checkpoints are there but none is intact,
+        `UsageError` naming each and its fault, and nothing is moved: no committed epoch
+        is discarded without the user's overwrite."""
         folder = self.path(CHECKPOINTS)
         names = sorted((name for name in os.listdir(folder) if name.startswith("epoch-")
                         and name[6:].isdigit()), reverse=True) if os.path.isdir(folder) else []
+        faults = []
         for name in names:
             path = os.path.join(folder, name)
             if self._verified is not None and self._verified.path == path:
@@ -257,13 +264,33 @@ class RunDirectory:
             fault = _checkpoint_fault(path)
             if fault is None:
                 self._verified = Checkpoint(path, read_json(os.path.join(path, RECORD)))
+                self._say_fallback(faults, self._verified, say)
                 return self._verified
+            faults.append((path, fault))
+        if faults:
+            shown = "; ".join(f"{path}: {fault}" for path, fault in faults)
+            raise UsageError(f"no checkpoint of {self.workdir} is intact ({shown}), so its "
+                             "committed epochs cannot be resumed and nothing was changed; "
+                             "put the checkpoints back from a copy, or overwrite to train "
+                             "afresh.", fields=("workdir", "overwrite"))
+        return None
+
+    def _say_fallback(self, faults, intact, say):
+        """Says which damaged checkpoints `checkpoint` passed over for `intact` (moving
+        them aside where this process holds the lock), and remembers the newest epoch
+        they had committed (`fell_back_from`)."""
+        for path, fault in faults:
+            self.fell_back_from = max(self.fell_back_from or 0,
+                                      int(os.path.basename(path)[6:]))
+            if self._lock is None:
+                say(f"checkpoint {path} is damaged ({fault}); the run's state is "
+                    f"{intact.path}, the newest intact one.")
+                continue
             aside = path + ".damaged"
             shutil.rmtree(aside, ignore_errors=True)
             os.replace(path, aside)
             say(f"checkpoint {path} is damaged ({fault}); moved to {aside}, and the run "
-                "goes on from the checkpoint before it.")
-        return None
+                f"goes on from {intact.path}, the newest intact checkpoint.")
 
     def epochs_done(self):
         """Epochs the run has committed (its newest checkpoint's record); for a run of
@@ -286,7 +313,11 @@ class RunDirectory:
         directory never describes a model it does not hold. `overwrite` first removes what
         an earlier run wrote (train's files, nothing else).
 
-        Returns: "new", "resume", "extend" or "finished".
+        A finished run whose newest checkpoint is damaged trains again from the newest
+        intact one ("resume", or "extend"); one whose results.json is damaged is evaluated
+        again ("evaluate").
+
+        Returns: "new", "resume", "extend", "evaluate" or "finished".
         """
         for name in (CHECKPOINTS, TENSORBOARD, BEST):
             if os.path.islink(self.path(name)) and not overwrite:
@@ -354,9 +385,15 @@ class RunDirectory:
                 "give another workdir, or overwrite to train afresh.",
                 fields=("workdir", "overwrite", "epochs"))
         state = "resume"
-        if self.exists(RESULTS):
+        if self.fell_back_from:
+            # A finished run whose newest checkpoint was damaged trains the epochs after
+            # the intact one again (to the same numbers), then is evaluated again.
+            state = "extend" if config.training.epochs > self.fell_back_from else "resume"
+        elif self.exists(RESULTS):
             ran_all = done >= recorded.training.epochs  # not stopped early by patience
             state = "extend" if ran_all and config.training.epochs > done else "finished"
+            if state == "finished" and self.results_fault():
+                state = "evaluate"
         if state != "finished" and self.checkpoint() is None:
             raise UsageError(f"workdir {self.workdir} was trained by dsan_tf 0.4 or earlier, "
                              "whose checkpoint cannot be resumed exactly; give another "
@@ -365,6 +402,16 @@ class RunDirectory:
         if state != "finished":
             self.record(config, policy)
         return state
+
+    def results_fault(self):
+        """What is wrong with results.json (not JSON, not a run's results), or None."""
+        try:
+            results = self.read_json(RESULTS)
+        except UsageError as error:
+            return str(error).rstrip(".")
+        if not isinstance(results, dict) or "dev_accuracy" not in results:
+            return f"{self.path(RESULTS)} does not hold a run's results"
+        return None
 
     def discard(self, remove_directory=False):
         """Removes what train writes here (`RUN_FILES`), and the directory itself when

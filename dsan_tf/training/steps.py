@@ -125,12 +125,13 @@ def _train_locked(run, config, policy, overwrite, created, setting):
         raise
     done = run.epochs_done()
     if state == "finished":
+        heal_finished(run)
         if policy.export_dir:
             _export_finished(run, policy.export_dir)
         return TrainOutcome(state, run.workdir, run.read_json(run_files.RESULTS))
     _continue(run, state, done, config.training.epochs)
     try:
-        results = train(config, run, policy, setting)
+        results = train(config, run, policy, setting, train_epochs=state != "evaluate")
     except BaseException:
         # No epoch committed: nothing to keep, so nothing is left (an interrupted first
         # epoch would leave config.json, which then refused a new configuration).
@@ -142,6 +143,24 @@ def _train_locked(run, config, policy, overwrite, created, setting):
     if not run.exists(run_files.RESULTS):  # stopped as asked, before its last epoch
         state = "stopped"
     return TrainOutcome(state, run.workdir, results)
+
+
+def heal_finished(run, say=print):
+    """Checks a finished run's views against its record and writes again what is damaged
+    or missing (history.csv, best.keras, best.json, the event files: `run_state.settle`;
+    MODEL_CARD.md from config.json and results.json), saying so in one line each."""
+    run_state_lib.settle(run, run.checkpoint(say), say)
+    card = run.path(run_files.CARD)
+    expected = model_card.text(run)
+    try:
+        with open(card, encoding="utf-8") as stream:
+            current = stream.read()
+    except (OSError, UnicodeDecodeError):
+        current = None
+    if current != expected:
+        model_card.write(run)
+        say(f"{card} was {'missing' if current is None else 'not the run card'}; written "
+            "again from config.json and results.json.")
 
 
 def _export_finished(run, export_dir):
@@ -161,12 +180,17 @@ def _export_finished(run, export_dir):
 def _continue(run, state, done, epochs):
     """Says how a resumed or extended run goes on; an extended run's results and card go
     (they described the shorter run)."""
-    if state == "extend":
-        print(f"extending {run.workdir}: {done} epoch(s) done, training epochs {done + 1} "
-              f"to {epochs}")
+    if state in ("extend", "resume") and run.exists(run_files.RESULTS):
+        # They described the longer or damaged run: written again at its end.
         for name in (run_files.RESULTS, run_files.CARD):
             if run.exists(name):
                 os.remove(run.path(name))
+    if state == "extend":
+        print(f"extending {run.workdir}: {done} epoch(s) done, training epochs {done + 1} "
+              f"to {epochs}")
+    elif state == "evaluate":
+        print(f"finishing {run.workdir} again: {run.results_fault()}; its best model is "
+              "evaluated again to write it")
     elif state == "resume" and done >= epochs:  # e.g. an extension stopped before its epoch
         print(f"finishing {run.workdir}: {done} epoch(s) done, as many as asked; nothing to "
               "train")
@@ -176,17 +200,23 @@ def _continue(run, state, done, epochs):
 
 def interrupted_message(workdir, command):
     """What Ctrl-C during `train_run` leaves, for the user: the command that resumes."""
-    done = run_files.RunDirectory(workdir).epochs_done()
+    run = run_files.RunDirectory(workdir)
+    done = run.epochs_done()
     if not done:
         return f"no epoch had finished, so nothing was kept; `{command}` starts it again."
+    config = run_files.recorded_config(run.read_json(run_files.CONFIG))
+    if config is not None and done >= config.training.epochs:  # stopped in its evaluation
+        return (f"all {done} epoch(s) of {workdir} are kept; `{command}` evaluates its best "
+                "model and finishes it.")
     return (f"{done} epoch(s) of {workdir} are kept; `{command}` resumes from epoch "
             f"{done + 1}.")
 
 
-def train(config, run, policy, setting=None):
+def train(config, run, policy, setting=None, train_epochs=True):
     """Trains `config` (`ExperimentConfig`) in the claimed `RunDirectory` `run` as
     `policy` (`dsan_tf.core.config.RunPolicy`, resolved) says, on `config.data`'s files
-    or the encoded `setting` of them; returns the results dict that results.json holds."""
+    or the encoded `setting` of them (`train_epochs` False: no epoch, the finished run's
+    best model evaluated again); returns the results dict that results.json holds."""
     print(policy.describe())
     set_up(config)
     if policy.compilation_cache:
@@ -208,9 +238,9 @@ def train(config, run, policy, setting=None):
         run, task, prepared, inputs, policy.log_every_steps, policy.probe_sentence)
     epochs = config.training.epochs
     last = min(epochs, done + policy.stop_after_epochs) if policy.stop_after_epochs else epochs
-    fit(model, inputs, shared, run_state, last)
+    fit(model, inputs, shared, run_state, last if train_epochs else done)
     del skipped
-    if last < epochs and not model.stop_training and not nan_guard.stopped:
+    if train_epochs and last < epochs and not model.stop_training and not nan_guard.stopped:
         # Stopped as asked (stop_after_epochs), not by early stopping: no results yet.
         return {"epochs": len(run_state.rows), **run_facts(inputs, ahead)}
     return finish(run, model, inputs, nan_guard, run_state, policy.export_dir, ahead)
