@@ -240,7 +240,9 @@ def test_the_saved_model_and_load_agree_with_predict(tmp_path):
     again = dsan_tf.NLIClassifier.from_preset(tmp_path / "saved")
     np.testing.assert_allclose(again.predict((PREMISES, HYPOTHESES)), expected, atol=1e-6)
     (tmp_path / "saved" / "model.keras").unlink()
-    loaded = serving.load(str(tmp_path / "saved"))
+    with pytest.raises(ValueError, match="trust_savedmodel=True"):
+        serving.load(str(tmp_path / "saved"))  # a program: read only where trusted
+    loaded = serving.load(str(tmp_path / "saved"), trust_savedmodel=True)
     assert isinstance(loaded, serving.SavedModelClassifier)  # the signatures alone
     labels = [0, 2, 1, 0]
     assert loaded.evaluate((PREMISES, HYPOTHESES), labels)["accuracy"] == pytest.approx(

@@ -205,7 +205,7 @@ def test_best_keras_holds_the_best_epoch_not_the_last(tmp_path):
     assert outcome.results["best_epoch"] == best + 1
     import keras
 
-    from dsan_tf.training.steps import weights_digest
+    from dsan_tf.core.rundir import weights_digest
     assert weights_digest(keras.saving.load_model(str(workdir / "best.keras"))) == \
         outcome.results["best_weights_sha256"]
 

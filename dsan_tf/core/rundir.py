@@ -154,6 +154,17 @@ def checkpoint_name(epochs):
     return f"epoch-{epochs:06d}"
 
 
+def weights_digest(model):
+    """SHA-256 of a model's weights (results.json's best_weights_sha256, to compare runs
+    and to check a best model against its record)."""
+    import numpy as np
+
+    digest = hashlib.sha256()
+    for weights in model.get_weights():
+        digest.update(np.ascontiguousarray(weights).tobytes())
+    return digest.hexdigest()
+
+
 def file_digest(path):
     """SHA-256 of a file's bytes."""
     digest = hashlib.sha256()
@@ -237,7 +248,8 @@ class RunDirectory:
             fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
             return None
         except BlockingIOError:
-            return os.read(descriptor, 400).decode("utf-8", "replace").strip() or \
+            return _lock_holder(os.fstat(descriptor)) or \
+                os.read(descriptor, 400).decode("utf-8", "replace").strip() or \
                 "another process"
         finally:
             os.close(descriptor)
@@ -265,6 +277,12 @@ class RunDirectory:
             if fault is None:
                 self._verified = Checkpoint(path, read_json(os.path.join(path, RECORD)))
                 self._say_fallback(faults, self._verified, say)
+                # One moved aside before (by a process stopped since) is past it too.
+                aside = [int(name[6:-8]) for name in os.listdir(folder)
+                         if name.endswith(".damaged") and name[6:-8].isdigit()]
+                newer = [epochs for epochs in aside if epochs > self._verified.epochs]
+                if newer:
+                    self.fell_back_from = max(self.fell_back_from or 0, *newer)
                 return self._verified
             faults.append((path, fault))
         if faults:
@@ -385,7 +403,7 @@ class RunDirectory:
                 "give another workdir, or overwrite to train afresh.",
                 fields=("workdir", "overwrite", "epochs"))
         state = "resume"
-        if self.fell_back_from:
+        if self.fell_back_from and self.exists(RESULTS):
             # A finished run whose newest checkpoint was damaged trains the epochs after
             # the intact one again (to the same numbers), then is evaluated again.
             state = "extend" if config.training.epochs > self.fell_back_from else "resume"
@@ -471,6 +489,34 @@ class RunDirectory:
         self.require_finished(unfinished_ok)
         model = preset.load(self.workdir, compile=False)
         return model, model.preprocessor, self.read_json(CONFIG)
+
+
+def _lock_holder(stat):
+    """"process PID (command)" of the process the kernel says holds the lock on the file
+    of `stat` (Linux's /proc/locks: the truth, where the lock file's text is only what its
+    writer wrote), or None where that cannot be read."""
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as stream:
+            lines = stream.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 6 or fields[1] != "FLOCK" or "->" in fields:
+            continue
+        device = fields[5].split(":")
+        if len(device) == 3 and int(device[2]) == stat.st_ino and \
+                int(device[0], 16) == os.major(stat.st_dev) and \
+                int(device[1], 16) == os.minor(stat.st_dev):
+            pid = fields[4]
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as stream:
+                    command = stream.read().replace(b"\0", b" ").decode("utf-8", "replace")
+            except OSError:
+                command = ""
+            return f"process {pid} ({command.strip()[:200]})" if command.strip() else \
+                f"process {pid}"
+    return None
 
 
 def _checkpoint_fault(path):

@@ -221,10 +221,14 @@ class NLIPreprocessor(keras.layers.Layer):
         try:
             with open(settings_path, encoding="utf-8") as stream:
                 settings = json.load(stream)
-            return cls(vocabulary, settings["max_length"])
+            length = settings["max_length"]
+            if length is not None and (not isinstance(length, int) or isinstance(length, bool)
+                                       or length < 1):
+                raise ValueError(f"max_length {length!r} is not a positive integer or null")
+            return cls(vocabulary, length)
         except FileNotFoundError:
             raise DataError(f"{settings_path} does not exist.") from None
-        except (ValueError, KeyError, TypeError) as error:
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as error:
             raise DataError(f"{settings_path} is not a preprocessor file ({error}).") from None
 
 

@@ -105,9 +105,10 @@ class Vocabulary:
                 data = json.load(stream)
             if not isinstance(data, dict) or data.get("format") != _FORMAT:
                 raise ValueError(f"no {_FORMAT!r} format tag")
-        except (ValueError, UnicodeDecodeError) as error:
-            raise DataError(f"{path} is not a dsan_tf vocabulary file ({error}).") from None
-        return cls(data["words"], data["counts"], data["lowercase"], data["min_count"])
+            return cls(data["words"], data["counts"], data["lowercase"], data["min_count"])
+        except (ValueError, UnicodeDecodeError, KeyError, TypeError) as error:
+            raise DataError(f"{path} is not a dsan_tf vocabulary file ({type(error).__name__}"
+                            f": {error}).") from None
 
     def lookup_layer(self):
         """A `StringLookup` from tokens to ids (0 padding, 1 unknown). Not XLA-compilable:

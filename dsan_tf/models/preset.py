@@ -115,6 +115,11 @@ class NoModel(UsageError, ValueError):
     """A directory holds no model `load` reads."""
 
 
+class NoModelFiles(NoModel):
+    """A directory holds none of the files of a model `load` reads (as opposed to one of
+    them damaged)."""
+
+
 def versions(path):
     """The versions of `path` (an EXPORT_DIR): its integer-named folders, newest first."""
     return sorted((int(name) for name in os.listdir(path)
@@ -180,7 +185,7 @@ def load(path, compile=True, num_classes=None, dtype=None, load_weights=True):
     elif os.path.isdir(os.path.join(path, MEMBERS)):
         model, compile_config = _ensemble(path), None
     else:
-        raise NoModel(f"{path} holds no model: neither a preset ({METADATA}), a run "
+        raise NoModelFiles(f"{path} holds no model: neither a preset ({METADATA}), a run "
                          f"directory ({MODEL_FILES[0]}), an export ({MODEL_FILES[1]}) nor "
                          f"an ensemble's {MEMBERS}/.")
     model = _as_asked(model, num_classes, dtype, load_weights)
@@ -282,14 +287,18 @@ def _load_model_file(path):
     except (zipfile.BadZipFile, KeyError, EOFError, json.JSONDecodeError) as error:
         raise NoModel(f"{file} is a damaged .keras file ({type(error).__name__}: "
                       f"{error}).") from None
-    except ValueError as error:
-        if "safe_mode" not in str(error):
-            raise
-        # A layer that carries Python code (a Lambda): Keras' safe mode refuses it.
-        raise NoModel(f"{file} holds Python code (a Lambda layer's function), which "
-                      "loading refuses: a model of this project has none, so the file "
-                      "comes from elsewhere. If you trust it, load it with "
-                      "keras.saving.load_model(..., safe_mode=False).") from None
+    except Exception as error:  # noqa: BLE001 - any fault of a file is one sentence
+        if "safe_mode" in str(error):
+            # A layer that carries Python code (a Lambda): Keras' safe mode refuses it.
+            raise NoModel(f"{file} holds Python code (a Lambda layer's function), which "
+                          "loading refuses: a model of this project has none, so the file "
+                          "comes from elsewhere. If you trust it, load it with "
+                          "keras.saving.load_model(..., safe_mode=False).") from None
+        # A configuration naming classes or arguments no model of this project has (a
+        # file from elsewhere, or edited): what Keras said, on one line.
+        said = " ".join(str(error).split())[:300]
+        raise NoModel(f"{file} is not a model this project can read ({type(error).__name__}"
+                      f": {said}).") from None
     if model.preprocessor is None:
         from dsan_tf.data.preprocessor import NLIPreprocessor
 

@@ -39,6 +39,10 @@ def define_flags():
     flags.DEFINE_string("field", "sentence1", "The field of each .jsonl line to embed.")
     flags.DEFINE_string("output", None, "The .npy file to write ([N, E] float32).")
     project_flags.require_output_file("output")
+    flags.DEFINE_boolean("trust_savedmodel", False, "Read an export that holds only a "
+                         "SavedModel (no model.keras): its graph is a program that runs "
+                         "as it loads, so give this only for a SavedModel you trust.")
+    project_flags.refuse_onto_inputs("output", "input")
     flags.DEFINE_string("projector_dir", None, "Also write a TensorBoard projector view here.")
     flags.DEFINE_integer("projector_sample", 1000, "Sentences in the projector view (the "
                          "first N).", lower_bound=1)
@@ -99,7 +103,7 @@ def main(argv):
     if not count:
         raise program.UsageError(f"{FLAGS.input} holds no sentences.")
     try:
-        model = dsan_tf.load(FLAGS.workdir)
+        model = dsan_tf.load(FLAGS.workdir, trust_savedmodel=FLAGS.trust_savedmodel)
         width = model.encode(["."]).shape[1]  # any sentence: the width
     except ValueError as error:
         raise program.UsageError(f"--workdir={FLAGS.workdir}: {error}") from None

@@ -31,6 +31,7 @@ def define_flags():
                               "for every member (at least two).")
     project_flags.require_existing("workdir", directory=True)
     project_flags.define_evaluation_flags()
+    project_flags.refuse_onto_inputs("output", "data")
     flags.DEFINE_string("export_dir", None, "Also write the ensemble as one SavedModel in "
                         "EXPORT_DIR/<next version>/ (TF Serving's layout).")
     project_flags.require_output_directory("export_dir")

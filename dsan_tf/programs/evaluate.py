@@ -28,6 +28,7 @@ def define_flags():
     project_flags.define_reading_flags()
     project_flags.define_output_flag()
     project_flags.define_evaluation_flags()
+    project_flags.refuse_onto_inputs("output", "data")
     flags.DEFINE_multi_string("group_by", None, "Also report the accuracy per value of this "
                               "field of the source (e.g. HANS's heuristic and subcase, SNLI's "
                               "captionID); records lacking it: the group (missing).")

@@ -134,11 +134,55 @@ def require_output_file(name):
                                         f"{folder} is a file, not a directory")
         if not os.access(folder, os.W_OK | os.X_OK):
             raise flags.ValidationError(f"the directory {folder} cannot be written")
-        if rundir.is_run_directory(folder) and os.path.basename(value) in rundir.RECORDS:
-            raise flags.ValidationError(f"that is the {os.path.basename(value)} of the run "
-                                        f"{folder}, which only train writes; write elsewhere")
+        inside = rundir.enclosing_run(value)
+        if inside:
+            raise flags.ValidationError(_inside_run(value, inside))
         return True
     flags.register_validator(name, check)
+
+
+def _inside_run(value, run):
+    """The refusal of an output `value` inside the run directory `run`."""
+    from dsan_tf.core import rundir
+
+    name = os.path.relpath(os.path.abspath(value), os.path.abspath(run))
+    if name in rundir.RECORDS:
+        return f"that is the {name} of the run {run}, which only train writes; write elsewhere"
+    return (f"that is inside the run directory {run}, whose files only train writes; "
+            "write elsewhere")
+
+
+def refuse_inside_runs(name):
+    """Checks, when flags are parsed, that the folder --name is not inside a run directory
+    (at any depth): a program's outputs never land among a run's records."""
+    from dsan_tf.core import rundir
+
+    def check(value):
+        inside = value and rundir.enclosing_run(value)
+        if inside:
+            raise flags.ValidationError(_inside_run(value, inside))
+        return True
+    flags.register_validator(name, check)
+
+
+def refuse_onto_inputs(name, *inputs):
+    """Checks, when flags are parsed, that the file --name is none of the files the flags
+    `inputs` name (a data spec that is a path, an input file): an output never replaces
+    what the same command reads."""
+    def check(values):
+        target = values[name]
+        if not target or target == "-":
+            return True
+        for flag in inputs:
+            given = values.get(flag)
+            for item in given if isinstance(given, list) else [given]:
+                item = item and (item if os.path.exists(item) else item.split(":", 1)[-1])
+                if item and os.path.exists(item) and os.path.exists(target) and \
+                        os.path.samefile(item, target):
+                    raise flags.ValidationError(f"--{name}={target} is the file --{flag} "
+                                                "reads; write the output elsewhere")
+        return True
+    flags.register_multi_flags_validator([name, *inputs], check)
 
 
 def refuse_other_runs(name, workdir="workdir"):
@@ -157,6 +201,13 @@ def refuse_other_runs(name, workdir="workdir"):
         if inside and os.path.realpath(inside) not in own:
             raise flags.ValidationError(f"--{name} is inside the run directory {inside}, "
                                         f"which is not --{workdir}; write it elsewhere")
+        if inside:  # its own run: a folder of its own there (export/), none of train's
+            relative = os.path.relpath(os.path.abspath(target), os.path.abspath(inside))
+            if relative == "." or relative.split(os.sep)[0] in rundir.RUN_FILES:
+                raise flags.ValidationError(
+                    f"--{name}={target} is among the files train writes in {inside}; give "
+                    f"a folder of its own (e.g. {os.path.join(inside, 'export')}) or one "
+                    "outside the run")
         return True
     flags.register_multi_flags_validator([name, workdir], check)
 

@@ -47,6 +47,10 @@ def define_flags():
     project_flags.require_existing("input")
     flags.DEFINE_string("output", None, "Write the predictions here (default: stdout).")
     project_flags.require_output_file("output")
+    flags.DEFINE_boolean("trust_savedmodel", False, "Read an export that holds only a "
+                         "SavedModel (no model.keras): its graph is a program that runs "
+                         "as it loads, so give this only for a SavedModel you trust.")
+    project_flags.refuse_onto_inputs("output", "input")
     flags.DEFINE_enum("format", "jsonl", ["jsonl", "csv"], "jsonl: one JSON object per pair; "
                       "csv: pairID,gold_label (MultiNLI leaderboard, HANS).")
 
@@ -229,7 +233,7 @@ def main(argv):
     if rundir.is_run_directory(FLAGS.workdir):
         rundir.RunDirectory(FLAGS.workdir).say_if_unfinished()
     try:
-        model = dsan_tf.load(FLAGS.workdir)
+        model = dsan_tf.load(FLAGS.workdir, trust_savedmodel=FLAGS.trust_savedmodel)
     except ValueError as error:
         raise program.UsageError(f"--workdir={FLAGS.workdir}: {error}") from None
     started = time.perf_counter()

@@ -29,6 +29,9 @@ def sentence(text):
     absl's "Did you mean: epochs ?" closed up and its "ERROR::" prefix dropped; nothing else in it changes (paths such
     as ../shared/... stay as given)."""
     text = re.sub(r"^ERROR::?\s*", "", re.sub(r"\s+\?$", "?", text.strip()))
+    # A check of several flags that names its flags itself: absl's list of their values
+    # before it ("flags a=1, b=2: --a=1 is ...") says nothing more.
+    text = re.sub(r"^flags \w+=.*?: (--\w+=)", r"\1", text, count=1, flags=re.S)
     # A list flag's missing value (`flags.require_existing`): named as a value of the flag,
     # not as absl's Python list (`--data=['a.jsonl', 'b.jsonl']`).
     text = re.sub(r"^flag (--[\w-]+)=\[.*\]: (.+): (no such \w+|a file, not a \w+)$",

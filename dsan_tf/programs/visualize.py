@@ -50,6 +50,7 @@ def define_flags():
                          "pairs (both sentences of each) that figure reads.", lower_bound=1)
     flags.DEFINE_string("output_dir", None, "Where to write the PNG files.")
     project_flags.require_output_directory("output_dir")
+    project_flags.refuse_inside_runs("output_dir")
     flags.DEFINE_multi_string("evaluation", None,
                               "Figure 6: an dsan-evaluate JSON file, optionally "
                               "NAME=FILE.")

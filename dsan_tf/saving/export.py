@@ -25,14 +25,91 @@ from dsan_tf.saving import model_card
 from dsan_tf.saving.serving import export, version_dir
 
 
-def _copy_model_files(run, target):
-    """model.keras (the run's best.keras), vocab.json, preprocessor.json and the model
-    card of `run` into `target`."""
+def _copy_model_files(run, target, say=print):
+    """model.keras (the run's best model, checked against its record: `_best_model`),
+    vocab.json and preprocessor.json (written by the model's own preprocessor, so that a
+    damaged copy in the run never reaches an export) and the model card of `run` into
+    `target`."""
     os.makedirs(target, exist_ok=True)
-    shutil.copyfile(run.path(run_files.BEST), os.path.join(target, run_files.MODEL))
-    for name in (run_files.VOCAB, run_files.PREPROCESSOR):
-        shutil.copyfile(run.path(name), os.path.join(target, name))
+    model = _best_model(run, os.path.join(target, run_files.MODEL), say)
+    if model.preprocessor is None:  # a file written before the classifier held it
+        from dsan_tf.data.preprocessor import NLIPreprocessor
+
+        NLIPreprocessor.load(run.workdir).save(target)  # a damaged file: DataError
+    else:
+        model.preprocessor.save(target)
+        for name in (run_files.VOCAB, run_files.PREPROCESSOR):
+            _check_view(run, name, os.path.join(target, name), say)
     model_card.write(run, target)
+
+
+def _best_model(run, target, say):
+    """Copies the run's best model to `target` and returns it loaded: best.keras where it
+    is the model the record lists (results.json's weights digest, or the newest intact
+    checkpoint's file), else the newest intact checkpoint's copy (said, and best.keras
+    written again from it where no process is training the run); `UsageError` naming
+    both where neither is."""
+    try:
+        checkpoint = run.checkpoint(say)
+    except UsageError:  # none intact: results.json's digest still checks best.keras
+        checkpoint = None
+    kept = checkpoint.file(run_files.BEST) if checkpoint else None
+    expected = _results_digest(run)
+    for source in (run.path(run_files.BEST), kept):
+        if source is None or not os.path.exists(source):
+            continue
+        shutil.copyfile(source, target)
+        try:
+            model = preset.load(target, compile=False)
+        except ValueError:  # NoModel, DataError: damaged
+            continue
+        if expected is None and kept and source != kept and \
+                run_files.file_digest(source) != run_files.file_digest(kept):
+            continue  # no results to check it by: the record's file decides
+        if expected is not None and run_files.weights_digest(model) != expected:
+            continue
+        if source == kept:
+            say(f"{run.path(run_files.BEST)} is not the run's best model (damaged or "
+                f"replaced); exported the copy in {checkpoint.path}.")
+            _heal(run, kept, run.path(run_files.BEST), say)
+        return model
+    raise UsageError(f"neither {run.path(run_files.BEST)} nor a checkpoint of "
+                     f"{run.workdir} holds the best model its results.json describes (both "
+                     "damaged); dsan-train --workdir of the run trains it again.")
+
+
+def _results_digest(run):
+    """results.json's best_weights_sha256, or None (an unfinished run, a damaged file)."""
+    try:
+        results = run.read_json(run_files.RESULTS) if run.exists(run_files.RESULTS) else {}
+    except UsageError:
+        return None
+    return results.get("best_weights_sha256") if isinstance(results, dict) else None
+
+
+def _check_view(run, name, exported, say):
+    """Says (and writes again, where no process trains the run) when the run's file `name`
+    is not the one the model's preprocessor wrote (`exported`)."""
+    view = run.path(name)
+    if os.path.exists(view) and filecmp.cmp(view, exported, shallow=False):
+        return
+    say(f"{view} is not the one best.keras holds (damaged or missing); the export holds "
+        "the model's own.")
+    _heal(run, exported, view, say)
+
+
+def _heal(run, source, view, say):
+    """Writes the run's `view` again as a copy of `source`, where this process can take
+    the run's lock (a run being trained is its trainer's to write)."""
+    try:
+        run.lock()
+    except UsageError:
+        return
+    try:
+        atomic.copy_file(source, view)
+        say(f"{view} written again.")
+    finally:
+        run.unlock()
 
 
 def exported_version(run, export_dir):
@@ -62,8 +139,14 @@ def _building(export_dir, version):
         if (name.startswith(".export.") and name.endswith(".partial") and len(parts) > 3
                 and parts[2].isdigit() and not _alive(int(parts[2]))):
             shutil.rmtree(os.path.join(export_dir, name), ignore_errors=True)
-    return tempfile.mkdtemp(prefix=f".export.{os.getpid()}.", suffix=".partial",
-                            dir=export_dir)
+    partial = tempfile.mkdtemp(prefix=f".export.{os.getpid()}.", suffix=".partial",
+                               dir=export_dir)
+    # mkdtemp's 0700 would hide the version from a server running as another user: the
+    # folder gets the mode any folder made here gets (the umask's).
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(partial, 0o777 & ~umask)
+    return partial
 
 
 def _alive(pid):

@@ -6,6 +6,7 @@ every export (`dsan_tf.saving.export`) writes it beside the SavedModel.
 
 import dataclasses
 import os
+import shlex
 
 from dsan_tf.common import atomic, progress
 from dsan_tf.common.errors import UsageError
@@ -31,7 +32,8 @@ def command(config, workdir):
     parts = [run_files.as_flag(name, value)
              for name, value in run_files.flag_values(config).items()
              if name == "model" or value != defaults.get(name)]
-    return f"dsan-train {' '.join(p for p in parts if p)} --workdir={workdir}"
+    # Quoted for a POSIX shell: a value or path with spaces or quotes is one argument.
+    return shlex.join(["dsan-train", *(p for p in parts if p), f"--workdir={workdir}"])
 
 
 def _read(report, pairs=None):
@@ -115,8 +117,9 @@ def text(run):
         f"{_length(config.data.max_length)}.",
         f"- Trained with: `{command(config, run.workdir)}`", "",
         "## Metrics", "", *(metrics or ["- none recorded"]),
-        "", f"Repeat the evaluation: `dsan-evaluate --workdir={run.workdir} "
-        f"--data={config.data.dev_data}`.", "",
+        "", "Repeat the evaluation: `" + shlex.join([
+            "dsan-evaluate", f"--workdir={run.workdir}", f"--data={config.data.dev_data}"])
+        + "`.", "",
         "## Intended use and limits", "", *_limits(config, facts, pairs), "",
         f"Provenance: {facts.get('provenance', {})}.", ""]
     return "\n".join(lines)

@@ -121,7 +121,8 @@ class SavedModelClassifier:
     model = dsan_tf.load("dsan_snli25k_glove50")  # a shipped preset: its Keras model
     export = tempfile.mkdtemp()
     serving.export(model, export, keras_file=False)  # the SavedModel alone
-    served = dsan_tf.load(export)  # a SavedModelClassifier
+    # A SavedModel runs its graph as it loads: read only one you trust.
+    served = dsan_tf.load(export, trust_savedmodel=True)  # a SavedModelClassifier
     served.classify("A man is playing a guitar.", "A person makes music.")["labels"]
     ```
     """
@@ -216,7 +217,7 @@ def scores(probabilities, y):
             "pairs": len(labels)}
 
 
-def load(path):
+def load(path, trust_savedmodel=False):
     """The trained model at `path`, ready for raw text: a preset (a directory, or the name
     of a trained preset this package ships: `dsan_tf.presets()`), a run directory of
     `dsan-train`, an export of `dsan-export` (EXPORT_DIR or one of its versions; the
@@ -224,15 +225,27 @@ def load(path):
     (`NLIClassifier` or `NLIEnsemble`, compiled as it was trained, as
     `NLIClassifier.from_preset` gives it),
     whose `predict`, `classify`, `evaluate` and `encode` take text; for a SavedModel
-    without its Keras file, a `SavedModelClassifier` with the same methods."""
+    without its Keras file, a `SavedModelClassifier` with the same methods, where
+    `trust_savedmodel` says so.
+
+    Only a `.keras` file and its preprocessor are read by default, under Keras' safe mode:
+    no code in a file runs. A SavedModel is a program (TensorFlow's security model: its
+    graph runs as it loads, and can read and write files), so a folder holding only one is
+    refused unless `trust_savedmodel=True` names it trusted, as `safe_mode=False` does
+    for a `.keras` file; a manifest of hashes would be no defence, anyone can write one."""
     path = preset.locate(path)
     try:
         return preset.load(path)
-    except preset.NoModel:
-        if os.path.isfile(path):  # a .keras file: what is wrong with it
-            raise
+    except preset.NoModelFiles:
+        pass  # no Keras model there: perhaps a SavedModel (a damaged one is said above)
     newest = preset.newest_version(path)
     if os.path.exists(os.path.join(newest, "saved_model.pb")):
+        if not trust_savedmodel:
+            raise preset.NoModel(
+                f"{newest} holds a SavedModel without its model.keras and preprocessor; a "
+                "SavedModel is a program that runs as it loads, so it is read only where you "
+                "trust it: trust_savedmodel=True (--trust_savedmodel).",
+                fields=("trust_savedmodel",))
         saved = tf.saved_model.load(newest)
         return SavedModelClassifier({"serving_default": saved.signatures["serving_default"],
                                      "encode": saved.signatures.get("encode")}, source=newest)

@@ -237,10 +237,14 @@ def _settle_best(run, checkpoint, say):
             say(f"{view} is not the best model its record lists (damaged or replaced); "
                 f"copied again from {checkpoint.path}.")
     if info != checkpoint.record["best"]:
+        existed = run.exists(run_files.BEST_INFO)
         run.write_json(run_files.BEST_INFO, checkpoint.record["best"])
-        if info is None and run.exists(run_files.BEST_INFO):
-            say(f"{run.path(run_files.BEST_INFO)} was damaged; written again from "
+        if not existed:
+            say(f"{run.path(run_files.BEST_INFO)} was missing; written again from "
                 f"{checkpoint.path}.")
+        elif not uncommitted:
+            say(f"{run.path(run_files.BEST_INFO)} did not match the record (damaged or "
+                f"edited); written again from {checkpoint.path}.")
 
 
 def _remove_leftovers(run):
@@ -326,9 +330,12 @@ def trim_events(directory, epochs, steps, rows=(), say=print):
                     values.extend(others)
                     record = event.SerializeToString()
                 kept.append(record)
-            rebuilt = _rebuilt_points(folder, kept, rows[:epochs]) if damaged else []
+            rebuilt = _rebuilt_points(folder, kept, rows[:epochs]) if damaged or cut else []
             if changed:
                 _write_records(path, kept + rebuilt)
+            if cut and rebuilt and not damaged:
+                say(f"{path} was cut short; {len(rebuilt)} epoch point(s) it lost written "
+                    "again from the record.")
             if damaged:
                 spans = ", ".join(f"bytes {start:,}-{end:,}" for start, end in damaged)
                 say(f"{path} had damaged records ({spans}); skipped, the {len(kept):,} "

@@ -6,7 +6,6 @@ these take.
 """
 
 import dataclasses
-import hashlib
 import math
 import os
 
@@ -132,17 +131,36 @@ def _train_locked(run, config, policy, overwrite, created, setting):
     _continue(run, state, done, config.training.epochs)
     try:
         results = train(config, run, policy, setting, train_epochs=state != "evaluate")
-    except BaseException:
+    except BaseException as error:
         # No epoch committed: nothing to keep, so nothing is left (an interrupted first
         # epoch would leave config.json, which then refused a new configuration).
         if state == "new" and not run.epochs_done():
             run.discard(remove_directory=created)
         elif run.exists(run_files.CONFIG):  # what the record holds, no more
-            run_state_lib.settle(run, run.checkpoint())
+            try:
+                run_state_lib.settle(run, run.checkpoint())
+            except OSError:  # a full disk: the next run settles them
+                pass
+        full = _disk_full(error, run.workdir)
+        if full is not None:
+            raise full from None
         raise
     if not run.exists(run_files.RESULTS):  # stopped as asked, before its last epoch
         state = "stopped"
     return TrainOutcome(state, run.workdir, results)
+
+
+def _disk_full(error, workdir):
+    """An `OSError` (no space left, naming `workdir`) for what a writer other than
+    Python's reports of a full disk (TensorFlow's `ResourceExhaustedError`, h5py's
+    errors), or None for any other error."""
+    if isinstance(error, OSError):
+        return None
+    text = str(error)
+    if "No space left" in text or "Disk quota exceeded" in text or \
+            type(error).__name__ == "ResourceExhaustedError":
+        return OSError(28, "No space left on device", workdir)
+    return None
 
 
 def heal_finished(run, say=print):
@@ -150,6 +168,7 @@ def heal_finished(run, say=print):
     or missing (history.csv, best.keras, best.json, the event files: `run_state.settle`;
     MODEL_CARD.md from config.json and results.json), saying so in one line each."""
     run_state_lib.settle(run, run.checkpoint(say), say)
+    _heal_preprocessor(run, say)
     card = run.path(run_files.CARD)
     expected = model_card.text(run)
     try:
@@ -161,6 +180,23 @@ def heal_finished(run, say=print):
         model_card.write(run)
         say(f"{card} was {'missing' if current is None else 'not the run card'}; written "
             "again from config.json and results.json.")
+
+
+def _heal_preprocessor(run, say):
+    """vocab.json and preprocessor.json written again from best.keras's own preprocessor
+    where either is damaged or missing (a model that holds none: left as it is)."""
+    from dsan_tf.models import preset
+
+    try:
+        data.NLIPreprocessor.load(run.workdir)
+        return
+    except (ValueError, OSError) as error:  # DataError: a cut or wrong-typed file
+        fault = str(error)
+    model = preset.load(run.path(run_files.BEST), compile=False)
+    if model.preprocessor is not None:
+        model.preprocessor.save(run.workdir)
+        say(f"{fault.rstrip('.')}; vocab.json and preprocessor.json written again from "
+            f"{run.path(run_files.BEST)}.")
 
 
 def _export_finished(run, export_dir):
@@ -348,7 +384,12 @@ def prepare_data(task, run, setting=None):
     vector_file = task.vector_file()
     vocabulary = None
     if run.exists(run_files.VOCAB):  # a resumed run keeps its ids
-        vocabulary = data.Vocabulary.load(run.path(run_files.VOCAB))
+        try:
+            vocabulary = data.Vocabulary.load(run.path(run_files.VOCAB))
+        except data.DataError as error:  # damaged: made again as the run made it first
+            print(f"{str(error).rstrip('.')}; built again from the training data, as the "
+                  "run built it.")
+    if vocabulary is not None:
         if vocabulary.lowercase != settings.lowercase:
             raise UsageError(f"{run.path(run_files.VOCAB)} was built with lowercase="
                              f"{vocabulary.lowercase}; use another workdir to change "
@@ -479,14 +520,6 @@ def fit(model, inputs, shared, run_state, epochs):
               callbacks=shared)
 
 
-def weights_digest(model):
-    """SHA-256 of the model's weights, to compare runs."""
-    digest = hashlib.sha256()
-    for weights in model.get_weights():
-        digest.update(np.ascontiguousarray(weights).tobytes())
-    return digest.hexdigest()
-
-
 def run_facts(inputs, compiled_ahead=None):
     """What this call of the run did besides training: {"compiled_ahead": what
     `compile_ahead` did, when it ran; "batch_shapes": for NumPy batches of bounded shapes,
@@ -515,7 +548,7 @@ def finish(run, model, inputs, nan_guard, run_state, export_dir=None, compiled_a
     best = registry.load_model(run.path(run_files.BEST))
     results = {"best_epoch": run_state.keep_best.best_epoch,
                "parameters": best.parameter_breakdown(),
-               "best_weights_sha256": weights_digest(best)}
+               "best_weights_sha256": run_files.weights_digest(best)}
     # The trained model with the best weights: its evaluation step is compiled already.
     model.set_weights(best.get_weights())
     for split in ("dev", "test"):
