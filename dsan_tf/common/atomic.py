@@ -108,9 +108,10 @@ def write_with(path, save, suffix=""):
     partial = temporary_name(path, suffix)
     try:
         save(partial)
-    except BaseException:
+    except BaseException as error:
         if os.path.lexists(partial):
             os.remove(partial)
+        _name_the_file(error, path)
         raise
     publish(partial, path)
 
@@ -124,11 +125,19 @@ def stream(path, mode="w", newline=None):
     try:
         with open(partial, mode, encoding=encoding, newline=newline) as out:
             yield out
-    except BaseException:
+    except BaseException as error:
         if os.path.lexists(partial):
             os.remove(partial)
+        _name_the_file(error, path)
         raise
     publish(partial, path)
+
+
+def _name_the_file(error, path):
+    """Names `path` in an `OSError` that names no file (a writer such as zipfile's reports
+    a full disk without it), or the temporary file (the user knows the final name)."""
+    if isinstance(error, OSError) and (not error.filename or ".partial" in str(error.filename)):
+        error.filename = path
 
 
 def copy_file(source, path):

@@ -264,7 +264,7 @@ def require_space(folder, needed):
     """`OSError` (no space left, naming `folder`) where the disk holding `folder` has not
     `needed` bytes free, and a margin."""
     free = shutil.disk_usage(folder).free
-    if free < needed * 1.1 + (1 << 20):
+    if free < needed * 1.1 + (1 << 16):
         raise OSError(errno.ENOSPC, f"No space left on device ({free:,} bytes free, about "
                       f"{needed:,} needed)", folder)
 
