@@ -318,13 +318,19 @@ def train_command(run, shared, root, config):
             f"--seed={run.seed}", f"--workdir={os.path.join(root, run.name)}"]
 
 
+def evaluation_path(root, run):
+    """Where a main run's evaluation goes: beside its run directory (a program's output
+    never lands inside a run)."""
+    return os.path.join(root, run.name + ".evaluation.json")
+
+
 def evaluate_command(run, shared, root):
     """SNLI dev with predictions (for the paired tests), and MultiNLI for the main rows."""
     workdir = os.path.join(root, run.name)
     sources = [SNLI["dev_data"]] + ([MULTINLI] if run.task == "snli" else [])
     return [sys.executable, "-m", "dsan_tf.programs.evaluate", f"--workdir={workdir}",
             *[f"--data={os.path.join(shared, s)}" for s in sources], "--save_predictions",
-            f"--output={os.path.join(workdir, 'evaluation.json')}"]
+            f"--output={evaluation_path(root, run)}"]
 
 
 def shown(argv):
@@ -455,17 +461,17 @@ def perform(run, settings, record_dir):
     # Only the main SNLI runs need predictions (paired tests) and MultiNLI; SICK and the
     # learning curve read train's own results.json.
     evaluate = evaluate_command(run, shared, root) if run.task == "snli" else None
-    steps = [(train, "train.log", rundir.RESULTS)]
+    steps = [(train, "train.log", os.path.join(workdir, rundir.RESULTS))]
     if evaluate:
-        steps.append((evaluate, "evaluate.log", "evaluation.json"))
+        steps.append((evaluate, "evaluate.log", evaluation_path(root, run)))
     started, trained_here = time.perf_counter(), False
     for argv, log, done in steps:
-        if not os.path.exists(os.path.join(workdir, done)):
+        if not os.path.exists(done):
             trained_here |= argv is train
             error = execute(argv, os.path.join(workdir, log))
             if error:
                 return {"error": error, "command": shown(argv)}
-    record = summarize(run, workdir, shared)
+    record = summarize(run, workdir, shared, evaluation_path(root, run))
     wall = time.perf_counter() - started
     # Epochs trained by an earlier invocation count too: all of them when this one only
     # evaluated, those before the checkpoint this one resumed from.
@@ -519,8 +525,9 @@ def perform_ensemble(run, settings, record_path, root, workdir, digest):
     return record
 
 
-def summarize(run, workdir, shared):
-    """What the table needs from a finished run directory."""
+def summarize(run, workdir, shared, evaluation):
+    """What the table needs from a finished run directory (and its `evaluation`'s file,
+    for a main SNLI run)."""
     trained = read_json(os.path.join(workdir, rundir.RESULTS))
     record = {"run": run.name, "variant": run.variant.key, "seed": run.seed, "task": run.task,
               "params": trained["parameters"]["params_excluding_embeddings"],
@@ -533,7 +540,7 @@ def summarize(run, workdir, shared):
     # far, seconds; under- and over-fitting show here, not in the final numbers.
     record["history"] = read_history(os.path.join(workdir, rundir.HISTORY))
     if run.task == "snli":
-        sources = read_json(os.path.join(workdir, "evaluation.json"))["sources"]
+        sources = read_json(evaluation)["sources"]
         dev = sources[os.path.join(shared, SNLI["dev_data"])]
         record.update(snli_dev_accuracy=dev["accuracy"], snli_dev_predictions=dev["predictions"],
                       snli_dev_labels=dev["labels"],

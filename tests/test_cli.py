@@ -145,7 +145,8 @@ def test_export_runs_without_our_package(demo, tmp_path):
     premises, hypotheses = ["the dog chased the cat", "the boy saw the girl"], [
         "the cat chased the dog", "the boy saw the girl"]
     for source in (workdir, export, bare, workdir / "best.keras"):  # one load for each
-        loaded = dsan_tf.load(str(source))
+        # A SavedModel alone is a program: read where named trusted.
+        loaded = dsan_tf.load(str(source), trust_savedmodel=source == bare)
         out = loaded.classify(premises, hypotheses)
         assert out["labels"] == fresh["label"], source
         np.testing.assert_allclose(out["probabilities"], fresh["probabilities"], atol=1e-5)
@@ -382,10 +383,12 @@ def test_visualize_draws_disan_and_says_cbow_has_nothing_to_draw(tmp_path, name)
 
     model = build_model(name, model_config(name, vocab_size=5, embedding_dim=8))
     model.preprocessor = NLIPreprocessor(Vocabulary(["a", "dog", "runs"]))
-    model.save(tmp_path / "best.keras")
-    model.preprocessor.save(tmp_path)
-    (tmp_path / "config.json").write_text(json.dumps({"model": name, "max_length": 256}))
-    result = cli("visualize", f"--workdir={tmp_path}", f"--output_dir={tmp_path / 'figures'}",
+    run = tmp_path / "run"  # the figures go beside it: never inside a run
+    run.mkdir()
+    model.save(run / "best.keras")
+    model.preprocessor.save(run)
+    (run / "config.json").write_text(json.dumps({"model": name, "max_length": 256}))
+    result = cli("visualize", f"--workdir={run}", f"--output_dir={tmp_path / 'figures'}",
                  "--sentence=a dog runs")
     if name == "disan":
         ok(result)
@@ -397,7 +400,7 @@ def test_visualize_draws_disan_and_says_cbow_has_nothing_to_draw(tmp_path, name)
         return
     assert result.returncode != 0 and "Traceback" not in result.stderr
     message = result.stderr.strip().splitlines()[-1]
-    assert message.startswith(f"error: --workdir={tmp_path} is a cbow run: a CBOWBackbone "
+    assert message.startswith(f"error: --workdir={tmp_path / 'run'} is a cbow run: a CBOWBackbone "
                               "has no attention, fusion gate or pooling weights to draw")
 
 

@@ -420,3 +420,36 @@ def test_a_real_full_disk_is_one_sentence_and_the_run_resumes(uninterrupted, tmp
         assert observed(str(workdir)) == uninterrupted
     finally:
         subprocess.run(["umount", str(disk)])
+
+
+def test_an_export_never_copies_a_damaged_preprocessor_file(finished, tmp_path):
+    """The finding: dsan-export copied a cut vocab.json and a preprocessor.json of the
+    wrong type into the export. The export holds the model's own, says so, and writes the
+    run's again."""
+    workdir = _copy(finished, tmp_path / "run")
+    vocabulary = (workdir / "vocab.json").read_bytes()
+    cut(workdir / "vocab.json")
+    wrong_type(workdir / "preprocessor.json")
+    done = cli("export", f"--workdir={workdir}", f"--export_dir={tmp_path / 'e'}")
+    assert done.returncode == 0, done.stderr[-1000:]
+    assert f"{workdir / 'vocab.json'} is not the one best.keras holds" in done.stdout
+    assert (tmp_path / "e/1/vocab.json").read_bytes() == vocabulary
+    assert (workdir / "vocab.json").read_bytes() == vocabulary
+    assert json.loads((tmp_path / "e/1/preprocessor.json").read_text())["max_length"] == 32
+
+
+def test_a_hostile_preset_is_one_sentence(tmp_path):
+    import shutil
+
+    import dsan_tf
+    from dsan_tf.models import preset
+
+    folder = tmp_path / "preset"
+    shutil.copytree(preset.locate("dsan_snli25k_glove50"), folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["class_name"] = config["registered_name"] = "system"
+    config["module"] = "os"
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=rf"^{folder} is not a preset this project can read "
+                                         r"\(TypeError: Could not locate class 'system'"):
+        dsan_tf.load(str(folder))

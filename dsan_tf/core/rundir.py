@@ -394,6 +394,11 @@ class RunDirectory:
                 f"workdir {self.workdir} holds a run of another configuration ({shown}); "
                 "give another workdir for a new run, or overwrite to replace this one.",
                 fields=("workdir", "overwrite", *(name for name, _, _ in changed)))
+        return self._state(config, recorded, policy)
+
+    def _state(self, config, recorded, policy):
+        """`claim`'s state of a directory that holds this run (`recorded`, the
+        configuration its config.json holds), recording `config` where it trains on."""
         done = self.epochs_done()
         if config.training.epochs < done:
             # Its best model may come from a later epoch.

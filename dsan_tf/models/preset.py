@@ -178,7 +178,14 @@ def load(path, compile=True, num_classes=None, dtype=None, load_weights=True):
         # comes first, whatever folders someone put beside it.
         path = newest_version(path)
     if os.path.exists(os.path.join(path, METADATA)):
-        model, compile_config = _load_preset(path)
+        try:
+            model, compile_config = _load_preset(path)
+        except NoModel:
+            raise
+        except Exception as error:  # noqa: BLE001 - a hostile or damaged preset's files
+            said = " ".join(str(error).split())[:300]
+            raise NoModel(f"{path} is not a preset this project can read "
+                          f"({type(error).__name__}: {said}).") from None
     elif os.path.isfile(path) or any(os.path.exists(os.path.join(path, name))
                                      for name in MODEL_FILES):
         model, compile_config = _load_model_file(path)

@@ -176,7 +176,7 @@ def heal_finished(run, say=print):
             current = stream.read()
     except (OSError, UnicodeDecodeError):
         current = None
-    if current != expected:
+    if not _same_card(current, expected):
         model_card.write(run)
         say(f"{card} was {'missing' if current is None else 'not the run card'}; written "
             "again from config.json and results.json.")
@@ -197,6 +197,16 @@ def _heal_preprocessor(run, say):
         model.preprocessor.save(run.workdir)
         say(f"{fault.rstrip('.')}; vocab.json and preprocessor.json written again from "
             f"{run.path(run_files.BEST)}.")
+
+
+def _same_card(current, expected):
+    """Whether the card `current` says what `expected` says, but for the run's folder in
+    its commands (a run moved or copied elsewhere keeps its card)."""
+    if current is None:
+        return False
+    lines = [current.splitlines(), expected.splitlines()]
+    return len(lines[0]) == len(lines[1]) and all(
+        a == b or ("--workdir=" in a and "--workdir=" in b) for a, b in zip(*lines))
 
 
 def _export_finished(run, export_dir):
