@@ -13,13 +13,16 @@ distance prior, DiSAN, CBOW at 5.5k, 12.5k and 25k training pairs). Writes --out
 Every finished run leaves a record (--record_dir, committed with the table: metrics, the
 commands, SNLI dev predictions); a record is reused instead of training again, so the study
 resumes where it stopped, on this machine or another. The table is rewritten after each run.
+
+Ray runs them (`dsan_tf.training.cluster`): on this machine by default, on a cluster with
+--ray_address; each run is one task of --cpus_per_run CPUs and --gpus_per_run GPUs, an
+ensemble waits on its members' tasks, and a run whose node dies is retried by Ray and
+resumes its run directory.
 """
 
-import concurrent.futures
 import dataclasses
 import hashlib
 import os
-import subprocess
 import sys
 import time
 
@@ -29,6 +32,7 @@ from dsan_tf.core import rundir
 from dsan_tf.core.rundir import read_history, read_json, write_json
 from dsan_tf.programs import flags as project_flags
 from dsan_tf.programs import program
+from dsan_tf.training import cluster
 from benchmarks import machine
 
 FLAGS = project_flags.FLAGS
@@ -245,10 +249,14 @@ def define_flags():
     flags.DEFINE_boolean("sick", True, "Train every row on SICK too (seed 0).")
     flags.DEFINE_boolean("report_only", False, "Rewrite the outputs from the records that "
                          "exist, training nothing.")
-    flags.DEFINE_integer("jobs", 1, "Train this many runs at once, each pinned to its own "
-                         "share of the CPU cores (Linux). Two on 2 cores finish about 1.5 "
-                         "times as many runs an hour as one (docs/STUDY.md); the table then marks "
-                         "their seconds per epoch as measured on fewer cores.")
+    flags.DEFINE_string("ray_address", None, "The Ray cluster to run on: auto (the one "
+                        "`ray start` made here), or ray://HOST:PORT; default: Ray starts on "
+                        "this machine.")
+    flags.DEFINE_float("cpus_per_run", 1.0, "CPUs each run's Ray task declares (its "
+                       "TensorFlow thread pools are sized to them): --cpus_per_run=1 on 2 "
+                       "cores trains two runs at once.")
+    flags.DEFINE_float("gpus_per_run", 0.0, "GPUs each run's Ray task declares; a fraction "
+                       "(0.25) lets that many runs share one GPU.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -346,71 +354,39 @@ def dependencies(run, max_seeds):
                  for seed in member_seeds(run.variant, max_seeds))
 
 
-def core_groups(jobs):
-    """The usable CPU cores split into `jobs` groups, one per run trained at once (None:
-    one run at a time, on every core)."""
-    if jobs < 1:
-        raise program.UsageError(f"--jobs={jobs}: give 1 or more.")
-    if jobs == 1 or not hasattr(os, "sched_setaffinity"):
-        return [None] * jobs
-    cores = sorted(os.sched_getaffinity(0))
-    if not 1 <= jobs <= len(cores):
-        raise program.UsageError(f"--jobs={jobs}: give 1 to the {len(cores)} CPU cores this "
-                                 "process may use.")
-    size, extra = divmod(len(cores), jobs)
-    bounds = [i * size + min(i, extra) for i in range(jobs + 1)]
-    return [set(cores[start:end]) for start, end in zip(bounds, bounds[1:])]
+def perform_all(todo, records, settings, record_dir, resources, report):
+    """Performs the runs `todo` on Ray, each as one task declaring `resources` ({"cpus",
+    "gpus"} per run); an ensemble's task takes its members' tasks as arguments, so Ray
+    starts it once they are done. Each run says on which node it starts and ends, and in
+    how many seconds; `report(records)` is called after every run."""
+    ray = cluster.require_ray()
+    task = ray.remote(perform_on_node).options(
+        **cluster.task_options(resources["cpus"], resources["gpus"]))
+    threads = cluster.threads_for(resources["cpus"])
+    made = {}
+    for run in todo:  # the plan lists members before their ensemble
+        members = [made[name] for name in dependencies(run, settings.max_seeds)
+                   if name in made]
+        made[run.name] = task.remote(run, settings, record_dir, threads, *members)
+    names = {ref: name for name, ref in made.items()}
+    pending = list(made.values())
+    while pending:
+        done, pending = ray.wait(pending, num_returns=1)
+        record, node, seconds = ray.get(done[0])
+        name = names[done[0]]
+        outcome = f"failed: {record['error']}" if "error" in record else "done"
+        print(f"{name} {outcome} on {node} in {seconds:.0f} s", flush=True)
+        records[name] = record
+        report(records)
 
 
-def perform_all(todo, records, settings, record_dir, groups, report):
-    """Performs the runs `todo` in their order, one per group of cores in `groups` at a
-    time (`core_groups`); a run waits for those it reads (an ensemble for its members).
-    Calls `report(records)` after every run."""
-    free, waiting, running = list(groups), list(todo), {}
-    max_seeds = settings.max_seeds
-
-    def pinned(run, cores):
-        # The calling thread's affinity is inherited by the programs it starts, and TF
-        # sizes its thread pools from it.
-        if cores is not None:
-            os.sched_setaffinity(0, cores)
-        return perform(run, settings, record_dir)
-
-    with concurrent.futures.ThreadPoolExecutor(max_workers=len(groups)) as pool:
-        while waiting or running:
-            unfinished = {r.name for r in waiting} | {r.name for r, _ in running.values()}
-            for run in [r for r in waiting
-                        if not set(dependencies(r, max_seeds)) & unfinished][:len(free)]:
-                waiting.remove(run)
-                cores = free.pop(0)
-                where = "" if cores is None else f" (cores {sorted(cores)})"
-                print(f"{run.name} ...{where}", flush=True)
-                running[pool.submit(pinned, run, cores)] = run, cores
-            if not running:  # cannot happen while a plan lists members before ensembles
-                raise RuntimeError(f"no run of {[r.name for r in waiting]} can start")
-            done, _ = concurrent.futures.wait(running, return_when="FIRST_COMPLETED")
-            for future in done:
-                run, cores = running.pop(future)
-                free.append(cores)
-                records[run.name] = future.result()
-                report(records)
-
-
-def execute(argv, log_path):
-    """Runs a program; None, or one line saying how it failed."""
-    with open(log_path, "w", encoding="utf-8") as log:
-        result = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, text=True)
-    if result.returncode:
-        with open(log_path, encoding="utf-8") as log:
-            last = [line for line in log.read().splitlines() if line.strip()][-1:]
-        return f"failed ({last[0] if last else 'no output'}); log: {log_path}"
-    return None
-
-
-def usable_cores():
-    """How many CPU cores this process (and the runs it starts) may use: fewer than the
-    machine's under `taskset`, which makes a run's seconds per epoch incomparable."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+def perform_on_node(run, settings, record_dir, threads, *members):
+    """A run's Ray task (`members`: its ensemble members' results, which Ray waited for):
+    (its record, the node's address, seconds)."""
+    node, started = cluster.node_address(), time.perf_counter()
+    print(f"{run.name} started on {node}", flush=True)
+    record = perform(run, settings, record_dir, threads)
+    return record, node, time.perf_counter() - started
 
 
 def config_digest(path, extra_flags=()):
@@ -442,10 +418,11 @@ def current_record(path, digest, kept=False):
     return record if kept or record.get("config_digest") == digest else None
 
 
-def perform(run, settings, record_dir):
+def perform(run, settings, record_dir, threads=None):
     """The run's record: reused when it exists under this configuration; otherwise trained
-    (a finished workdir of this configuration is reused), evaluated and written. A failure
-    is returned as {"error": ...}, not recorded."""
+    (a finished workdir of this configuration is reused, an unfinished one resumed),
+    evaluated and written, its frameworks on `threads` threads (None: every core). A
+    failure is returned as {"error": ...}, not recorded."""
     record_path = os.path.join(record_dir, run.name + ".json")
     digest = run_digest(run, settings)
     record = current_record(record_path, digest)
@@ -468,7 +445,7 @@ def perform(run, settings, record_dir):
     for argv, log, done in steps:
         if not os.path.exists(done):
             trained_here |= argv is train
-            error = execute(argv, os.path.join(workdir, log))
+            error = cluster.run_program(argv, os.path.join(workdir, log), threads)
             if error:
                 return {"error": error, "command": shown(argv)}
     record = summarize(run, workdir, shared, evaluation_path(root, run))
@@ -478,7 +455,8 @@ def perform(run, settings, record_dir):
     epochs_time = record["seconds_per_epoch"] * record["epochs"]
     wall = max(wall, epochs_time) if trained_here else wall + epochs_time
     record.update(command=shown(train), wall_seconds=wall, config_digest=digest,
-                  cores=usable_cores(), machine_cores=os.cpu_count(), made_by=machine.describe())
+                  cores=threads or os.cpu_count(), machine_cores=os.cpu_count(),
+                  made_by=machine.describe())
     if evaluate:
         record["evaluate_command"] = shown(evaluate)
     write_json(record_path, record)
@@ -503,7 +481,7 @@ def perform_ensemble(run, settings, record_path, root, workdir, digest):
             "--save_predictions", f"--output={output}"]
     started = time.perf_counter()
     if not os.path.exists(output):
-        error = execute(argv, os.path.join(workdir, "ensemble.log"))
+        error = cluster.run_program(argv, os.path.join(workdir, "ensemble.log"))
         if error:
             return {"error": error, "command": shown(argv)}
     sources = read_json(output)["sources"]
@@ -574,7 +552,8 @@ def main(argv):
         sizes = [int(size) for size in FLAGS.curve_sizes]
     except ValueError:
         raise program.UsageError("--curve_sizes must be integers separated by commas.") from None
-    groups = core_groups(FLAGS.jobs)
+    resources = {"cpus": FLAGS.cpus_per_run, "gpus": FLAGS.gpus_per_run}
+    cluster.task_options(resources["cpus"], resources["gpus"])  # a mistake: before Ray starts
     from experiments import study_report  # NumPy and matplotlib load here, not for --help
 
     settings = Settings(FLAGS.workdir, FLAGS.shared_data, FLAGS.config, FLAGS.output,
@@ -599,10 +578,15 @@ def main(argv):
         # Recorded runs are reused as they are; the table is rewritten after each new one.
         todo = [run for run in runs if run.name not in records and not run.variant.kept]
         print(f"{len(runs) - len(todo)} of {len(runs)} runs recorded; training the other "
-              f"{len(todo)}, {FLAGS.jobs} at a time.", flush=True)
-        perform_all(todo, records, settings, FLAGS.record_dir, groups,
-                    lambda done: study_report.write(done, variants, sizes, settings,
-                                                    time.perf_counter() - started))
+              f"{len(todo)} on Ray, each with {FLAGS.cpus_per_run:g} CPU(s) and "
+              f"{FLAGS.gpus_per_run:g} GPU(s).", flush=True)
+        if todo:
+            seconds = cluster.connect(FLAGS.ray_address)
+            nodes = cluster.check_shared([FLAGS.workdir, FLAGS.record_dir])
+            print(f"Ray: {nodes} node(s), ready in {seconds:.1f} s", flush=True)
+            perform_all(todo, records, settings, FLAGS.record_dir, resources,
+                        lambda done: study_report.write(done, variants, sizes, settings,
+                                                        time.perf_counter() - started))
     print(f"table: {FLAGS.output}; {FLAGS.json_output}; {FLAGS.curve_output}")
 
 

@@ -316,7 +316,7 @@ def markdown(rows, points, records, settings, sizes, elapsed, variants):
         "the one test here that counts training's randomness.",
         "- **s/epoch**: wall-clock seconds of a training epoch with its dev pass, 2-core CPU, "
         "over the row's runs that had every core; † where none had (runs trained two at a "
-        "time, `--jobs=2`, one core each): slower, not comparable with the others.",
+        "time, `--cpus_per_run=1`, one core each): slower, not comparable with the others.",
         "", *table_lines(rows), "", *against_lines(rows),
         *selection_lines(variants, records, patience), *kept_lines(rows),
         "## Learning curve (seed 0, SNLI dev; `learning_curve.png`)", "",

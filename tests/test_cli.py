@@ -304,7 +304,7 @@ def test_killed_run_resumes_from_the_last_completed_epoch(tmp_path):
     assert [int(r["epoch"]) for r in history(tmp_path)][-1] == 5
 
 
-PROGRAMS = ("train", "evaluate", "embed", "ensemble", "export", "predict", "summary",
+PROGRAMS = ("train", "evaluate", "embed", "ensemble", "export", "predict", "summary", "tune",
             "visualize",
             "pipeline_benchmark", "results", "tokenizer_agreement")
 

@@ -3,8 +3,6 @@
 import gzip
 import json
 import os
-import threading
-import time
 
 import numpy as np
 import pytest
@@ -134,8 +132,15 @@ def test_study_is_written_resumed_and_reproducible(tmp_path):
              f"--record_dir={records}", "--variants=dsan", "--variants=cbow",
              "--variants=dsan_ensemble", "--max_seeds=2",
              "--curve_sizes=24", *[f"--{k}={v}" for k, v in outputs.items()]]
-    # Two runs at a time where two cores allow: the ensemble waits for DSAN's seeds.
-    ok(cli("results", *flags, f"--jobs={min(2, results.usable_cores())}"))
+    pytest.importorskip("ray", reason="the study runs on Ray: pip install -r "
+                                      "requirements-ray.txt")
+    import ray
+
+    # A run a CPU on a local Ray: the ensemble's task waits for DSAN's seeds'.
+    try:
+        ok(cli("results", *flags, "--cpus_per_run=1"))
+    finally:
+        ray.shutdown()
     rows = json.loads(outputs["json_output"].read_text())["rows"]
     assert [r["variant"] for r in rows] == ["dsan", "cbow", "dsan_ensemble"]
     ensemble = rows.pop()  # the mean probabilities of DSAN's two seeds: no training of its own
@@ -209,57 +214,15 @@ def test_records_of_another_configuration_are_not_reused(tmp_path):
     assert results.current_record(tmp_path / "absent.json", digest) is None
 
 
-needs_two_cores = pytest.mark.skipif(
-    not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
-    reason="needs Linux CPU affinity and 2 usable cores")
-
-
-@needs_two_cores
-def test_runs_trained_at_once_get_disjoint_cores_and_ensembles_wait_for_their_members(
-        monkeypatch):
-    """--jobs=2: two runs overlap, each on its own core, and an ensemble row starts only
-    once every seed it averages is recorded."""
-    lock, log, finished = threading.Lock(), [], set()
-
-    def fake_perform(run, settings, record_dir):
-        with lock:
-            log.append(("start", run.name, frozenset(os.sched_getaffinity(0)),
-                        set(finished)))
-        time.sleep(0.2)
-        with lock:
-            finished.add(run.name)
-        return {"run": run.name, "cores": results.usable_cores()}
-
-    monkeypatch.setattr(results, "perform", fake_perform)
-    variants = [v for v in results.VARIANTS if v.key in ("dsan", "cbow", "dsan_ensemble")]
-    todo = results.plan(variants, 2, [], sick=False)
-    groups = results.core_groups(2)
-    settings = results.Settings("w", "s", "c", "o", "j", "p", "d", max_seeds=2)
-    records, reports = {}, []
-    results.perform_all(todo, records, settings, "r", groups, lambda r: reports.append(len(r)))
-
-    assert set(records) == {run.name for run in todo} and reports == list(range(1, 6))
-    assert all(record["cores"] == 1 for record in records.values())
-    starts = {name: (cores, done) for _, name, cores, done in log}
-    assert starts["snli/dsan/seed0"][0].isdisjoint(starts["snli/cbow/seed0"][0])
-    assert not starts["snli/cbow/seed0"][1]  # started beside DSAN, not after it
-    assert {"snli/dsan/seed0", "snli/dsan/seed1"} <= starts["snli/dsan_ensemble/seed0"][1]
-    assert os.sched_getaffinity(0) == set().union(*groups)  # the caller's thread is untouched
-
-
-def test_jobs_split_the_cores_and_a_mistake_gets_one_sentence(tmp_path):
-    assert results.core_groups(1) == [None]
-    if hasattr(os, "sched_getaffinity"):
-        cores = sorted(os.sched_getaffinity(0))
-        groups = results.core_groups(len(cores))
-        assert sorted(c for g in groups for c in g) == cores
-        assert all(len(g) == 1 for g in groups)
+def test_resources_a_run_cannot_have_are_one_sentence_before_ray_starts(tmp_path):
     result = cli("results", f"--workdir={tmp_path}", "--shared_data=../shared/data",
-                 "--jobs=1000", "--report_only", f"--output={tmp_path / 'r.md'}")
-    if not hasattr(os, "sched_getaffinity") or not (ROOT.parent / "shared" / "data").exists():
-        return
-    assert result.returncode != 0 and "--jobs=1000" in result.stderr
-    assert "Traceback" not in result.stderr
+                 "--cpus_per_run=0", f"--output={tmp_path / 'r.md'}")
+    if not (ROOT.parent / "shared" / "data").exists():
+        pytest.skip("../shared/data is absent")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == (
+        "error: --cpus_per_run=0.0, --gpus_per_run=0.0: a run needs a positive number of "
+        "CPUs and no negative number of GPUs.")
 
 
 def test_seconds_per_epoch_compare_only_runs_that_had_every_core():

@@ -170,7 +170,7 @@ def _cached(cache_path):
 
 def _save(cache_path, matrix, report):
     os.makedirs(os.path.dirname(cache_path), exist_ok=True)
-    # One temporary name per process: runs started together (--jobs) share the cache.
+    # One temporary name per process: runs started together (a study on Ray) share the cache.
     temporary = f"{cache_path}.{os.getpid()}.partial.npz"
     np.savez(temporary, matrix=matrix, report=json.dumps(dataclasses.asdict(report)))
     os.replace(temporary, cache_path)

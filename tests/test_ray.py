@@ -1,0 +1,194 @@
+"""Many runs on Ray (`dsan_tf.training.cluster`): the study's runs as Ray tasks on a local
+Ray and on a 2-node cluster that loses a node mid-run, a folder a node cannot reach refused
+in one sentence, and `dsan-tune`'s sweep stopped early by ASHA, killed, restored and
+finished. Ray is an optional extra (requirements-ray.txt): these skip without it."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dsan_tf.core import rundir
+from helpers import ENV, ROOT, cli, ok
+
+ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install -r "
+                                        "requirements-ray.txt")
+pytestmark = [pytest.mark.slow, pytest.mark.tensorflow]
+
+DEMO = ["--model=cbow", "--embedding_dim=16", "--trainable_embeddings", "--dropout=0.3",
+        "--train_data=synthetic:word_order/train", "--dev_data=synthetic:word_order/dev",
+        "--embeddings=random", "--batch_size=32", "--max_length=32", "--bounded_shapes",
+        "--nojit_compile", "--nocompile_ahead", "--learning_rate=3e-4"]
+
+
+def _history(workdir):
+    return [{k: v for k, v in row.items() if k != "seconds"}
+            for row in rundir.read_history(os.path.join(workdir, "history.csv"))]
+
+
+@pytest.fixture
+def no_ray():
+    yield
+    if ray.is_initialized():
+        ray.shutdown()
+
+
+def test_the_study_on_a_local_ray_writes_the_records_of_one_by_one_runs(tmp_path, no_ray):
+    """A local Ray of 2 CPUs, a run a CPU: DSAN's two seeds, CBOW and DSAN's ensemble
+    (which waits on its members' tasks); each record equals that of the same run performed
+    alone, outside Ray."""
+    from experiments import results
+    from test_results import TINY_CONFIG, _shared_data
+
+    shared, records = tmp_path / "shared", tmp_path / "records"
+    _shared_data(shared)
+    config = tmp_path / "tiny.cfg"
+    config.write_text(TINY_CONFIG)
+    flags = [f"--workdir={tmp_path / 'runs'}", f"--shared_data={shared}", f"--config={config}",
+             f"--record_dir={records}", "--variants=dsan", "--variants=cbow",
+             "--variants=dsan_ensemble", "--max_seeds=2", "--nosick", "--curve_sizes=",
+             f"--output={tmp_path / 'R.md'}", f"--json_output={tmp_path / 'r.json'}",
+             f"--curve_output={tmp_path / 'c.png'}", f"--history_output={tmp_path / 'h.png'}"]
+    done = subprocess.run([sys.executable, "-m", "experiments.results", *flags,
+                           "--cpus_per_run=1"], cwd=ROOT, env=ENV, capture_output=True,
+                          text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout + done.stderr
+    for name in ("snli/dsan/seed0", "snli/dsan/seed1", "snli/cbow/seed0", "snli/cbow/seed1",
+                 "snli/dsan_ensemble/seed0"):
+        assert f"{name} done on " in out and f"{name} started on " in out, out[-3000:]
+    rows = json.loads((tmp_path / "r.json").read_text())["rows"]
+    assert [row["variant"] for row in rows] == ["dsan", "cbow", "dsan_ensemble"]
+    # The same run, alone, outside Ray: the same numbers.
+    settings = results.Settings(str(tmp_path / "alone"), str(shared), str(config), "o", "j",
+                                "c", results.config_digest(str(config)), max_seeds=2)
+    variant = next(v for v in results.VARIANTS if v.key == "cbow")
+    alone = results.perform(results.Run("snli", variant, 1), settings,
+                            str(tmp_path / "alone_records"))
+    on_ray = json.loads((records / "snli" / "cbow" / "seed1.json").read_text())
+    for key in ("snli_dev_accuracy", "snli_dev_predictions", "multinli_accuracy",
+                "best_epoch", "params"):
+        assert on_ray[key] == alone[key], key
+    assert [{k: v for k, v in row.items() if k != "seconds"} for row in on_ray["history"]] == \
+        [{k: v for k, v in row.items() if k != "seconds"} for row in alone["history"]]
+
+
+def test_a_node_lost_mid_run_is_retried_on_another_and_changes_no_number(tmp_path, no_ray):
+    """A 2-node cluster on this machine: the run's task starts on node A; once an epoch is
+    committed, node B joins and A is removed (its worker and the training it started die):
+    Ray retries the task on B, which resumes the run directory and ends with the history
+    of a run never interrupted."""
+    from ray.cluster_utils import Cluster
+
+    from dsan_tf.training import cluster as runs
+
+    flags = [*DEMO, "--epochs=6", "--log_every_steps=5"]
+    reference = tmp_path / "reference"
+    ok(cli("train", f"--workdir={reference}", *flags))
+    workdir = tmp_path / "run"
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+    try:
+        first = cluster.add_node(num_cpus=1, resources={"node_a": 1})
+        ray.init(address=cluster.address)
+        command = [sys.executable, "-m", "dsan_tf.programs.train", f"--workdir={workdir}",
+                   *flags]
+
+        def train(log):
+            return runs.run_program(command, log), runs.node_address()
+
+        task = ray.remote(train).options(**runs.task_options(1, 0)).remote(
+            str(tmp_path / "train.log"))
+        deadline = time.time() + 300
+        while rundir.RunDirectory(str(workdir)).epochs_done() < 2:
+            assert time.time() < deadline, (tmp_path / "train.log").read_text()[-2000:]
+            time.sleep(0.2)
+        cluster.add_node(num_cpus=1)
+        cluster.remove_node(first, allow_graceful=False)
+        error, node = ray.get(task, timeout=600)
+        assert error is None, error
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+    assert _history(workdir) == _history(reference)
+    assert json.loads((workdir / "results.json").read_text())["best_weights_sha256"] == \
+        json.loads((reference / "results.json").read_text())["best_weights_sha256"]
+    # No training process of the lost node outlived its task.
+    assert rundir.RunDirectory(str(workdir)).holder() is None
+
+
+def test_a_folder_a_node_cannot_reach_is_refused_in_one_sentence(tmp_path, no_ray):
+    """A node whose file system differs (its own tmpfs over the study's folder, in a mount
+    namespace): the probe finds it before any run starts."""
+    shared = tmp_path / "study"
+    shared.mkdir()
+    head = subprocess.run(["ray", "start", "--head", "--num-cpus=0", "--port=6391",
+                           "--include-dashboard=false", "--disable-usage-stats"],
+                          capture_output=True, text=True, env=ENV)
+    assert head.returncode == 0, head.stderr[-2000:]
+    try:
+        worker = subprocess.Popen(
+            ["unshare", "-m", "--propagation", "private", "sh", "-c",
+             f"mount -t tmpfs tmpfs {shared} && exec ray start --address=127.0.0.1:6391 "
+             "--num-cpus=1 --block"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            env=ENV, start_new_session=True)
+        from dsan_tf.common.errors import UsageError
+        from dsan_tf.training import cluster
+
+        cluster.connect("127.0.0.1:6391")
+        deadline = time.time() + 120
+        while len([n for n in ray.nodes() if n["Alive"]]) < 2:
+            assert time.time() < deadline, "the second node did not join"
+            time.sleep(0.5)
+        with pytest.raises(UsageError) as refused:
+            cluster.check_shared([str(shared)])
+        said = str(refused.value)
+        assert said.startswith(f"{shared} ") and "does not share this machine's folders" in said
+        assert said.count(". ") == 0 and said.endswith("(a shared file system, as NFS).")
+    finally:
+        ray.shutdown()
+        if "worker" in locals():
+            os.killpg(worker.pid, signal.SIGKILL)
+        subprocess.run(["ray", "stop", "--force"], capture_output=True)
+
+
+def test_a_sweep_stops_trials_early_is_killed_restored_and_finished(tmp_path):
+    """dsan-tune with 4 demo trials over learning rates, 2 at a time: ASHA stops at least
+    one before its last epoch; the sweep is killed mid-way and the same command finishes
+    it; every trial is a run directory that dsan-evaluate reads, and the table ends with
+    the best trial's dsan-train command."""
+    sweep = tmp_path / "sweep"
+    command = [sys.executable, "-m", "dsan_tf.programs.tune", f"--workdir={sweep}", *DEMO,
+               "--epochs=4", "--search=learning_rate:grid:0.01,0.003,0.00001,0.000001",
+               "--num_samples=1", "--grace_period=1", "--reduction_factor=2"]
+    first = subprocess.Popen(command, cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    deadline = time.time() + 600
+    trials = sweep / "trials"
+    while not (trials.is_dir() and any(
+            rundir.RunDirectory(str(p)).epochs_done() >= 2 for p in trials.iterdir())):
+        assert first.poll() is None and time.time() < deadline, first.stdout.read()[-3000:]
+        time.sleep(0.5)
+    os.killpg(first.pid, signal.SIGKILL)  # the driver and the Ray it started
+    first.wait()
+    subprocess.run(["ray", "stop", "--force"], capture_output=True)
+    again = subprocess.run(command, cwd=ROOT, env=ENV, capture_output=True, text=True,
+                           timeout=900)
+    assert again.returncode == 0, again.stderr[-3000:] + again.stdout[-3000:]
+    assert f"resuming the sweep in {sweep / 'tune'}" in again.stdout
+    table = [line for line in again.stdout.splitlines() if line.startswith("| learning_rate")]
+    assert len(table) == 4
+    accuracies = [float(line.split("|")[2]) for line in table]
+    assert accuracies == sorted(accuracies, reverse=True)
+    assert any("stopped early (ASHA)" in line for line in table)
+    assert any("finished" in line for line in table)
+    best = again.stdout.strip().splitlines()[-1]
+    assert best.startswith("best: learning_rate=") and "train it again: dsan-train " in best
+    assert "--stop_after_epochs" not in best
+    for folder in trials.iterdir():
+        assert (folder / "config.json").exists() and (folder / "best.keras").exists()
+    finished = next(p for p in trials.iterdir() if (p / "results.json").exists())
+    ok(cli("evaluate", f"--workdir={finished}", "--data=synthetic:word_order/dev"))
