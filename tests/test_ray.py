@@ -86,7 +86,7 @@ def test_a_node_lost_mid_run_is_retried_on_another_and_changes_no_number(tmp_pat
 
     from dsan_tf.training import cluster as runs
 
-    flags = [*DEMO, "--epochs=6", "--log_every_steps=5"]
+    flags = [*DEMO, "--epochs=30", "--log_every_steps=5"]
     reference = tmp_path / "reference"
     ok(cli("train", f"--workdir={reference}", *flags))
     workdir = tmp_path / "run"
@@ -102,17 +102,21 @@ def test_a_node_lost_mid_run_is_retried_on_another_and_changes_no_number(tmp_pat
 
         task = ray.remote(train).options(**runs.task_options(1, 0)).remote(
             str(tmp_path / "train.log"))
+        cluster.add_node(num_cpus=1)  # B: free, for the retry (the task holds A's CPU)
         deadline = time.time() + 300
         while rundir.RunDirectory(str(workdir)).epochs_done() < 2:
             assert time.time() < deadline, (tmp_path / "train.log").read_text()[-2000:]
-            time.sleep(0.2)
-        cluster.add_node(num_cpus=1)
+            time.sleep(0.1)
         cluster.remove_node(first, allow_graceful=False)
+        lost_at = rundir.RunDirectory(str(workdir)).epochs_done()
+        assert lost_at < 30
         error, node = ray.get(task, timeout=600)
         assert error is None, error
     finally:
         ray.shutdown()
         cluster.shutdown()
+    # The retry resumed the run directory (its log is the retry's).
+    assert "resuming " in (tmp_path / "train.log").read_text()
     assert _history(workdir) == _history(reference)
     assert json.loads((workdir / "results.json").read_text())["best_weights_sha256"] == \
         json.loads((reference / "results.json").read_text())["best_weights_sha256"]
@@ -120,25 +124,64 @@ def test_a_node_lost_mid_run_is_retried_on_another_and_changes_no_number(tmp_pat
     assert rundir.RunDirectory(str(workdir)).holder() is None
 
 
-def test_a_folder_a_node_cannot_reach_is_refused_in_one_sentence(tmp_path, no_ray):
+def test_a_worker_killed_mid_run_leaves_no_training_behind_and_the_retry_resumes(
+        tmp_path, no_ray):
+    """SIGKILL of the Ray worker running a run (no clean-up of its own runs): the training
+    process it started dies with it (the parent-death signal), so Ray's retry takes the
+    run's lock and resumes it to the history of a run never interrupted."""
+    from dsan_tf.training import cluster as runs
+
+    flags = [*DEMO, "--epochs=30", "--log_every_steps=5"]
+    reference, workdir = tmp_path / "reference", tmp_path / "run"
+    ok(cli("train", f"--workdir={reference}", *flags))
+    ray.init(num_cpus=1, include_dashboard=False)
+    command = [sys.executable, "-m", "dsan_tf.programs.train", f"--workdir={workdir}", *flags]
+    pid_file = tmp_path / "worker.pid"
+
+    def train_and_say_pid(command, log, pid_file):  # a closure: pickled by value
+        with open(pid_file, "w", encoding="utf-8") as stream:
+            stream.write(str(os.getpid()))
+        return runs.run_program(command, log)
+
+    task = ray.remote(train_and_say_pid).options(**runs.task_options(1, 0)).remote(
+        command, str(tmp_path / "train.log"), str(pid_file))
+    deadline = time.time() + 300
+    while rundir.RunDirectory(str(workdir)).epochs_done() < 2:
+        assert time.time() < deadline and not ray.wait([task], timeout=0)[0], \
+            ray.get(task) if ray.wait([task], timeout=0)[0] else "no epoch in 300 s"
+        time.sleep(0.1)
+    os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    assert ray.get(task, timeout=600) is None
+    assert "resuming " in (tmp_path / "train.log").read_text()
+    assert _history(workdir) == _history(reference)
+
+
+def test_a_folder_a_node_cannot_reach_is_refused_in_one_sentence(tmp_path, no_ray,
+                                                                 monkeypatch):
     """A node whose file system differs (its own tmpfs over the study's folder, in a mount
     namespace): the probe finds it before any run starts."""
+    if os.geteuid() != 0:
+        pytest.skip("a node with its own mount namespace needs root (unshare, mount)")
+    # A cluster of `ray start` on one machine, without Ray's token (kept per machine).
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    env = dict(ENV, RAY_AUTH_MODE="disabled")
     shared = tmp_path / "study"
     shared.mkdir()
+    address = f"{ray.util.get_node_ip_address()}:6391"
     head = subprocess.run(["ray", "start", "--head", "--num-cpus=0", "--port=6391",
                            "--include-dashboard=false", "--disable-usage-stats"],
-                          capture_output=True, text=True, env=ENV)
+                          capture_output=True, text=True, env=env)
     assert head.returncode == 0, head.stderr[-2000:]
     try:
         worker = subprocess.Popen(
             ["unshare", "-m", "--propagation", "private", "sh", "-c",
-             f"mount -t tmpfs tmpfs {shared} && exec ray start --address=127.0.0.1:6391 "
+             f"mount -t tmpfs tmpfs {shared} && exec ray start --address={address} "
              "--num-cpus=1 --block"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            env=ENV, start_new_session=True)
+            env=env, start_new_session=True)
         from dsan_tf.common.errors import UsageError
         from dsan_tf.training import cluster
 
-        cluster.connect("127.0.0.1:6391")
+        cluster.connect(address)
         deadline = time.time() + 120
         while len([n for n in ray.nodes() if n["Alive"]]) < 2:
             assert time.time() < deadline, "the second node did not join"

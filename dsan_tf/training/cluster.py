@@ -33,6 +33,9 @@ _PR_SET_PDEATHSIG = 1
 
 def require_ray():
     """The `ray` module; `UsageError` naming the install where it is missing."""
+    # Each run's "started on NODE" line is news: Ray would fold alike lines into one (it
+    # reads this when it is imported).
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     try:
         import ray
     except ImportError:
