@@ -139,7 +139,12 @@ def test_every_damage_of_a_finished_run_is_healed(finished, uninterrupted, tmp_p
 def test_every_damage_of_an_unfinished_run_costs_at_most_its_checkpoint(
         unfinished, uninterrupted, tmp_path, name, damage):
     workdir = _copy(unfinished, tmp_path / "run")
-    _damage_and_train(workdir, name, damage)
+    target, printed = _damage_and_train(workdir, name, damage)
+    if damage != "missing" or name in ("best.keras", "history.csv", "best.json"):
+        # Said in a line naming the file (a checkpoint's: its folder); a missing vocabulary
+        # or preprocessor file is made as at the run's start.
+        named = str(target.parent) if "checkpoints/" in name else str(target)
+        assert named in printed, printed[-2000:]
     _same_as_uninterrupted(workdir, uninterrupted)
 
 
@@ -453,3 +458,36 @@ def test_a_hostile_preset_is_one_sentence(tmp_path):
     with pytest.raises(ValueError, match=rf"^{folder} is not a preset this project can read "
                                          r"\(TypeError: Could not locate class 'system'"):
         dsan_tf.load(str(folder))
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL in this process, where a view is being written again."""
+
+
+@pytest.mark.parametrize("module, writer", [("dsan_tf.common.atomic", "copy_file"),
+                                            ("dsan_tf.core.rundir", "write_history"),
+                                            ("dsan_tf.saving.model_card", "write")])
+def test_a_kill_while_views_are_healed_is_healed_by_the_next_run(
+        finished, uninterrupted, tmp_path, monkeypatch, module, writer):
+    """The repair's own writes (best.keras copied from its checkpoint, history.csv and the
+    card written again) killed half-way: the next run repairs what is left."""
+    import importlib
+
+    from dsan_tf.training import steps
+
+    workdir = _copy(finished, tmp_path / "run")
+    garble(workdir / "best.keras")
+    cut(workdir / "history.csv")
+    missing(workdir / "MODEL_CARD.md")
+    target = importlib.import_module(module)
+
+    def killed(*args, **kwargs):
+        raise Killed(writer)
+
+    monkeypatch.setattr(target, writer, killed)
+    with pytest.raises(Killed):
+        steps.train_run(str(workdir), _config(), _options())
+    monkeypatch.undo()
+    steps.train_run(str(workdir), _config(), _options())
+    _same_as_uninterrupted(workdir, uninterrupted)
+    assert (workdir / "MODEL_CARD.md").read_text().startswith("# Model card: cbow")

@@ -255,7 +255,7 @@ def test_the_wheel_holds_the_library_and_console_scripts_not_experiments(tmp_pat
     scripts = dict(entry_points["console_scripts"])
     assert set(scripts) == {f"dsan-{p}" for p in ("train", "evaluate", "ensemble", "embed",
                                                   "export", "predict", "summary", "visualize",
-                                                  "encode-setting")}
+                                                  "encode-setting", "tune")}
     for target in scripts.values():
         module, function = target.split(":")
         assert f"{module.replace('.', '/')}.py" in names

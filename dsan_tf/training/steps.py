@@ -239,7 +239,7 @@ def _continue(run, state, done, epochs):
               "evaluated again to write it")
     elif state == "resume" and done >= epochs:  # e.g. an extension stopped before its epoch
         print(f"finishing {run.workdir}: {done} epoch(s) done, as many as asked; nothing to "
-              "train")
+              f"train: its best model is evaluated to write {run.path(run_files.RESULTS)}")
     elif state == "resume":
         print(f"resuming {run.workdir}: {done} epoch(s) done, training from epoch {done + 1}")
 
@@ -406,7 +406,7 @@ def prepare_data(task, run, setting=None):
                              "lowercase.", fields=("workdir", "lowercase"))
     preprocessor = task.build_preprocessor(
         splits["train"], splits["dev"] + splits.get("test", []), vector_file, vocabulary)
-    preprocessor.save(run.workdir)
+    _save_preprocessor(preprocessor, run)
     matrix, embeddings = None, {"source": "random"}
     if vector_file:
         matrix, report = task.word_vectors(preprocessor, vector_file)
@@ -420,6 +420,26 @@ def prepare_data(task, run, setting=None):
     return PreparedData(preprocessor.vocabulary, preprocessor, encoded, matrix, {
         "embeddings": embeddings, "tokens": tokens,
         "read": {name: report.to_dict() for name, report in reports.items()}})
+
+
+def _save_preprocessor(preprocessor, run):
+    """Writes the run's vocab.json and preprocessor.json, saying so where a resumed run's
+    differed (damaged or edited: the run's own are made again as it made them)."""
+    names = (run_files.VOCAB, run_files.PREPROCESSOR)
+    before = {name: _bytes_or_none(run.path(name)) for name in names}
+    preprocessor.save(run.workdir)
+    for name in names:
+        if before[name] is not None and before[name] != _bytes_or_none(run.path(name)):
+            print(f"{run.path(name)} did not match the run's preprocessor (damaged or "
+                  "edited); written again.")
+
+
+def _bytes_or_none(path):
+    try:
+        with open(path, "rb") as stream:
+            return stream.read()
+    except OSError:
+        return None
 
 
 def _from_setting(task, run, setting):
