@@ -228,4 +228,16 @@ MUTANTS = [
      '    SAME_RUN = ("jit_compile",)',
      "a run resumed with other batch shapes draws other batches than it started with",
      ["tests/test_training_library.py::test_a_run_is_its_configuration_not_trained_twice_and_trained_on_with_more_epochs"]),
+    # A damaged file costs at most its checkpoint.
+    ("dsan_tf/common/atomic.py",
+     "        shutil.copyfileobj(copied, out, 1 << 20)",
+     "        out.close(); os.remove(out.name); os.link(source, out.name)",
+     "a checkpoint's best.keras is the run's best.keras again: damage to one damages both",
+     ["tests/test_damage.py::test_checkpoint_files_share_no_bytes_with_the_files_users_see"]),
+    ("dsan_tf/core/rundir.py",
+     "        if faults:\n            shown =",
+     "        if False:\n            shown =",
+     "a run whose checkpoints are all damaged discards its committed epochs and trains from "
+     "epoch 1",
+     ["tests/test_damage.py::test_no_intact_checkpoint_is_one_sentence_that_touches_nothing"]),
 ]
