@@ -15,25 +15,13 @@ import pytest
 
 from dsan_tf.core import rundir
 from helpers import ENV, ROOT, cli
-from test_crash_safety import FLAGS, _config, _copy, _options, observed
+# The run never interrupted and what a user reads of it: crash safety's fixtures.
+from test_crash_safety import (FLAGS, _config, _copy, _options, finished,  # noqa: F401
+                               observed, uninterrupted)
 
 pytestmark = pytest.mark.tensorflow
 
 NEWEST = "checkpoints/epoch-000003"
-
-
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory):
-    from dsan_tf.training import steps
-
-    workdir = tmp_path_factory.mktemp("whole") / "run"
-    steps.train_run(str(workdir), _config(), _options())
-    return workdir
-
-
-@pytest.fixture(scope="module")
-def uninterrupted(finished):
-    return observed(str(finished))
 
 
 @pytest.fixture(scope="module")

@@ -276,13 +276,14 @@ class RunDirectory:
             fault = _checkpoint_fault(path)
             if fault is None:
                 self._verified = Checkpoint(path, read_json(os.path.join(path, RECORD)))
-                self._say_fallback(faults, self._verified, say)
-                # One moved aside before (by a process stopped since) is past it too.
+                # The damaged ones passed over, and any moved aside before (by a process
+                # stopped since), had committed epochs past it.
+                passed = [int(os.path.basename(path)[6:]) for path, _ in faults]
                 aside = [int(name[6:-8]) for name in os.listdir(folder)
                          if name.endswith(".damaged") and name[6:-8].isdigit()]
-                newer = [epochs for epochs in aside if epochs > self._verified.epochs]
-                if newer:
-                    self.fell_back_from = max(self.fell_back_from or 0, *newer)
+                newer = [epochs for epochs in passed + aside if epochs > self._verified.epochs]
+                self.fell_back_from = max(newer) if newer else None
+                self._say_fallback(faults, self._verified, say)
                 return self._verified
             faults.append((path, fault))
         if faults:
@@ -294,12 +295,9 @@ class RunDirectory:
         return None
 
     def _say_fallback(self, faults, intact, say):
-        """Says which damaged checkpoints `checkpoint` passed over for `intact` (moving
-        them aside where this process holds the lock), and remembers the newest epoch
-        they had committed (`fell_back_from`)."""
+        """Says which damaged checkpoints `checkpoint` passed over for `intact`, moving
+        them aside where this process holds the lock."""
         for path, fault in faults:
-            self.fell_back_from = max(self.fell_back_from or 0,
-                                      int(os.path.basename(path)[6:]))
             if self._lock is None:
                 say(f"checkpoint {path} is damaged ({fault}); the run's state is "
                     f"{intact.path}, the newest intact one.")

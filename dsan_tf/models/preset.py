@@ -120,6 +120,11 @@ class NoModelFiles(NoModel):
     them damaged)."""
 
 
+def _one_line(error):
+    """What an error from loading a file said, on one line ("TypeError: ..."), shortened."""
+    return f"{type(error).__name__}: {' '.join(str(error).split())[:300]}"
+
+
 def versions(path):
     """The versions of `path` (an EXPORT_DIR): its integer-named folders, newest first."""
     return sorted((int(name) for name in os.listdir(path)
@@ -183,9 +188,8 @@ def load(path, compile=True, num_classes=None, dtype=None, load_weights=True):
         except NoModel:
             raise
         except Exception as error:  # noqa: BLE001 - a hostile or damaged preset's files
-            said = " ".join(str(error).split())[:300]
             raise NoModel(f"{path} is not a preset this project can read "
-                          f"({type(error).__name__}: {said}).") from None
+                          f"({_one_line(error)}).") from None
     elif os.path.isfile(path) or any(os.path.exists(os.path.join(path, name))
                                      for name in MODEL_FILES):
         model, compile_config = _load_model_file(path)
@@ -303,9 +307,8 @@ def _load_model_file(path):
                           "keras.saving.load_model(..., safe_mode=False).") from None
         # A configuration naming classes or arguments no model of this project has (a
         # file from elsewhere, or edited): what Keras said, on one line.
-        said = " ".join(str(error).split())[:300]
-        raise NoModel(f"{file} is not a model this project can read ({type(error).__name__}"
-                      f": {said}).") from None
+        raise NoModel(f"{file} is not a model this project can read "
+                      f"({_one_line(error)}).") from None
     if model.preprocessor is None:
         from dsan_tf.data.preprocessor import NLIPreprocessor
 

@@ -386,6 +386,17 @@ def define_run_flags():
     define_config_flags(RunPolicy, "training")
 
 
+def define_experiment_flags():
+    """The flags of a training run (what `dsan-train` and `dsan-tune` train): --config,
+    the model, data, training and run flags and --workdir."""
+    define_named_config_flag()
+    define_model_flags()
+    define_data_flags()
+    define_training_flags()
+    define_workdir_flag()
+    define_run_flags()
+
+
 @_once("model")
 def define_named_config_flag():
     """--config: a named training configuration (`dsan_tf.configs()`) under the flags

@@ -30,12 +30,7 @@ def define_flags():
     """The flags of train (defined once: a test may call this again)."""
     if "overwrite" in FLAGS:
         return
-    project_flags.define_named_config_flag()
-    project_flags.define_model_flags()
-    project_flags.define_data_flags()
-    project_flags.define_training_flags()
-    project_flags.define_workdir_flag()
-    project_flags.define_run_flags()
+    project_flags.define_experiment_flags()
     project_flags.require_output_directory("export_dir")
     project_flags.refuse_other_runs("export_dir")
     flags.DEFINE_string("setting", None, "Train on this encoded setting (.npz, written by "

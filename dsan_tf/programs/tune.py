@@ -21,12 +21,7 @@ FLAGS = project_flags.FLAGS
 
 
 def define_flags():
-    project_flags.define_named_config_flag()
-    project_flags.define_model_flags()
-    project_flags.define_data_flags()
-    project_flags.define_training_flags()
-    project_flags.define_workdir_flag()
-    project_flags.define_run_flags()
+    project_flags.define_experiment_flags()
     project_flags.refuse_inside_runs("workdir")
     flags.DEFINE_multi_string("search", None, "A field and its space: FIELD:loguniform:"
                               "LOW:HIGH, FIELD:uniform:LOW:HIGH, FIELD:choice:V1,V2,... or "

@@ -86,8 +86,9 @@ def check_shared(paths):
             node["NodeID"], soft=False)).remote(probes, token, node["NodeID"])
             for node in nodes])
         for node, (fault, address) in zip(nodes, answers):
-            if fault is None:
-                fault = next((f"the file its node wrote is not here" for probe in probes
+            if fault is None:  # it wrote: is that what this machine reads there?
+                fault = next((f"{os.path.dirname(probe)} does not hold the probe it wrote "
+                              "there" for probe in probes
                               if not os.path.exists(f"{probe}-{node['NodeID']}")), None)
             if fault:
                 raise UsageError(f"{fault}: the node {address} does not share this "
