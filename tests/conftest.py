@@ -101,3 +101,16 @@ def demo(tmp_path_factory):
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
+
+
+@pytest.fixture
+def ray_alone():
+    """Holds an OS lock while a test runs Ray, so that the suite's workers never run two
+    at once: a Ray started without an address may join another test's cluster on this
+    machine, and a node one test removes would be gone from the other's."""
+    import fcntl
+    import tempfile
+
+    with open(os.path.join(tempfile.gettempdir(), "dsan_tf_tests_ray.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield

@@ -17,7 +17,7 @@ from helpers import ENV, ROOT, cli, ok
 
 ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install -r "
                                         "requirements-ray.txt")
-pytestmark = [pytest.mark.slow, pytest.mark.tensorflow]
+pytestmark = [pytest.mark.slow, pytest.mark.tensorflow, pytest.mark.usefixtures("ray_alone")]
 
 DEMO = ["--model=cbow", "--embedding_dim=16", "--trainable_embeddings", "--dropout=0.3",
         "--train_data=synthetic:word_order/train", "--dev_data=synthetic:word_order/dev",
@@ -162,26 +162,25 @@ def test_a_folder_a_node_cannot_reach_is_refused_in_one_sentence(tmp_path, no_ra
     namespace): the probe finds it before any run starts."""
     if os.geteuid() != 0:
         pytest.skip("a node with its own mount namespace needs root (unshare, mount)")
-    # A cluster of `ray start` on one machine, without Ray's token (kept per machine).
+    from ray.cluster_utils import Cluster
+
+    # A head of this test's own (other tests' Ray on this machine untouched), and a node
+    # joined with Ray's own `ray start`, without Ray's token (kept per machine).
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
     env = dict(ENV, RAY_AUTH_MODE="disabled")
     shared = tmp_path / "study"
     shared.mkdir()
-    address = f"{ray.util.get_node_ip_address()}:6391"
-    head = subprocess.run(["ray", "start", "--head", "--num-cpus=0", "--port=6391",
-                           "--include-dashboard=false", "--disable-usage-stats"],
-                          capture_output=True, text=True, env=env)
-    assert head.returncode == 0, head.stderr[-2000:]
+    head = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
     try:
         worker = subprocess.Popen(
             ["unshare", "-m", "--propagation", "private", "sh", "-c",
-             f"mount -t tmpfs tmpfs {shared} && exec ray start --address={address} "
+             f"mount -t tmpfs tmpfs {shared} && exec ray start --address={head.address} "
              "--num-cpus=1 --block"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             env=env, start_new_session=True)
         from dsan_tf.common.errors import UsageError
         from dsan_tf.training import cluster
 
-        cluster.connect(address)
+        cluster.connect(head.address)
         deadline = time.time() + 120
         while len([n for n in ray.nodes() if n["Alive"]]) < 2:
             assert time.time() < deadline, "the second node did not join"
@@ -193,9 +192,9 @@ def test_a_folder_a_node_cannot_reach_is_refused_in_one_sentence(tmp_path, no_ra
         assert said.count(". ") == 0 and said.endswith("(a shared file system, as NFS).")
     finally:
         ray.shutdown()
-        if "worker" in locals():
+        if "worker" in locals():  # the node's processes: its session, no other Ray's
             os.killpg(worker.pid, signal.SIGKILL)
-        subprocess.run(["ray", "stop", "--force"], capture_output=True)
+        head.shutdown()
 
 
 def test_a_sweep_stops_trials_early_is_killed_restored_and_finished(tmp_path):
@@ -217,7 +216,6 @@ def test_a_sweep_stops_trials_early_is_killed_restored_and_finished(tmp_path):
         time.sleep(0.5)
     os.killpg(first.pid, signal.SIGKILL)  # the driver and the Ray it started
     first.wait()
-    subprocess.run(["ray", "stop", "--force"], capture_output=True)
     again = subprocess.run(command, cwd=ROOT, env=ENV, capture_output=True, text=True,
                            timeout=900)
     assert again.returncode == 0, again.stderr[-3000:] + again.stdout[-3000:]

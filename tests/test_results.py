@@ -120,7 +120,7 @@ def test_plan_has_three_seeds_where_the_issue_asks_and_the_first_seeds_first():
 
 
 @pytest.mark.slow
-def test_study_is_written_resumed_and_reproducible(tmp_path):
+def test_study_is_written_resumed_and_reproducible(tmp_path, ray_alone):
     shared, workdir, records = tmp_path / "shared", tmp_path / "runs", tmp_path / "records"
     _shared_data(shared)
     config = tmp_path / "tiny.cfg"
