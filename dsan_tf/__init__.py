@@ -1,14 +1,14 @@
 """dsan_tf: Distance-based Self-Attention Network (Im & Cho, 2017) in TensorFlow 2 / Keras 3.
 
 Names load on first use, so that `import dsan_tf.core.config` (and a program's
-`--help`) does not load TensorFlow. The layers, models and the preprocessor are registered
-for `.keras` files (`keras.saving.load_model`) as soon as Keras is imported
-(`dsan_tf.registration`).
+`--help`) does not load TensorFlow. Each Keras class registers where it is defined, and
+importing a task model (`dsan_tf.NLIClassifier`, `dsan_tf.NLIEnsemble`) imports every
+family's, so that Keras' own loaders read any `.keras` file of the project after it
+(`dsan_tf.load` needs nothing first), as after `import keras_hub`.
 """
 
 import importlib
 
-from dsan_tf import registration
 from dsan_tf.common import quiet
 from dsan_tf.version import __version__
 
@@ -83,6 +83,3 @@ def __getattr__(name):
             pass
     raise AttributeError(f"module 'dsan_tf' has no attribute {name!r}")
 
-
-quiet.watch()
-registration.watch()

@@ -96,8 +96,8 @@ def test_no_family_imports_another():
 
 
 def test_the_models_define_no_step_functions_of_their_own():
-    """What makes the steps fast lives in `dsan_tf.speed` and plugs in through its one hook
-    (`steps.attach`): no class of the models' or the layers' packages overrides Keras'
+    """What makes the steps fast lives in `dsan_tf.speed`, which `TextModel.compile` calls
+    by name (`steps.attach`): no class of the models' or the layers' packages overrides Keras'
     `make_train_function`, `make_test_function` or `make_predict_function`, or defines a
     `train_step`, `test_step` or `predict_step`."""
     steps = {"make_train_function", "make_test_function", "make_predict_function",
@@ -111,3 +111,32 @@ def test_the_models_define_no_step_functions_of_their_own():
                               for item in node.body
                               if isinstance(item, ast.FunctionDef) and item.name in steps]
     assert not found, found
+
+
+def test_every_private_keras_function_called_is_listed_and_exists():
+    """The private Keras functions the package calls are listed in one place
+    (`dsan_tf.speed.keras_private.PRIVATE`): each exists in the installed Keras (a release
+    that removes one fails here, by name), and no other module calls one."""
+    import importlib
+
+    import pytest
+
+    from dsan_tf.speed import keras_private
+
+    missing = []
+    for where, names in keras_private.PRIVATE.items():
+        module, _, name = where.rpartition(".")
+        if module.startswith("keras.src.backend.jax"):
+            pytest.importorskip("jax")
+        owner = getattr(importlib.import_module(module), name)
+        missing += [f"{where}.{private}" for private in names if not hasattr(owner, private)]
+    assert not missing, f"the installed Keras lacks {missing} (dsan_tf/speed/keras_private.py)"
+    listed = {private for names in keras_private.PRIVATE.values() for private in names}
+    elsewhere = []
+    for path in sorted((ROOT / "dsan_tf").rglob("*.py")):
+        if path.name == "keras_private.py":
+            continue
+        elsewhere += [f"{path.relative_to(ROOT)}:{node.lineno} {node.attr}"
+                      for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                      if isinstance(node, ast.Attribute) and node.attr in listed]
+    assert not elsewhere, elsewhere

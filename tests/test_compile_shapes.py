@@ -68,13 +68,12 @@ def test_a_regularizer_keeps_keras_whole_step():
     """A weight or activity regularizer adds to the loss, which the per-length programs
     would differentiate by the head alone: the model keeps Keras' step."""
     from dsan_tf import build_model
-    from dsan_tf.speed import sentence_programs, steps
+    from dsan_tf.speed import sentence_programs
     from helpers import SMALL, config_for
 
     def model():
         m = build_model("dsan", config_for("dsan", **SMALL))
-        m.compile(jit_compile=True)
-        steps.attach(m, sentence_programs=True)
+        m.compile(jit_compile=True, sentence_programs=True)
         return m
 
     plain, weight, activity = model(), model(), model()
@@ -191,15 +190,14 @@ def test_every_sentence_encoder_family_steps_alike_by_length_and_a_pair_family_k
     import numpy as np
 
     from dsan_tf import build_model
-    from dsan_tf.speed import sentence_programs, steps
+    from dsan_tf.speed import sentence_programs
     from helpers import SMALL, config_for
 
     def model(programs):
         keras.utils.set_random_seed(0)
         m = build_model(name, config_for(name, **{**SMALL, "num_heads": 2,
                                                   **registry.family(name).small}))
-        m.compile(jit_compile=True)
-        steps.attach(m, sentence_programs=programs)
+        m.compile(jit_compile=True, sentence_programs=programs)
         return m
 
     rng = np.random.default_rng(0)
@@ -243,3 +241,4 @@ def test_a_keras_distribution_keeps_keras_steps_and_fits():
     finally:
         keras.distribution.set_distribution(None)
     assert np.isfinite(history.history["loss"][0]) and model._programs is None
+

@@ -294,9 +294,9 @@ LAYER_CASES = {**_completed(SHARED_CASES), **{
 def test_every_layer_has_a_case():
     """A new layer, shared or a family's, is not forgotten by the battery below: every
     Keras layer registered under the package's name (backbones and task models aside)."""
-    from dsan_tf import registration
+    from dsan_tf.models import registry
 
-    registration.register()
+    registry.register_keras_classes()
     exported = {value for key, value in keras.saving.get_custom_objects().items()
                 if key.startswith("dsan_tf>") and isinstance(value, type)
                 and issubclass(value, keras.layers.Layer)

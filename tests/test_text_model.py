@@ -1,5 +1,5 @@
 """The Keras-native task: raw text in `fit`, `evaluate` and `predict`,
-`compile()` alone, presets, the ensemble as one model, registration on `import dsan_tf`,
+`compile()` alone, presets, the ensemble as one model, registration on a task model's import,
 and one raw-text path (predict, `dsan_tf.load`, the SavedModel agree)."""
 
 import json
@@ -262,16 +262,18 @@ def test_the_saved_model_and_load_agree_with_predict(tmp_path):
 REGISTERED = """
 import sys
 {first}
-from dsan_tf import registration
-scans = []  # each a pass over every loaded module (some 4,600 once TensorFlow is loaded)
-scan = registration._initializing
-registration._initializing = lambda done=None: scans.append(done) or scan(done)
+# Registration is plain imports: no finder of ours (absl and six put their own).
+assert not [finder for finder in sys.meta_path
+            if type(finder).__module__.startswith("dsan_tf")], sys.meta_path
 import keras
 for path in sys.argv[1:]:
     loaded = keras.{loader}(path)
     print(type(loaded).__name__, type(loaded.preprocessor).__name__, {answers} and
           loaded.predict_on_batch({{"premise": ["a dog runs"], "hypothesis": ["a dog"]}}).shape)
-print("scans", len(scans))
+    if hasattr(loaded, "backbone"):  # a backbone alone, by its registered name
+        again = keras.saving.deserialize_keras_object(
+            keras.saving.serialize_keras_object(loaded.backbone))
+        assert type(again) is type(loaded.backbone), again
 """
 
 
@@ -301,26 +303,26 @@ def keras_files(tmp_path_factory):
 
 
 @pytest.mark.parametrize("first,loader,answers", [
-    ("import dsan_tf", "saving.load_model", True),
-    ("import keras, dsan_tf", "models.load_model", False)])  # the same models: 9 s less
-def test_import_dsan_tf_registers_every_class_for_keras_loaders(keras_files, tmp_path,
-                                                                first, loader, answers):
-    """After `import dsan_tf` (before or after Keras), Keras' own loaders read every
-    family's `.keras` file and an ensemble's, preprocessor included, and (once) the models
-    answer text. Watching for Keras costs its import next to nothing: the registration
-    hook does not scan the loaded modules at each of the 4,000 imports Keras and
-    TensorFlow make (4 s a start-up did)."""
+    ("from dsan_tf import NLIClassifier", "saving.load_model", True),
+    # The module itself, Keras imported first (registration once waited for a later import).
+    ("import keras; from dsan_tf.models.nli_classifier import NLIClassifier",
+     "models.load_model", False)])  # the same models: 9 s less
+def test_a_task_model_s_import_registers_every_class_for_keras_loaders(keras_files, tmp_path,
+                                                                       first, loader, answers):
+    """Once a task model's class is imported (before or after Keras), Keras' own loaders read
+    every family's `.keras` file and an ensemble's, preprocessor included, Keras finds every
+    family's backbone by its registered name, and (once) the models answer text; nothing is
+    put on `sys.meta_path`."""
     from dsan_tf.models import registry
 
     script = REGISTERED.format(first=first, loader=loader, answers=answers)
     result = subprocess.run([sys.executable, "-c", script, *keras_files], cwd=tmp_path,
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
-    *lines, scans = result.stdout.strip().splitlines()
     answer = " (1, 3)" if answers else " False"
-    assert lines == [f"NLIClassifier NLIPreprocessor{answer}"] * len(registry.names()) + [
+    assert result.stdout.strip().splitlines() == [
+        f"NLIClassifier NLIPreprocessor{answer}"] * len(registry.names()) + [
         f"NLIEnsemble NLIPreprocessor{answer}"]
-    assert int(scans.split()[1]) <= (2 if first == "import dsan_tf" else 0)
 
 
 # Text of 40 pairs whose longest sentences grow batch by batch (batches of 4), predicted on
@@ -419,3 +421,22 @@ def test_validation_split_splits_text_and_summary_shows_the_preprocessor():
     model.summary(print_fn=lambda line, *args, **kwargs: lines.append(line))
     assert lines[0].startswith("Preprocessor: NLIPreprocessor") and \
         "at most 12 tokens a sentence" in lines[0]
+
+
+def test_a_compile_attaches_the_steps_once_with_the_run_s_choice(monkeypatch):
+    """`NLITask.compile` compiles the model once, and the model's `compile` calls
+    `speed.steps.attach` by name, once, with the run's `sentence_programs`."""
+    from dsan_tf import NLITask, build_model
+    from dsan_tf.core.config import ExperimentConfig, RunPolicy
+    from dsan_tf.speed import steps
+    from helpers import SMALL, config_for
+
+    model = build_model("dsan", config_for("dsan", **SMALL))
+    calls = []
+    attach = steps.attach
+    monkeypatch.setattr(steps, "attach", lambda m, sentence_programs=None: (
+        calls.append((m, sentence_programs)), attach(m, sentence_programs))[1])
+    task = NLITask(ExperimentConfig(), RunPolicy(sentence_programs=True))
+    task.compile(model)
+    # The policy resolved for this backend: True on JAX, False where they cannot run.
+    assert calls == [(model, task.policy.sentence_programs)]

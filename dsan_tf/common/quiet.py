@@ -1,12 +1,11 @@
 """Keras and TensorFlow loaded without their start-up C++ log lines (oneDNN, CUDA probing,
 CPU features: about nine lines that TensorFlow writes to file descriptor 2 before its logger
-honours TF_CPP_MIN_LOG_LEVEL), for programs and Python use alike.
-`DSAN_TF_VERBOSE=1` shows them. Plain Python: importing this module loads neither.
+honours TF_CPP_MIN_LOG_LEVEL), for programs and Python use alike: the programs load them
+through `load_frameworks`, and so does `dsan_tf`'s first use of a name that needs Keras
+(`dsan_tf.load`, `dsan_tf.NLIClassifier`, ...). `DSAN_TF_VERBOSE=1` shows them. Plain Python: importing this module loads neither.
 """
 
 import contextlib
-import importlib.abc
-import importlib.util
 import os
 import sys
 import tempfile
@@ -50,43 +49,6 @@ def load_frameworks(tensorflow=None, verbose=None):
         import keras  # noqa: F401
         if tensorflow:
             import tensorflow  # noqa: F401
-
-
-class _Quietly(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Runs the first import of Keras or TensorFlow, whoever makes it (a module of this
-    project imported directly, the user's own `import keras`), with file descriptor 2
-    swallowed, then steps aside (until then, one comparison of a name per import)."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name not in ("keras", "tensorflow"):
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.loader is None:
-            return None
-        self.loader, spec.loader = spec.loader, self
-        return spec
-
-    def create_module(self, spec):
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module):
-        # The module's own loader again, for whatever reads it later (resources).
-        module.__spec__.loader = module.__loader__ = self.loader
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-        with stderr_swallowed():
-            self.loader.exec_module(module)
-
-
-def watch():
-    """Keras and TensorFlow, when first imported, load without their start-up lines
-    (`import dsan_tf` calls it); nothing where one is loaded already or
-    `DSAN_TF_VERBOSE` is set."""
-    if os.environ.get("DSAN_TF_VERBOSE") or "keras" in sys.modules \
-            or "tensorflow" in sys.modules \
-            or any(isinstance(finder, _Quietly) for finder in sys.meta_path):
-        return
-    sys.meta_path.insert(0, _Quietly())
 
 
 def tensorflow_importable():

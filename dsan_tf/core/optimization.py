@@ -7,6 +7,7 @@ import keras
 
 from dsan_tf.layers import DistancePrior
 from dsan_tf.models import optimizers
+from dsan_tf.speed import keras_private
 
 # Whether compiling the training step pays, per backend, measured on CPU (docs/BACKENDS.md):
 # TensorFlow runs its graph faster than XLA's code here; Keras runs a JAX
@@ -58,6 +59,7 @@ def make_optimizer(training, batch_size, model, train_size=None):
     # the schedule's multiplier only, so divide by the top rate.
     optimizer = optimizers.AdamW(rate, weight_decay=decay / training.learning_rate)
     optimizer.exclude_from_weight_decay(var_list=[
-        weight for layer in model._flatten_layers() if isinstance(layer, DistancePrior)
+        weight for layer in keras_private.flatten_layers(model)
+        if isinstance(layer, DistancePrior)
         for weight in layer.trainable_weights])
     return optimizer

@@ -230,19 +230,17 @@ class NLITask:
                            one_pass=self.policy.one_pass)
 
     def compile(self, model, jit_compile=None, train_size=None):
-        """`model` compiled by Keras' `compile` with the configured optimizer (`optimizer`)
-        and the paper's loss and metric (`TextModel.compile`), its optimizer's variables
-        made; the policy's `jit_compile` (`jit_compile` overrides it),
-        `steps_per_execution` and `sentence_programs` (`dsan_tf.speed.steps.attach`).
-        `train_size` (training pairs) sets the epoch length that learning-rate cycles and
-        normalized weight decay need."""
-        from dsan_tf.speed import steps
-
+        """`model` compiled by its `compile` (`TextModel.compile`) with the configured
+        optimizer (`optimizer`), the paper's loss and metric and the policy's
+        `jit_compile` (`jit_compile` overrides it), `steps_per_execution` and
+        `sentence_programs`; its optimizer's variables made. `train_size` (training pairs)
+        sets the epoch length that learning-rate cycles and normalized weight decay
+        need."""
         policy = self.policy
         model.compile(optimizer=self.optimizer(model, train_size),
                       jit_compile=policy.jit_compile if jit_compile is None else jit_compile,
-                      steps_per_execution=policy.steps_per_execution)
-        steps.attach(model, sentence_programs=policy.sentence_programs)  # the run's choice
+                      steps_per_execution=policy.steps_per_execution,
+                      sentence_programs=policy.sentence_programs)
         if not model.optimizer.built:  # a model not built yet builds its variables first
             model.optimizer.build(model.trainable_variables)
         return model

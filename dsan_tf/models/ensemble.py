@@ -8,6 +8,7 @@ Shape legend: B pairs, C classes, T1/T2 premise/hypothesis tokens.
 import keras
 from keras import ops
 
+from dsan_tf.models import registry
 from dsan_tf.models.text_model import TextModel
 
 
@@ -81,3 +82,9 @@ class NLIEnsemble(TextModel, keras.Model):
         config = dict(config)
         config["members"] = [keras.layers.deserialize(member) for member in config["members"]]
         return cls(**config)
+
+
+# A task model holds any family's backbone: importing it registers every Keras class of the
+# project (`registry.register_keras_classes`), so that Keras' loaders read any `.keras` file
+# of ours after it, as keras-hub's read theirs after `import keras_hub`.
+registry.register_keras_classes()

@@ -8,6 +8,7 @@ import keras
 
 from dsan_tf.layers import ClassificationHead, MatchingFeatures, SplitPair, StackPair
 from dsan_tf.models.backbone import count_parameters
+from dsan_tf.models import registry
 from dsan_tf.models.text_model import TextModel
 
 
@@ -185,3 +186,9 @@ class NLIClassifier(TextModel, keras.Model):
         if isinstance(optimizer, dict) and ".backend." in optimizer.get("module", ""):
             optimizer["module"] = "keras.optimizers"
         return config
+
+
+# A task model holds any family's backbone: importing it registers every Keras class of the
+# project (`registry.register_keras_classes`), so that Keras' loaders read any `.keras` file
+# of ours after it, as keras-hub's read theirs after `import keras_hub`.
+registry.register_keras_classes()

@@ -27,6 +27,7 @@ import keras
 from dsan_tf.common.errors import UsageError
 from dsan_tf.common.labels import LABELS
 from dsan_tf.models import registry
+from dsan_tf.speed import keras_private
 from dsan_tf.version import __version__
 
 METADATA, BACKBONE_CONFIG, BACKBONE_WEIGHTS = "metadata.json", "config.json", "model.weights.h5"
@@ -107,7 +108,7 @@ def _backbone_objects(model):
     # The backbone's layers (and the preprocessor, which has no weights) are not the task's;
     # nor is the optimizer's training state (a preset is for inference and fine-tuning
     # afresh; its compile config keeps the optimizer's settings).
-    return [*model.backbone._flatten_layers(), model.preprocessor,
+    return [*keras_private.flatten_layers(model.backbone), model.preprocessor,
             *([model.optimizer] if getattr(model, "optimizer", None) is not None else [])]
 
 

@@ -261,9 +261,16 @@ KERAS_MODULES = ("dsan_tf.models.optimizers", "dsan_tf.layers", "dsan_tf.models.
                  "dsan_tf.models.ensemble", "dsan_tf.data.preprocessor")
 
 
+_REGISTERED = []  # once every module is imported (a task model's import calls it again)
+
+
 def register_keras_classes():
-    """Imports every module that defines a Keras class of the project (registering them
-    for `.keras` files); the preprocessor's needs TensorFlow: without it, ids only."""
+    """Imports every module that defines a Keras class of the project (each registers its
+    own with Keras' decorator, for `.keras` files); the preprocessor's needs TensorFlow:
+    without it, ids only. The task models' modules call it when imported."""
+    if _REGISTERED:
+        return
+    _REGISTERED.append(True)
     for module in (*KERAS_MODULES, *(module for name in names()
                                      for module in family(name).modules)):
         try:
@@ -275,7 +282,7 @@ def register_keras_classes():
 
 def load_model(path, compile=True):
     """A `.keras` file of any family or an ensemble (`keras.saving.load_model` does the
-    same after `import dsan_tf`, which registers the classes)."""
+    same once a task model's class is imported, which registers every class)."""
     import warnings
 
     import keras

@@ -16,6 +16,7 @@ import numpy as np
 from dsan_tf.common.labels import labelled
 from dsan_tf.models import optimizers
 from dsan_tf.models.config import BATCH_SIZE, LEARNING_RATE
+from dsan_tf.speed import steps
 
 
 def paper_loss():
@@ -113,10 +114,6 @@ class TextModel:
     """
 
     presets = _Presets()
-    # What makes the steps fast plugs in here, from a package above the models: a function
-    # of the model just compiled, which may fill Keras' step-function slots
-    # (`dsan_tf.speed.steps.attach`, given by `dsan_tf.registration`). None: Keras' steps.
-    compiled_hook = None
 
     @property
     def layers(self):
@@ -134,9 +131,13 @@ class TextModel:
         return super().__call__(*args, **kwargs)
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", weighted_metrics=None,
-                **kwargs):
+                sentence_programs=None, **kwargs):
         """Keras' `compile`; "auto" is the paper's setup: Adam(1e-3), cross-entropy on the
-        logits (`paper_loss`) and accuracy (`accuracy_metrics`). Other values override."""
+        logits (`paper_loss`) and accuracy (`accuracy_metrics`). Other values override.
+
+        `sentence_programs` (JAX): the steps as programs per sentence length
+        (`dsan_tf.speed.sentence_programs`): True, False, or None (where the step runs on a
+        CPU). The steps that apply fill Keras' step-function slots (`speed.steps.attach`)."""
         if optimizer == "auto":
             optimizer = optimizers.Adam(LEARNING_RATE)
         if loss == "auto":
@@ -148,8 +149,7 @@ class TextModel:
         build_optimizer = kwargs.pop("build_optimizer", True)
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
                         weighted_metrics=weighted_metrics, **kwargs)
-        if TextModel.compiled_hook is not None:
-            TextModel.compiled_hook(self)
+        steps.attach(self, sentence_programs=sentence_programs)
         if build_optimizer and self.built and not self.optimizer.built:
             # Keras would create the optimizer's variables inside the first training step,
             # and a `tf.function` that creates variables is traced twice: created now, the

@@ -25,6 +25,8 @@ the backbone's or the head's. Unset, it is on where the step runs on a CPU (`def
 
 import keras
 
+from dsan_tf.speed import keras_private
+
 
 def default():
     """Whether per-length programs pay when the user did not say: on JAX on a CPU, where
@@ -80,7 +82,7 @@ def _regularized(model):
     differentiate the head's loss only (none of the library's models has one)."""
     return any(getattr(v, "regularizer", None) is not None for v in model.trainable_weights) \
         or any(getattr(layer, "activity_regularizer", None) is not None
-               for layer in model._flatten_layers())
+               for layer in keras_private.flatten_layers(model))
 
 
 class SentencePrograms:
@@ -161,8 +163,8 @@ class SentencePrograms:
         trainable, optimizer_variables = self.model.optimizer.stateless_apply(
             optimizer_variables, gradients, trainable)
         # Keras counts the loss once per pair: the batch's size is the logits' rows.
-        logs, metrics = self.model._update_metrics_variables(metrics, loss, logits, y, logits,
-                                                             sample_weight)
+        logs, metrics = keras_private.update_metrics(self.model, metrics, loss, logits, y,
+                                                     logits, sample_weight)
         return logs, trainable, optimizer_variables, metrics
 
     def evaluation(self, trainable, others, metrics, u, v, y, sample_weight):
@@ -171,8 +173,8 @@ class SentencePrograms:
                                  training=False)
         loss, metrics = self._loss(trainable, others, metrics, logits, y, sample_weight,
                                    training=False)
-        return self.model._update_metrics_variables(metrics, loss, logits, y, logits,
-                                                    sample_weight)
+        return keras_private.update_metrics(self.model, metrics, loss, logits, y, logits,
+                                            sample_weight)
 
     def prediction(self, head_trainable, head_others, u, v):
         """Logits [B, C] of u, v."""

@@ -1,9 +1,8 @@
 """The one place where what makes a model's steps fast meets the model: `attach` fills a
 compiled model's Keras step-function slots (`train_function`, `test_function`,
 `predict_function`) with the steps of this package where they apply, and leaves Keras' own
-everywhere else. The model knows nothing of them: `TextModel.compile` calls the hook it
-was given (`dsan_tf.registration` gives it `attach`), and the training path calls `attach`
-again with the run's choices.
+everywhere else. `TextModel.compile` calls `attach` with its `sentence_programs` argument
+(the run's choice, where `NLITask.compile` passes it).
 
 K steps as one scan are decided by the compile arguments alone, and set at once. Whether
 per-length programs apply also depends on the built model (its variables, its backbone),
@@ -11,7 +10,7 @@ which a model compiled before its first batch does not have yet: their slots are
 their first call.
 """
 
-from dsan_tf.speed import multi_step
+from dsan_tf.speed import keras_private, multi_step
 from dsan_tf.speed import sentence_programs as per_length
 
 KINDS = ("train", "test", "predict")
@@ -52,8 +51,8 @@ def _made(model, kind):
     where they apply, else Keras' own."""
     made = programs(model)
     if made is not None:
-        return model._make_function(getattr(made, f"{kind}_step"),
-                                    concatenate_outputs=kind == "predict")
+        return keras_private.make_function(model, getattr(made, f"{kind}_step"),
+                                           concatenate_outputs=kind == "predict")
     setattr(model, f"{kind}_function", None)
     getattr(type(model), f"make_{kind}_function")(model, force=True)
     return getattr(model, f"{kind}_function")
