@@ -12,12 +12,12 @@ ids (no padding) in premise and hypothesis alike, on the backend KERAS_BACKEND n
 
 1. The dense-matmul peak of this machine, measured on matrices of the model's shapes.
 2. Training and inference throughput (pairs/s) at --benchmark_lengths, in each compile
-   setting of the backend (`jit_modes`: XLA on and off on TensorFlow and JAX; PyTorch
+   mode of the backend (`jit_modes`: XLA on and off on TensorFlow and JAX; PyTorch
    eager; --jit_compile or --nojit_compile measures that one only), and the roofline
    fraction: achieved GFLOP/s (from an analytic FLOP count, `forward_flops`; training =
    3x forward) over the matmul peak.
 3. A sweep over --sweep_lengths: time per pair and peak memory of a training step, in the
-   faster setting of 2. Memory comes from the device allocator where it keeps statistics
+   faster mode of 2. Memory comes from the device allocator where it keeps statistics
    (GPUs; TF's CPU allocator with oneDNN on), else from the process's peak resident
    memory; each figure names its source (`peak_memory_source`, `backends.Memory`).
    The size of the training program at the first --benchmark_lengths
@@ -59,7 +59,7 @@ from dsan_tf.programs import flags as project_flags
 FLAGS = project_flags.FLAGS
 SNLI_TRAIN_PAIRS = 549_367
 LENGTH_PROFILE = pathlib.Path(__file__).resolve().parents[1] / "docs/runs/snli25k_lengths.json"
-# Backends measured in their default compile setting only: torch.compile recompiles for
+# Backends measured in their default compile mode only: torch.compile recompiles for
 # minutes per shape on a CPU.
 DEFAULT_JIT_ONLY = ("torch",)
 
@@ -186,7 +186,7 @@ def gib(value):
 
 
 def compare_jit(models, task, lengths, peak, seconds, steps):
-    """Training and inference at `lengths` in each compile setting of `models`:
+    """Training and inference at `lengths` in each compile mode of `models`:
     ({length: {"false": ..., "true": ...}}, the setting faster at most lengths)."""
     # A fresh process's first training steps run slower (thread pools, allocator, oneDNN's
     # primitive cache; measured: 68% of peak at T 16 first, 75% later), so warm it up once.
@@ -317,7 +317,7 @@ def bounded_epoch(model, task, path, seconds, steps=3):
 
 
 def jit_modes(backend):
-    """The compile settings measured on `backend`, its default first
+    """The compile modes measured on `backend`, its default first
     (`dsan_tf.core.optimization.default_jit_compile`)."""
     default = default_jit_compile(backend)
     return (default,) if backend in DEFAULT_JIT_ONLY else (default, not default)
@@ -337,7 +337,7 @@ def benchmark(task, compared_lengths, sweep_lengths):
     peak, shapes = matmul_peak(config, lengths, task.config.data.batch_size, seconds)
     print(f"{backend}: dense matmul peak on the model's shapes: {peak:.1f} GFLOP/s")
     modes = (FLAGS.jit_compile,) if FLAGS["jit_compile"].present else jit_modes(backend)
-    # One model per compile setting, reused by the sweep: building and tracing a model
+    # One model per compile mode, reused by the sweep: building and tracing a model
     # costs more than the measurements of a small one.
     models = {jit_compile: build(task, jit_compile) for jit_compile in modes}
     compared, faster = compare_jit(models, task, compared_lengths, peak, seconds,
@@ -418,7 +418,7 @@ def side_by_side(names, lengths):
 
 def format_side_by_side(results):
     """The table of `side_by_side`, and which backend trains fastest (geometric mean of
-    its best setting over the lengths)."""
+    its best mode over the lengths)."""
     lines = ["backend (version)            T  jit    train pairs/s  roofline  "
              "inference pairs/s"]
     speed = {}

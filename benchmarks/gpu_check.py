@@ -34,7 +34,7 @@ import keras
 from dsan_tf.core import rundir
 from dsan_tf.core.config import PRECISIONS, ExperimentConfig, RunPolicy
 from dsan_tf.data.batching import IdPairs
-from dsan_tf.training import steps
+from dsan_tf.training import driver
 from dsan_tf.training.setting import EncodedSetting
 from benchmarks import backends, program_size
 from benchmarks.benchmark import LENGTH_PROFILE, SNLI_TRAIN_PAIRS
@@ -59,7 +59,7 @@ def train(setting, epochs=None, patience=None, stop_after_epochs=0):
     outer = keras.config.dtype_policy()
     try:
         with tempfile.TemporaryDirectory() as workdir:
-            outcome = steps.train_run(workdir, config, policy, setting=setting)
+            outcome = driver.train_run(workdir, config, policy, setting=setting)
             history = rundir.read_history(os.path.join(workdir, rundir.HISTORY))
         precision = keras.config.dtype_policy().name
     finally:
@@ -98,7 +98,8 @@ def paper_epoch(pairs, dev_pairs, fields, log):
 
 
 def study(path, epochs, cpu_record, log):
-    """Part 2: the record of the study setting trained (`train`), the CPU's run beside it."""
+    """Part 2: the record of the study's configuration trained (`train`), the CPU's run
+    beside it."""
     setting = EncodedSetting.load(path)
     setting.policy = dataclasses.replace(setting.policy, compilation_cache=False)
     record = train(setting, epochs=epochs)
@@ -129,7 +130,7 @@ def _parser():
     parser.add_argument("--study_epochs", type=int, help="at most this many epochs of "
                         "part 2 (default: its schedule)")
     parser.add_argument("--cpu_record", default="docs/runs/jax_road_25k.json",
-                        help="the CPU's run of the study setting, to print beside")
+                        help="the CPU's run of the study's configuration, to print beside")
     parser.add_argument("--mixed_precision", default="none", choices=PRECISIONS,
                         help="part 1's precision (the preset's: none, float32); part 2 "
                         "keeps its setting's")
@@ -168,7 +169,7 @@ def _check(args):
         + f"; {PAPER_EPOCHS} epochs projected {part['projected_schedule_seconds']:.0f} s")
     save()
     if args.setting:
-        log(f"part 2: the study setting {args.setting}, its whole schedule")
+        log(f"part 2: the encoded study setting {args.setting}, its whole schedule")
         record["study"] = study(args.setting, args.study_epochs, args.cpu_record, log)
         save()
     log(f"done in {time.perf_counter() - started:.0f} s")

@@ -53,7 +53,7 @@ def presets():
 def configs():
     """{name: what it is} of the named training configurations (`ExperimentConfig.named(
     name, **overrides)`; every training program's `--config=NAME`): the papers'
-    configurations, the study's setting and the demo."""
+    configurations, the study's configuration and the demo."""
     from dsan_tf.models import registry
 
     return {name: description for name, (_, description) in registry.configs().items()}

@@ -1,4 +1,4 @@
-"""The reproduction study at the largest real setting we hold: every variant trained on
+"""The reproduction study at the largest real data we hold: every variant trained on
 25,299 SNLI pairs with frozen GloVe 6B 50d (`--config=snli25k_glove50`).
 
     python -m experiments.results --workdir=/work/study [--shared_data=../shared/data]
@@ -65,7 +65,7 @@ CURVE_MODELS = ("dsan", "prior_none", "disan", "cbow", "san4nli")
 
 
 def config_flags(preset, base="snli25k_glove50"):
-    """The flags that turn the study's setting (`base`) into `preset`: its fields that
+    """The flags that turn the study's configuration (`base`) into `preset`: its fields that
     differ, as a command line writes them (`--name=value`, `--name`/`--noname`)."""
     from dsan_tf.core.config import named_values
 
@@ -106,7 +106,8 @@ SAN4NLI_DEPARTURES = (
 
 
 def without(flags_, flag):
-    """`flags_` less the flag that sets `flag`'s field (the study's setting's value back)."""
+    """`flags_` less the flag that sets `flag`'s field (the study's configuration's value
+    back)."""
     name = flag.split("=")[0]
     kept = tuple(f for f in flags_ if f.split("=")[0] != name)
     if len(kept) != len(flags_) - 1:
@@ -210,7 +211,7 @@ VARIANTS = (
 
 def family_rows(rows, base="snli25k_glove50"):
     """A row for each model family that no row of `rows` trains and whose folder holds a
-    named configuration of the study's setting (a `configs/NAME.cfg` with `# base: base`):
+    named configuration on the study's one (a `configs/NAME.cfg` with `# base: base`):
     a new family joins the study from its folder (docs/FAMILIES.md). The row trains that
     configuration as it stands (its flagfile, one seed, after the rows above), described by
     its leading comment."""

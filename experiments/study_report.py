@@ -269,7 +269,7 @@ def typed(command):
     """A recorded command as a reader types it now: a program run as a module (as the
     study runs it, or through a shim older records name, since removed) is its `dsan-*`
     console script, and the flagfiles of named configurations, each on top of the one
-    before (the study's setting, then a rival's), are `--config=` the last (wherever the
+    before (the study's configuration, then a rival's), are `--config=` the last (wherever the
     files were when it ran); other commands are left as recorded."""
     scripts = _console_scripts()
     command = PROGRAM_RUN.sub(

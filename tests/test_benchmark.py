@@ -329,7 +329,7 @@ def test_shape_costs_measures_a_shape(tmp_path):
 
 def test_side_by_side_epoch_projection_and_table():
     """The projection weights each length bucket's batches by its step time; the table
-    names the fastest backend by the geometric mean of its best setting."""
+    names the fastest backend by the geometric mean of its best mode."""
     profile = {"pairs": 549_367, "cells": [[8, 8, 64 * 10], [16, 8, 64 * 5]]}
     per_length = {"8": {"train_pairs_per_sec": 64.0}, "16": {"train_pairs_per_sec": 32.0}}
     # 10 batches at T 8 (1 s each) and 5 at T 12, halfway to T 16's 2 s: 1.5 s each.

@@ -366,11 +366,11 @@ def test_an_export_is_readable_as_its_folder_and_the_card_quotes_its_commands(
 
 
 def test_interrupted_after_its_last_epoch_says_it_finishes(finished, tmp_path):
-    from dsan_tf.training import steps
+    from dsan_tf.training import driver
 
     workdir = _copy(finished, tmp_path / "run")
     (workdir / "results.json").unlink()
-    said = steps.interrupted_message(str(workdir), "dsan-train ...")
+    said = driver.interrupted_message(str(workdir), "dsan-train ...")
     assert said == (f"all 3 epoch(s) of {workdir} are kept; `dsan-train ...` evaluates its "
                     "best model and finishes it.")
 
@@ -461,7 +461,7 @@ def test_a_kill_while_views_are_healed_is_healed_by_the_next_run(
     card written again) killed half-way: the next run repairs what is left."""
     import importlib
 
-    from dsan_tf.training import steps
+    from dsan_tf.training import driver
 
     workdir = _copy(finished, tmp_path / "run")
     garble(workdir / "best.keras")
@@ -474,8 +474,8 @@ def test_a_kill_while_views_are_healed_is_healed_by_the_next_run(
 
     monkeypatch.setattr(target, writer, killed)
     with pytest.raises(Killed):
-        steps.train_run(str(workdir), _config(), _options())
+        driver.train_run(str(workdir), _config(), _options())
     monkeypatch.undo()
-    steps.train_run(str(workdir), _config(), _options())
+    driver.train_run(str(workdir), _config(), _options())
     _same_as_uninterrupted(workdir, uninterrupted)
     assert (workdir / "MODEL_CARD.md").read_text().startswith("# Model card: cbow")

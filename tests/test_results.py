@@ -389,7 +389,7 @@ def test_the_report_reads_its_early_stopping_from_the_study_flagfile(tmp_path):
 
 def test_a_new_family_gets_a_row_from_its_folder(monkeypatch):
     """A family that no row trains joins the study through a named
-    configuration of the study's setting in its folder; the project's own families, which
+    configuration of the study's configuration in its folder; the project's own families, which
     have rows, get none twice, and other configurations add nothing."""
     from dsan_tf.models import registry
 

@@ -45,7 +45,7 @@ def test_bad_flag_is_one_clear_line():
 def test_a_named_config_counts_its_own_family():
     """`--config` (then `--preset`) of another family counts that family's model (it
     built --model's default, DSAN, and crashed), and the count is its flagfiles' (the
-    study's setting, then the family's on top)."""
+    study's configuration, then the family's on top)."""
     result = summary("--config=afdmn_snli25k_glove50")
     assert result.stdout.startswith("model: afdmn, ") and "'embedding_dim': 50" in result.stdout
     from dsan_tf.models import registry

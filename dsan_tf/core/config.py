@@ -274,7 +274,7 @@ class ExperimentConfig:
     @classmethod
     def named(cls, name, **overrides):
         """The named training configuration (`dsan_tf.configs()`: the papers'
-        configurations, the study's setting, the demo) with `overrides` by field name on
+        configurations, the study's configuration, the demo) with `overrides` by field name on
         top."""
         values = named_values(name)
         unknown = sorted(set(overrides) - set(ExperimentConfig.field_names()))

@@ -1,7 +1,7 @@
 """Token ids -> batches in NumPy, in a small fixed set of shapes, on any Keras backend.
 
 A compiled training step (JAX, or `jit_compile` anywhere) is compiled once per batch
-shape: XLA takes about 8 s for the 25k setting's DSAN step on a 2-core CPU, so batches
+shape: XLA takes about 8 s for the 25k data's DSAN step on a 2-core CPU, so batches
 padded to their own longest sentence (a new shape almost every step) spend the epoch
 compiling. Here every batch is padded to a length of a short grid chosen from the data
 (`length_grid`: the fewest padded tokens for that many lengths) and to the full batch

@@ -99,7 +99,7 @@ class ClassificationHead(keras.layers.Layer):
 
     Section 4.1 names layer normalization and dropout on the 300-d ReLU layer only.
     Dropout on the input features (common in other NLI models, SAN4NLI's) is off by
-    default; it cost 1.0-1.6 points of SNLI dev at the 25k setting (docs/FIDELITY.md,
+    default; it cost 1.0-1.6 points of SNLI dev at the 25k data (docs/FIDELITY.md,
     "Measured choices"); DSAN's `classifier_input_dropout` sets it.
 
     Args:

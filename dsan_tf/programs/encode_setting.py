@@ -37,11 +37,11 @@ def main(argv):
     from dsan_tf.core import rundir  # TensorFlow loads here, after --help
     from dsan_tf.data.batching import IdPairs
     from dsan_tf.core.task import NLITask
-    from dsan_tf.training import steps
+    from dsan_tf.training import driver
     from dsan_tf.training.setting import EncodedSetting
 
     with tempfile.TemporaryDirectory() as scratch:
-        prepared = steps.prepare_data(NLITask(config), rundir.RunDirectory(scratch))
+        prepared = driver.prepare_data(NLITask(config), rundir.RunDirectory(scratch))
     setting = EncodedSetting(
         config, policy,
         {name: IdPairs.from_encoded(pairs) for name, pairs in prepared.encoded.items()},

@@ -402,7 +402,7 @@ def define_named_config_flag():
     """--config: a named training configuration (`dsan_tf.configs()`) under the flags
     given (--preset, its old name, is refused with a sentence: `program.parse_flags`)."""
     flags.DEFINE_enum("config", None, list(registry.configs()), "A named training "
-                      "configuration (the papers', the study's setting, the demo; "
+                      "configuration (the papers', the study's configuration, the demo; "
                       "docs/TRAINING.md lists them): its values are the defaults, the flags "
                       "given go on top.", module_name=MODEL_GROUP)
 

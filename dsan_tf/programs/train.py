@@ -66,15 +66,15 @@ def main(argv):
         project_flags.check_config_paths(config.training, policy)
     if policy.export_dir:
         require_tensorflow_backend("export_dir")
-    from dsan_tf.training import steps  # Keras loads here, after --help
+    from dsan_tf.training import driver  # Keras loads here, after --help
 
     try:  # the library gets the flags as two objects, read here once
-        outcome = steps.train_run(FLAGS.workdir, config, policy, FLAGS.overwrite, setting)
+        outcome = driver.train_run(FLAGS.workdir, config, policy, FLAGS.overwrite, setting)
     except KeyboardInterrupt:
-        raise program.Interrupted(steps.interrupted_message(
+        raise program.Interrupted(driver.interrupted_message(
             FLAGS.workdir, program.command_line())) from None
     except OSError as error:  # a full disk, a read-only folder
-        program.fail(program.system_fault(error, steps.interrupted_message(
+        program.fail(program.system_fault(error, driver.interrupted_message(
             FLAGS.workdir, program.command_line()).rstrip(".")))
     if outcome.state == "finished":
         print(f"{outcome.workdir} is a finished run of this configuration: nothing trained "

@@ -30,7 +30,7 @@ from dsan_tf.speed import keras_private
 
 def default():
     """Whether per-length programs pay when the user did not say: on JAX on a CPU, where
-    XLA's compile of each whole step (7-9 s at the study's setting) costs more than the
+    XLA's compile of each whole step (7-9 s at the study's configuration) costs more than the
     dispatches they add. On a GPU the step is bound by its dispatches."""
     if keras.backend.backend() != "jax":
         return False

@@ -1,6 +1,6 @@
 """A sweep over configuration fields on Ray Tune (`dsan-tune`): each trial is an ordinary
 run directory (config.json, history.csv, TensorBoard, best.keras: every program reads it),
-trained one epoch at a time by `steps.train_run` so that ASHA can stop it between epochs
+trained one epoch at a time by `driver.train_run` so that ASHA can stop it between epochs
 on its dev accuracy; a sweep killed and started again goes on where it stopped (Tune's
 experiment state, and each trial's run directory resumed from its record).
 
@@ -106,7 +106,7 @@ def train_trial(params, config, policy, root):
     stops the trial."""
     from ray import tune
 
-    from dsan_tf.training import steps
+    from dsan_tf.training import driver
 
     workdir = os.path.join(root, TRIALS, trial_name(params))
     trial_config = config.replace(**params)
@@ -120,7 +120,7 @@ def train_trial(params, config, policy, root):
         reported = len(rows)
         if os.path.exists(os.path.join(workdir, run_files.RESULTS)):
             return
-        steps.train_run(workdir, trial_config, one_epoch)
+        driver.train_run(workdir, trial_config, one_epoch)
 
 
 def run_sweep(root, config, policy, searches, num_samples, scheduler, resources,

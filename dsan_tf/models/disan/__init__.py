@@ -1,4 +1,4 @@
-"""DiSAN (Shen et al. 2017), a baseline in DSAN's setting: directional multi-dimensional
+"""DiSAN (Shen et al. 2017), a baseline in DSAN's configuration: directional multi-dimensional
 token2token self-attention, a fusion gate on the raw input, source2token pooling;
 docs/FIDELITY.md#disan-token2token."""
 

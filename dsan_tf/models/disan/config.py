@@ -1,4 +1,4 @@
-"""DiSAN's hyperparameters in DSAN's setting: the shared ones and DSAN's classifier."""
+"""DiSAN's hyperparameters in DSAN's configuration: the shared ones and DSAN's classifier."""
 
 import dataclasses
 
@@ -8,4 +8,4 @@ from dsan_tf.models.config import SentenceEncoderConfig
 @dataclasses.dataclass
 class DiSANConfig(SentenceEncoderConfig):
     """`SentenceEncoderConfig` (D = embedding_dim; DSAN's classifier): DiSAN adds no
-    hyperparameter of its own in DSAN's setting."""
+    hyperparameter of its own in DSAN's configuration."""

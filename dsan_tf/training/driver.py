@@ -279,7 +279,7 @@ def train(config, run, policy, setting=None, train_epochs=True):
     skipped = task.plan.skip_epochs(inputs["train"], done) if done else None
     model = build(task, prepared)
     write_config(run, task, prepared, model, padding)
-    ahead = compile_ahead(task, prepared, model, inputs) if policy.compile_ahead else None
+    ahead = announce_compiled(task, prepared, model, inputs) if policy.compile_ahead else None
     shared, nan_guard, run_state = make_callbacks(
         run, task, prepared, inputs, policy.log_every_steps, policy.probe_sentence)
     epochs = config.training.epochs
@@ -292,10 +292,11 @@ def train(config, run, policy, setting=None, train_epochs=True):
     return finish(run, model, inputs, nan_guard, run_state, policy.export_dir, ahead)
 
 
-def compile_ahead(task, prepared, model, inputs):
-    """Traces (TensorFlow) or compiles (XLA) the training and evaluation steps for every
-    batch shape before the first epoch (`compilation.compile_ahead`); prints and returns
-    what it did ({"train_shapes", "dev_shapes", "seconds", "per_shape"})."""
+def announce_compiled(task, prepared, model, inputs):
+    """The run's batches handed to `compilation.compile_ahead`, which traces (TensorFlow)
+    or compiles (XLA) the training and evaluation steps for every batch shape before the
+    first epoch; prints and returns what it did ({"train_shapes", "dev_shapes", "seconds",
+    "per_shape"})."""
     # Fresh tf.data batches: iterating a pipeline advances its shuffling (NumPy batches
     # draw their order from the seed and the pass alone).
     batches = inputs if isinstance(inputs["train"], batching.NLIBatches) else \
