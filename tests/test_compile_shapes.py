@@ -11,6 +11,7 @@ import keras
 import pytest
 
 from dsan_tf.models import registry
+import families
 
 pytestmark = pytest.mark.skipif(keras.backend.backend() != "jax",
                                 reason="counts XLA compilations of JAX (KERAS_BACKEND=jax)")
@@ -196,7 +197,7 @@ def test_every_sentence_encoder_family_steps_alike_by_length_and_a_pair_family_k
     def model(programs):
         keras.utils.set_random_seed(0)
         m = build_model(name, config_for(name, **{**SMALL, "num_heads": 2,
-                                                  **registry.family(name).small}))
+                                                  **families.small(name)}))
         m.compile(jit_compile=True, sentence_programs=programs)
         return m
 

@@ -8,6 +8,7 @@ import pytest
 
 from dsan_tf import layers
 from dsan_tf.models import disan, dsan, registry
+import families
 from helpers import layer_arguments, made, run_layer_test
 
 WIDTH, HEADS = 24, 4
@@ -240,11 +241,9 @@ X = np.random.default_rng(7).normal(size=(B, T, WIDTH)).astype("float32")
 MASK = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], bool)
 MASKED = {"padding_mask": MASK}
 DISTANCES = np.abs(np.arange(T)[:, None] - np.arange(T)).astype("int32")
-# name: (class, constructor arguments, positional inputs, keyword inputs, output shape,
-#        float32 output whatever the policy)
 # The shared layers' cases, name: (class, constructor arguments, positional inputs, keyword
 # inputs, output shape, float32 output whatever the policy); each family adds its own from its
-# folder (`Family.layer_cases`, its testing.py).
+# folder (its testing.py, found by tests/families.py).
 SHARED_CASES = {
     "fusion_gate": (layers.FusionGate, dict(fusion="raw", dropout=0.3), (X, X[:, ::-1]), {},
                     (B, T, WIDTH), False),
@@ -286,8 +285,7 @@ def _completed(cases, config=None):
 
 LAYER_CASES = {**_completed(SHARED_CASES), **{
     case: value for name in registry.names()
-    if registry.family(name).layer_cases
-    for case, value in _completed(registry.family(name).layer_cases(X, MASK, HEADS),
+    for case, value in _completed(families.layer_cases(name, X, MASK, HEADS),
                                   registry.family(name).config()).items()}}
 
 
@@ -314,8 +312,7 @@ def test_every_layer_has_a_case():
     assert exported - tested == set()
     # No family's case hides another's (or a shared one) under the same name.
     names = list(SHARED_CASES) + [case for name in registry.names()
-                                  if registry.family(name).layer_cases
-                                  for case in registry.family(name).layer_cases(X, MASK, HEADS)]
+                                  for case in families.layer_cases(name, X, MASK, HEADS)]
     assert len(names) == len(LAYER_CASES)
 
 

@@ -7,6 +7,7 @@ import keras
 import numpy as np
 import pytest
 
+import families
 from helpers import SMALL, config_for, inference, made, random_ids, reloaded_outputs_of
 
 from dsan_tf import DSANConfig, build_model, model_config
@@ -32,8 +33,8 @@ SENTENCE_ENCODERS = [name for name in FAMILIES if not registry.family(name).pair
 
 
 def small(name, small_config, **changes):
-    """The family's smallest model (`Family.small`) at the shared test size."""
-    return config_for(name, **{**SMALL, **registry.family(name).small,
+    """The family's smallest model (its testing.py's `SMALL`) at the shared test size."""
+    return config_for(name, **{**SMALL, **families.small(name),
                                **changes})
 
 

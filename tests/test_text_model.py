@@ -14,6 +14,7 @@ import pytest
 import dsan_tf
 from dsan_tf.data import NLIPreprocessor, Vocabulary
 from dsan_tf.data.preprocessor import TruncationWarning
+import families
 from helpers import ROOT, shared_once
 
 pytestmark = pytest.mark.tensorflow  # text is TensorFlow's strings
@@ -288,9 +289,9 @@ def keras_files(tmp_path_factory):
         paths = []
         vocabulary = Vocabulary.build(PREMISES + HYPOTHESES, lowercase=True)
         for family in registry.names():
-            # Each family's smallest model (`Family.small`; a file each is saved and loaded).
+            # Each family's smallest model (its testing.py's `SMALL`; a file each is saved and loaded).
             config = dsan_tf.model_config(family, vocab_size=vocabulary.size, embedding_dim=10,
-                                          **registry.family(family).small)
+                                          **families.small(family))
             model = dsan_tf.build_model(family, config)
             model.preprocessor = NLIPreprocessor(vocabulary)
             model.save(directory / f"{family}.keras")

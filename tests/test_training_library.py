@@ -8,6 +8,7 @@ import json
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -228,10 +229,19 @@ def test_probe_sentence_is_refused_for_a_family_that_cannot_show_it(tmp_path):
 
 def test_the_wheel_holds_the_library_and_console_scripts_not_experiments(tmp_path):
     """`pip install` ships dsan_tf only: a top-level `experiments` package in site-packages
-    would collide with any other project's. Every console script names a `cli` that exists."""
+    would collide with any other project's, and nothing only the tests read. Every console
+    script names a `cli` that exists."""
+    # From a copy of what a clean clone holds: setuptools packs whatever an earlier build
+    # left in build/lib.
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "setup.py", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
+    shutil.copytree(ROOT / "dsan_tf", source / "dsan_tf",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True, timeout=300)
+         "-w", str(tmp_path), str(source)], capture_output=True, text=True, timeout=300)
     if built.returncode and "No module named" in built.stderr:
         pytest.skip(f"cannot build a wheel here: {built.stderr.strip().splitlines()[-1]}")
     assert built.returncode == 0, built.stderr
@@ -239,6 +249,11 @@ def test_the_wheel_holds_the_library_and_console_scripts_not_experiments(tmp_pat
     names = wheel.namelist()
     assert {name.split("/")[0] for name in names if name.endswith(".py")} == {"dsan_tf"}
     assert "dsan_tf/programs/train.py" in names and "dsan_tf/training/driver.py" in names
+    # Every module of the library, and none of the tests' (each family's testing.py).
+    modules = {path.relative_to(ROOT).as_posix() for path in (ROOT / "dsan_tf").rglob("*.py")}
+    test_only = {module for module in modules if module.endswith("/testing.py")}
+    assert len(test_only) >= 5 and {name for name in names if name.endswith(".py")} == \
+        modules - test_only
     # Every trained preset ships whole, so that it loads by name after `pip install`.
     from dsan_tf.models import registry
 

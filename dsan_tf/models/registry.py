@@ -65,13 +65,6 @@ class Family:
         pair_input: its backbone reads premise and hypothesis together
             (`Backbone.pair_input`): no sentence vectors, and no programs per sentence
             length (`dsan_tf.speed.sentence_programs`).
-        small: {field: value} of the smallest model that still shows its behaviour, beside
-            the vocabulary and embedding width a test picks: what the shared tests build of
-            it (tests/test_model.py, test_backends.py, test_text_model.py).
-        layer_cases: None, or (x [B, T, D], mask [B, T], heads) -> {case: (layer class,
-            constructor arguments, positional inputs, keyword inputs, output shape, float32
-            output whatever the policy)}: its own layers, which tests/test_layers.py runs
-            through Keras' battery (`testing.py` in its package).
     """
 
     name: str
@@ -86,8 +79,6 @@ class Family:
     paper_parameters: str = ""
     sentence_figures: bool = False
     pair_input: bool = False
-    small: dict = dataclasses.field(default_factory=dict)
-    layer_cases: Callable | None = None
 
 
 def register(family):

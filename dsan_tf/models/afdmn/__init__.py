@@ -3,7 +3,6 @@ computational blocks (cross attention, fusion, self-attention, fusion), mean and
 pooling, a tanh MLP; docs/FIDELITY.md#afdmn."""
 
 from dsan_tf.models.afdmn.config import AFDMNConfig
-from dsan_tf.models.afdmn import testing
 from dsan_tf.models.registry import Family, lazy_attributes, register
 
 
@@ -28,11 +27,7 @@ FAMILY = register(Family(
     name="afdmn", paper="Duan et al. (2018), Attention-Fused Deep Matching Network",
     config=AFDMNConfig,
     backbone=_backbone, head=_head, pair_input=True,
-    modules=("dsan_tf.models.afdmn.layers", "dsan_tf.models.afdmn.backbone"),
-    small={"lstm_units": 8, "matching_blocks": 1,
-           # ESIM's start gives logits of ~1e-12, which no comparison can read.
-           "initialization": "glorot"},
-    layer_cases=testing.layer_cases))
+    modules=("dsan_tf.models.afdmn.layers", "dsan_tf.models.afdmn.backbone")))
 
 __getattr__ = lazy_attributes(__name__, {
     "AFDMNBackbone": "backbone", "initializer": "backbone", "ESIMInitializer": "layers",

@@ -1,5 +1,11 @@
-"""AF-DMN's part of the shared tests (`Family.layer_cases`): its layers' cases for
-tests/test_layers.py's battery."""
+"""AF-DMN's part of the shared tests, which find it by the family's name (tests/families.py);
+not in the wheel (setup.py): its layers' cases for tests/test_layers.py's battery."""
+
+# The smallest model that still shows the family's behaviour, beside the vocabulary and
+# embedding width a test picks: what the shared tests build of it.
+SMALL = {"lstm_units": 8, "matching_blocks": 1,
+         # ESIM's start gives logits of ~1e-12, which no comparison can read.
+         "initialization": "glorot"}
 
 
 def layer_cases(x, mask, heads):

@@ -2,7 +2,6 @@
 
 from dsan_tf.models import flops
 from dsan_tf.models.cbow.config import CBOWConfig
-from dsan_tf.models.cbow import testing
 from dsan_tf.models.registry import Family, lazy_attributes, register
 
 
@@ -29,9 +28,7 @@ FAMILY = register(Family(
     name="cbow", paper="a bag-of-words baseline",
     config=CBOWConfig, backbone=_backbone, head=_head,
     forward_flops=_flops,
-    modules=("dsan_tf.models.cbow.bag_of_words", "dsan_tf.models.cbow.backbone"),
-    small={},
-    layer_cases=testing.layer_cases))
+    modules=("dsan_tf.models.cbow.bag_of_words", "dsan_tf.models.cbow.backbone")))
 
 __getattr__ = lazy_attributes(__name__, {"CBOWBackbone": "backbone",
                                          "BagOfWordsEncoder": "bag_of_words"})

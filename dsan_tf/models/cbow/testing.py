@@ -1,5 +1,9 @@
-"""CBOW's part of the shared tests (`Family.layer_cases`): its layer's case for
-tests/test_layers.py's battery."""
+"""CBOW's part of the shared tests, which find it by the family's name (tests/families.py); not
+in the wheel (setup.py): its layer's case for tests/test_layers.py's battery."""
+
+# The smallest model that still shows the family's behaviour, beside the vocabulary and
+# embedding width a test picks: what the shared tests build of it.
+SMALL = {}
 
 
 def layer_cases(x, mask, heads):

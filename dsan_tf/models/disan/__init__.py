@@ -4,7 +4,6 @@ docs/FIDELITY.md#disan-token2token."""
 
 from dsan_tf.models import flops
 from dsan_tf.models.disan.config import DiSANConfig
-from dsan_tf.models.disan import testing
 from dsan_tf.models.registry import Family, lazy_attributes, register
 
 
@@ -39,9 +38,7 @@ FAMILY = register(Family(
     config=DiSANConfig,
     backbone=_backbone, head=_head, forward_flops=_flops,
     modules=("dsan_tf.models.disan.layers", "dsan_tf.models.disan.backbone"),
-    paper_parameters="2.4M", sentence_figures=True,
-    small={},
-    layer_cases=testing.layer_cases))
+    paper_parameters="2.4M", sentence_figures=True))
 
 __getattr__ = lazy_attributes(__name__, {
     "DiSANBackbone": "backbone", "DiSANEncoder": "layers", "DiSABlock": "layers",

@@ -5,7 +5,6 @@ departures, #san4nli."""
 
 from dsan_tf.models import flops
 from dsan_tf.models.dsan.config import DSANConfig
-from dsan_tf.models.dsan import testing
 from dsan_tf.models.registry import Family, lazy_attributes, register
 
 
@@ -47,9 +46,7 @@ FAMILY = register(Family(
     backbone=_backbone, head=_head, forward_flops=_flops,
     modules=tuple(f"dsan_tf.models.dsan.{m}" for m in ("attention", "block", "encoder",
                                                        "backbone")),
-    paper_parameters="4.7M", sentence_figures=True,
-    small={"num_heads": 2, "ffn_dim": 16},
-    layer_cases=testing.layer_cases))
+    paper_parameters="4.7M", sentence_figures=True))
 
 
 __getattr__ = lazy_attributes(__name__, {

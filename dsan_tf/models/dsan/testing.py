@@ -1,6 +1,10 @@
-"""DSAN's part of the shared tests (`Family.layer_cases`): its layers' cases for
-tests/test_layers.py's battery, SAN4NLI's departures included (tests/test_san4nli.py checks
-what they compute)."""
+"""DSAN's part of the shared tests, which find it by the family's name (tests/families.py); not
+in the wheel (setup.py): its layers' cases for tests/test_layers.py's battery, SAN4NLI's
+departures included (tests/test_san4nli.py checks what they compute)."""
+
+# The smallest model that still shows the family's behaviour, beside the vocabulary and
+# embedding width a test picks: what the shared tests build of it.
+SMALL = {"num_heads": 2, "ffn_dim": 16}
 
 
 def layer_cases(x, mask, heads):

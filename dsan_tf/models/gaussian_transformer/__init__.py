@@ -3,7 +3,6 @@ vectors beside the word vectors, Gaussian self-attention encoding blocks, intera
 blocks with inter-attention, Siamese aggregation; docs/FIDELITY.md#gaussian-transformer."""
 
 from dsan_tf.models.gaussian_transformer.config import GaussianTransformerConfig
-from dsan_tf.models.gaussian_transformer import testing
 from dsan_tf.models.registry import Family, lazy_attributes, register
 
 
@@ -44,9 +43,7 @@ FAMILY = register(Family(
     feature_width=lambda config: config.embedding_dim + config.char_dim,
     token_features=_token_features,
     modules=tuple(f"dsan_tf.models.gaussian_transformer.{m}"
-                  for m in ("attention", "layers", "backbone")),
-    small={"model_dim": 8, "num_heads": 2, "char_dim": 4},
-    layer_cases=testing.layer_cases))
+                  for m in ("attention", "layers", "backbone"))))
 
 __getattr__ = lazy_attributes(__name__, {
     "GaussianTransformerBackbone": "backbone", "GaussianAttentionSublayer": "attention",

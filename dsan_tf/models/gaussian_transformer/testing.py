@@ -1,5 +1,10 @@
-"""The Gaussian Transformer's part of the shared tests (`Family.layer_cases`): its
-layers' cases for tests/test_layers.py's battery."""
+"""The Gaussian Transformer's part of the shared tests, which find it by the family's name
+(tests/families.py); not in the wheel (setup.py): its layers' cases for
+tests/test_layers.py's battery."""
+
+# The smallest model that still shows the family's behaviour, beside the vocabulary and
+# embedding width a test picks: what the shared tests build of it.
+SMALL = {"model_dim": 8, "num_heads": 2, "char_dim": 4}
 
 
 def layer_cases(x, mask, heads):
