@@ -12,6 +12,7 @@ import time
 import numpy as np
 import pytest
 
+from dsan_tf.models import registry
 from helpers import ENV, ROOT, cli, cli_process, command, ok, shared_once
 
 DEMO = ["--config=demo"]
@@ -336,13 +337,8 @@ def test_help_does_not_load_tensorflow():
     assert "--workdir" in listed and "--learning_rate" in listed and "--jit_compile" in listed
 
 
-def test_help_is_short_and_grouped_by_topic_with_each_familys_flags_under_it():
-    """`train --help`: a line or two per flag under model, each family's model flags,
-    data, training, output and the program's own; `--flagfile` named; `--helpfull` keeps
-    absl's full listing (defaults, types, absl's own flags)."""
-    started = time.perf_counter()
-    listed = ok(cli("train", "--help"))
-    took = time.perf_counter() - started
+def _help_sections(listed):
+    """{topic: [--flag, ...]} of a short `--help`."""
     sections, current = {}, None
     for line in listed.split("Flags by topic", 1)[1].splitlines()[1:]:
         if line and not line.startswith(" ") and line.endswith(":"):
@@ -350,28 +346,49 @@ def test_help_is_short_and_grouped_by_topic_with_each_familys_flags_under_it():
             sections[current] = []
         elif current and line.startswith("  --"):
             sections[current].append(line.split()[0].rstrip(":"))
-    assert list(sections)[:1] == ["model"] and sections["model"][0] == "--model"
-    # A family's flags under "model: <the families that have it>" (a new family that
-    # shares a flag joins its group: checked by membership, not by the group's full name).
-    group_of = {flag: topic for topic, names in sections.items() for flag in names}
-    for flag, families in (("--lstm_units", {"afdmn"}), ("--char_dim", {"gaussian_transformer"}),
-                           ("--pooling", {"dsan"}),
-                           ("--num_heads", {"dsan", "gaussian_transformer"})):
-        topic = group_of[flag]
-        assert topic.startswith("model: ") and families <= set(topic[7:].split(", ")), flag
+    return sections
+
+
+def test_help_is_short_and_grouped_by_topic_with_the_default_familys_flags():
+    """`train --help`: a line or two per flag under model, the default family's own model
+    flags, data, training, output and the program's own; `--flagfile` named; `--helpfull`
+    keeps absl's full listing (defaults, types, absl's own flags, every family's)."""
+    listed = ok(cli("train", "--help"))
+    sections = _help_sections(listed)
+    assert list(sections)[:2] == ["model", "model: dsan's own"]
+    assert sections["model"][0] == "--model" and "--config" in sections["model"]
+    assert "--pooling" in sections["model: dsan's own"] and "--lstm_units" not in listed
     assert "--train_data" in sections["data"] and "--learning_rate" in sections["training"]
     assert "--workdir" in sections["output"] and "--jit_compile" in sections["training"]
     assert sections["train"] == ["--overwrite"]  # the rest: the configuration's fields
-    assert "--config" in sections["model"]
-    assert "--flagfile=FILE" in listed
-    # A shared flag whose families' defaults differ shows each, not the first family's.
-    assert "--dropout (dsan 0.1, disan 0.1, cbow 0.1, gaussian_transformer 0.1, afdmn 0.2)" \
-        in listed
+    assert "--flagfile=FILE" in listed and "--model=NAME --help" in listed
     flag_count = sum(len(names) for names in sections.values())
     assert len(listed.splitlines()) < 2.5 * flag_count + 40
     full = ok(cli("train", "--helpfull"))
     assert "--lstm_units" in full and "--verbosity" in full and "(default: '300')" in full
-    assert took < 5  # a fresh Python process; the program part is well under a second
+
+
+@pytest.mark.parametrize("name", registry.names())
+def test_help_shows_the_chosen_familys_flags_with_its_defaults(name):
+    """`train --model=NAME --help` (or a named configuration of the family) lists the
+    model flags every family has and the family's own, each with the family's default and
+    its help, and none of another family's own."""
+    from dsan_tf.models.config import ModelConfig
+
+    config = registry.family(name).config
+    shared = {f"--{field.name}" for field in ModelConfig.hyperparameters()}
+    own = {f"--{field.name}" for field in config.hyperparameters()} - shared
+    for chosen in ([f"--model={name}"] + [f"--config={named}" for named, (family, _)
+                                          in registry.configs().items() if family == name][:1]):
+        sections = _help_sections(ok(cli("train", chosen, "--help")))
+        assert set(sections.get(f"model: {name}'s own", [])) == own, chosen
+        assert shared <= set(sections["model"]), chosen
+    listed = ok(cli("train", f"--model={name}", "--help"))
+    defaults = config()
+    for field in config.hyperparameters():
+        value = getattr(defaults, field.name)
+        if value is not None and not isinstance(value, bool):
+            assert f"--{field.name} ({value})" in listed, field.name
 
 
 @pytest.mark.parametrize("name", ["disan", "cbow"])

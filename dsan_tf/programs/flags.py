@@ -532,32 +532,71 @@ def flagfile_lines(values=FLAGS, exclude=(), **resolved):
     return lines
 
 
-def short_help(values=FLAGS, program="this program"):
-    """`--help`: each flag on a line or two (its help's first sentence), grouped by topic
-    (model, each family's model flags, data, training, output, the program's own)."""
-    groups = {}
+def chosen_model(argv):
+    """The family a command line trains, for its `--help`: its `--model`, else its
+    `--config`'s family, else the default (a name no family has: the default)."""
+    found = {}
+    for index, arg in enumerate(argv):
+        for name in ("model", "config"):
+            if arg.startswith(f"--{name}="):
+                found[name] = arg.split("=", 1)[1]
+            elif arg == f"--{name}" and index + 1 < len(argv):
+                found[name] = argv[index + 1]
+    if found.get("model") in MODELS:
+        return found["model"]
+    configs = registry.configs()
+    return configs[found["config"]][0] if found.get("config") in configs else registry.DEFAULT
+
+
+def _help_line(flag, default, help_text=None):
+    """A flag on a line or two: its help's (`help_text`'s) first sentence, after its
+    default."""
+    # The first sentence: a full stop before a capital, not "et al." or "e.g.".
+    text = " ".join((help_text or flag.help).split()).replace(".; repeat this option to specify a "
+                                               "list of values", " (repeatable)")
+    first = re.split(r"(?<!al)(?<!e\.g)\.\s+(?=[A-Z])", text)[0].rstrip(".") + "."
+    shown = "" if default is None else f" ({default})"
+    return textwrap.wrap(f"--{flag.name}{shown}: {first}", 96, initial_indent="  ",
+                         subsequent_indent="      ")
+
+
+def _default_text(flag, hyperparameters, model):
+    """A flag's default as `--help` shows it: a model flag's is `model`'s."""
+    if flag.name in hyperparameters:
+        value = hyperparameters[flag.name][1][model]
+        return None if value is None else str(value).lower() if isinstance(value, bool) \
+            else str(value)
+    return None if flag.default is None else flag.default_as_str.strip("'")
+
+
+def short_help(values=FLAGS, program="this program", model=registry.DEFAULT):
+    """`--help`: each flag on a line or two (its help's first sentence), grouped by topic:
+    the model flags every family has, those of `model` (the family the command line
+    trains) with its defaults, data, training, output, the program's own. Other families'
+    own flags are left to `--helpfull` (or `--model=NAME --help`)."""
+    hyperparameters = model_hyperparameters()
+    own, groups, hidden = f"{MODEL_GROUP}: {model}'s own", {}, 0
     for flag in sorted(project_flags(values), key=lambda f: (f.name != "model", f.name)):
-        groups.setdefault(TOPIC_OF.get(flag.name, program), []).append(flag)
-    first_family = lambda topic: MODELS.index(topic.split(": ")[1].split(", ")[0])  # noqa
-    order = ([MODEL_GROUP]
-             + sorted((t for t in groups if t.startswith(MODEL_GROUP + ":")), key=first_family)
-             + list(TOPICS[1:]) + [program])
+        topic = TOPIC_OF.get(flag.name, program)
+        if topic.startswith(MODEL_GROUP + ":"):
+            if model not in hyperparameters[flag.name][1]:
+                hidden += 1
+                continue
+            topic = own
+        groups.setdefault(topic, []).append(flag)
     lines = ["Flags by topic (--helpfull: every flag with its default and type; "
              "--flagfile=FILE reads flags from a file, one per line, as a named "
              "configuration's, --config=NAME):"]
-    for topic in [t for t in order if t in groups]:
+    for topic in [t for t in (MODEL_GROUP, own, *TOPICS[1:], program) if t in groups]:
         lines.append(f"\n{topic}:")
         for flag in groups[topic]:
-            # The first sentence: a full stop before a capital, not "et al." or "e.g.".
-            text = " ".join(flag.help.split()).replace(".; repeat this option to specify a "
-                                                       "list of values", " (repeatable)")
-            first = re.split(r"(?<!al)(?<!e\.g)\.\s+(?=[A-Z])", text)[0].rstrip(".") + "."
-            default = "" if flag.default is None else f" ({flag.default_as_str.strip(chr(39))})"
-            per_model = re.search(r" Default per model: (.*)\.$", text)
-            if per_model:  # families' defaults differ: each one, not the first family's
-                default = f" ({per_model.group(1)})"
-            lines += textwrap.wrap(f"--{flag.name}{default}: {first}", 96,
-                                   initial_indent="  ", subsequent_indent="      ")
+            lines += _help_line(flag, _default_text(flag, hyperparameters, model),
+                                hyperparameters.get(flag.name, (0, 0, {}))[2].get(model))
+    if hidden:
+        others = ", ".join(name for name in MODELS if name != model)
+        lines += [""] + textwrap.wrap(
+            f"{hidden} more model flags belong to other families ({others}): --model=NAME "
+            "--help shows a family's, --helpfull every flag.", 96)
     return "\n".join(lines)
 
 

@@ -146,7 +146,8 @@ def parse_flags(argv, doc=""):
         sys.exit(0)
     if any(arg in ("--help", "-h", "-?", "--helpshort") for arg in argv[1:]):
         name = os.path.basename(argv[0]).removesuffix(".py")
-        print(f"{doc}\n\n{project_flags.short_help(FLAGS, program=name)}")
+        model = project_flags.chosen_model(argv[1:])
+        print(f"{doc}\n\n{project_flags.short_help(FLAGS, program=name, model=model)}")
         sys.exit(0)
     try:
         return FLAGS(argv)
