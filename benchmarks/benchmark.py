@@ -25,7 +25,7 @@ ids (no padding) in premise and hypothesis alike, on the backend KERAS_BACKEND n
    instructions before and after XLA's optimisation and compile seconds on JAX).
 4. The projected time of one SNLI epoch (549,367 pairs): the sweep's step times,
    interpolated at each length bucket of SNLI's real length distribution
-   (--length_profile: the 25k-pair training file's, committed in docs/runs/).
+   (--length_profile: the 25k-pair training file's, committed in records/runs/).
 
 --backends runs 1-2 on each named backend in a fresh process (Keras picks its backend once
 per process) at --benchmark_lengths (16,32,64 unless given) and prints them side by side.
@@ -58,7 +58,7 @@ from dsan_tf.programs import flags as project_flags
 
 FLAGS = project_flags.FLAGS
 SNLI_TRAIN_PAIRS = 549_367
-LENGTH_PROFILE = pathlib.Path(__file__).resolve().parents[1] / "docs/runs/snli25k_lengths.json"
+LENGTH_PROFILE = pathlib.Path(__file__).resolve().parents[1] / "records/runs/snli25k_lengths.json"
 # Backends measured in their default compile mode only: torch.compile recompiles for
 # minutes per shape on a CPU.
 DEFAULT_JIT_ONLY = ("torch",)

@@ -7,7 +7,7 @@ start, in one command of at most 8 minutes on an H100/H200 (JAX, no TensorFlow n
 
 1. `paper_epoch`: the paper configuration (preset `dsan_snli`: d_e 300, 5 heads, d_ff 1200,
    batch 64) on a full SNLI epoch of random ids in SNLI's length profile (549,367 training
-   pairs and 9,842 dev pairs drawn from docs/runs/snli25k_lengths.json,
+   pairs and 9,842 dev pairs drawn from records/runs/snli25k_lengths.json,
    `IdPairs.like_profile`): the shapes chosen for the device, the compile-ahead seconds,
    epoch 1 and epoch 2 (each with its dev pass), and the 20-epoch schedule they project.
 2. `study`: the study's encoded setting (`dsan-encode-setting` of
@@ -129,7 +129,7 @@ def _parser():
                         "embedding_dim=16,num_heads=2,ffn_dim=32 (a quick check)")
     parser.add_argument("--study_epochs", type=int, help="at most this many epochs of "
                         "part 2 (default: its schedule)")
-    parser.add_argument("--cpu_record", default="docs/runs/jax_road_25k.json",
+    parser.add_argument("--cpu_record", default="records/runs/jax_road_25k.json",
                         help="the CPU's run of the study's configuration, to print beside")
     parser.add_argument("--mixed_precision", default="none", choices=PRECISIONS,
                         help="part 1's precision (the preset's: none, float32); part 2 "

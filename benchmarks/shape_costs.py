@@ -3,7 +3,7 @@ r"""What each batch shape costs on this device: XLA compile seconds and steady s
 
     KERAS_BACKEND=jax python -m benchmarks.shape_costs --config=dsan_snli \
         --shapes=16x16,32x16,48x32,64x64,96x64 --steps=400 --output=costs.jsonl
-    python -m benchmarks.shape_costs --plan=docs/runs/shape_costs_h200.jsonl
+    python -m benchmarks.shape_costs --plan=records/runs/shape_costs_h200.jsonl
 
 For each premise x hypothesis shape (random ids, no padding: the cost of a shape does not
 depend on the words), a fresh model of the preset at its batch size: the first training
@@ -13,7 +13,7 @@ compiles), with `steps_per_execution` 1 and each of --steps_per_execution. One J
 per measurement is appended to --output as it is made (a run cut short keeps what it
 measured). Needs no TensorFlow on JAX.
 
---plan reads such a file and SNLI's length profile (docs/runs/snli25k_lengths.json, scaled
+--plan reads such a file and SNLI's length profile (records/runs/snli25k_lengths.json, scaled
 to full SNLI's 549,367 pairs) and prints, for grids of one to three training shapes drawn
 from a ladder of lengths, the padding left and the seconds of a 20-epoch schedule:
 one compile per shape plus each epoch's steps, each at the step time a straight line

@@ -2,7 +2,7 @@
 the encoder and each computational block, and the mean |gradient| of the loss with respect
 to each group of weights, at initialisation, for each `--initialization` and size.
 
-    python -m experiments.afdmn_init [--output=docs/runs/afdmn_init_scales.json]
+    python -m experiments.afdmn_init [--output=records/runs/afdmn_init_scales.json]
 
 Adam's step on a weight is about lr·g/(|g| + ε) (ε = 1e-7 in Keras): a gradient far below ε
 barely moves its weight, whatever the learning rate. docs/FIDELITY.md (#afdmn-initialisation
@@ -29,7 +29,7 @@ WORD_VECTOR_SCALE = 0.5
 
 
 def define_flags():
-    flags.DEFINE_string("output", "docs/runs/afdmn_init_scales.json", "The measurements.")
+    flags.DEFINE_string("output", "records/runs/afdmn_init_scales.json", "The measurements.")
     flags.DEFINE_integer("batch_size", 32, "Pairs in the measured batch.", lower_bound=1)
 
 

@@ -7,8 +7,8 @@ Per row: SNLI dev (mean ± sd over seeds), MultiNLI dev-matched (the SNLI model,
 SICK test (trained on SICK train, selected on SICK trial, seed 0), parameters, seconds per
 epoch, and a paired test against DSAN on SNLI dev. Plus a learning curve (DSAN, DSAN without
 distance prior, DiSAN, CBOW at 5.5k, 12.5k and 25k training pairs). Writes --output
-(docs/RESULTS.md), --json_output (docs/results.json) and --curve_output
-(docs/learning_curve.png).
+(docs/RESULTS.md), --json_output (records/results.json) and --curve_output
+(records/learning_curve.png).
 
 Every finished run leaves a record (--record_dir, committed with the table: metrics, the
 commands, SNLI dev predictions); a record is reused instead of training again, so the study
@@ -237,12 +237,12 @@ def define_flags():
     flags.DEFINE_string("config", CONFIG_FILE, "The flagfile every run starts from.")
     project_flags.require_existing("config")
     flags.DEFINE_string("output", "docs/RESULTS.md", "The table (Markdown).")
-    flags.DEFINE_string("json_output", "docs/results.json", "The table, machine-readable.")
-    flags.DEFINE_string("curve_output", "docs/learning_curve.png", "The learning curve.")
-    flags.DEFINE_string("history_output", "docs/training_curves.png", "Train and dev accuracy "
+    flags.DEFINE_string("json_output", "records/results.json", "The table, machine-readable.")
+    flags.DEFINE_string("curve_output", "records/learning_curve.png", "The learning curve.")
+    flags.DEFINE_string("history_output", "records/training_curves.png", "Train and dev accuracy "
                         "and the learning rate against training steps, seed 0 of each SNLI "
                         "row whose record keeps its history.")
-    flags.DEFINE_string("record_dir", "docs/study", "One record per finished run (reused).")
+    flags.DEFINE_string("record_dir", "records/study", "One record per finished run (reused).")
     flags.DEFINE_multi_string("variants", None, "Only these rows (default: all).")
     flags.DEFINE_integer("max_seeds", len(SEEDS), "At most this many seeds per row.")
     flags.DEFINE_list("curve_sizes", ["5500", "12500"], "Training-set sizes of the learning "

@@ -1,6 +1,6 @@
 """Under KERAS_BACKEND=jax (tests/test_compile_shapes.py in-process, tests/test_jax.py in a
 subprocess): trains a small DSAN for two epochs on
-pairs of SNLI's length distribution (docs/runs/snli25k_lengths.json) with the training
+pairs of SNLI's length distribution (records/runs/snli25k_lengths.json) with the training
 program's batches and compile-ahead, and prints, as JSON, the shapes an epoch used and
 how often XLA compiled the training and evaluation steps before and during `fit`."""
 
@@ -20,7 +20,7 @@ from dsan_tf.data.batching import (HYPOTHESIS_LENGTHS, PREMISE_LENGTHS, IdPairs,
 from dsan_tf.core.task import NLITask
 from dsan_tf.speed import compilation
 
-PROFILE = pathlib.Path(__file__).parent.parent / "docs" / "runs" / "snli25k_lengths.json"
+PROFILE = pathlib.Path(__file__).parent.parent / "records" / "runs" / "snli25k_lengths.json"
 
 
 def snli_like_pairs(count, seed):

@@ -87,7 +87,7 @@ def test_deep_kernels_get_a_gradient_adam_can_follow():
     first step moves them by at least 1/1000 of the learning rate; with the literal
     U(±0.01) they are over 14 orders below and Adam's step is under 1e-9 of the rate, so the
     blocks never learn (docs/FIDELITY.md#afdmn-initialisation-at-study-size,
-    docs/runs/afdmn_init_scales.json)."""
+    records/runs/afdmn_init_scales.json)."""
     from experiments.afdmn_init import measure
 
     for initialization, learns in (("esim", True), ("glorot", True), ("uniform", False)):

@@ -268,7 +268,7 @@ def test_shape_costs_plans_grids_from_a_record(capsys):
     from benchmarks import shape_costs
 
     assert shape_costs.main(["--config=dsan_snli",
-                             "--plan=docs/runs/shape_costs_h200.jsonl"]) == 0
+                             "--plan=records/runs/shape_costs_h200.jsonl"]) == 0
     printed = capsys.readouterr().out
     assert "padding" in printed and "96" in printed
 

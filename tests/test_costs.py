@@ -15,7 +15,7 @@ from dsan_tf.core.config import ExperimentConfig, RunPolicy, TrainingConfig
 from dsan_tf.core.task import NLITask
 from tests.test_batching import all_pairs, rows, varied_pairs
 
-RUNS = pathlib.Path(__file__).resolve().parents[1] / "docs" / "runs"
+RUNS = pathlib.Path(__file__).resolve().parents[1] / "records" / "runs"
 
 
 @pytest.mark.parametrize("built_in, measured", [(costs.GPU, "shape_costs_h200.jsonl"),

@@ -455,7 +455,7 @@ def test_records_of_older_versions_are_read_with_what_ran():
     what no run makes now passed over, so such a run resumes or is compared."""
     from dsan_tf.core import rundir
 
-    record = json.loads((ROOT / "docs/runs/preset_dsan_snli25k_glove50/config.json").read_text())
+    record = json.loads((ROOT / "records/runs/preset_dsan_snli25k_glove50/config.json").read_text())
     assert "pad_to_bucket" in record["data"]  # retired: the test's premise
     config = rundir.recorded_config(record)
     assert (config.model, config.data.batch_size, config.training.epochs) == ("dsan", 64, 30)

@@ -127,7 +127,7 @@ class IdPairs:
     def like_profile(cls, profile, count, seed=0, vocab_size=200):
         """`count` pairs of random ids (2..vocab_size-1) whose (premise, hypothesis)
         lengths follow a length profile (`benchmarks.benchmark.length_profile`, e.g.
-        docs/runs/snli25k_lengths.json): a cell drawn by its frequency, each length
+        records/runs/snli25k_lengths.json): a cell drawn by its frequency, each length
         uniform within its bucket. For timing real length distributions without the text."""
         bounds = [0, *profile["buckets"], profile["max_length"]]
         cells = np.array(profile["cells"])

@@ -105,11 +105,11 @@ class StepCosts:
 
 
 # Measured with `benchmarks.shape_costs` (docs/PERFORMANCE.md, "Shapes chosen by what they cost"):
-# an NVIDIA H200, the paper configuration (2026-11-26, docs/runs/shape_costs_h200.jsonl):
+# an NVIDIA H200, the paper configuration (2026-11-26, records/runs/shape_costs_h200.jsonl):
 # the step is bound by overhead, so it does not scale with the model's size.
 GPU = StepCosts(25.63, 2.0349, 0.0153, 64, None, "NVIDIA H200, dsan_snli, JAX 0.11.2")
 # A 2-core Xeon (AVX-512), JAX 0.10.2, the study's size (d_e 50, h 5, d_ff 200;
-# docs/runs/shape_costs_cpu.jsonl): the step is arithmetic, so it scales with d_e.
+# records/runs/shape_costs_cpu.jsonl): the step is arithmetic, so it scales with d_e.
 CPU = StepCosts(9.8, 0.0, 1.72593, 64, 50, "2-core Xeon, d_e 50, JAX 0.10.2")
 
 

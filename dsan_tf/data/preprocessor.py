@@ -237,7 +237,7 @@ class NLIPreprocessor(keras.layers.Layer):
 # SNLI's dev set runs in a handful of programs instead of one per batch's longest sentence,
 # each padded by at most half (powers of two alone padded up to twice the length: SNLI dev's
 # predict on JAX in a fresh process took 19.2 s, now 16.1 s, against TensorFlow's 12.1 s;
-# docs/runs/text_predict_snli_dev.json). Padding changes no result (it is masked).
+# records/runs/text_predict_snli_dev.json). Padding changes no result (it is masked).
 BOUNDED_LENGTHS = tuple(sorted({2 ** power for power in range(3, 16)}
                                | {3 * 2 ** power for power in range(2, 14)}))
 

@@ -122,7 +122,7 @@ class DSANEncoder(keras.layers.Layer):
                                                 name="max_pooling", dtype=self.dtype_policy)
             # Built now though it has no weights: Keras' `predict` on JAX runs a model
             # with an unbuilt layer eagerly once to build it (16 s of op compiles for
-            # SNLI dev's first batch, docs/runs/text_predict_snli_dev.json).
+            # SNLI dev's first batch, records/runs/text_predict_snli_dev.json).
             self.max_pooling.build(encoded_shape)
         self.built = True
 
