@@ -2,12 +2,12 @@
 worker minutes (setup, call and teardown summed) of each file, on the machine it ran on.
 
     python -m tools.durations                      # runs the suite, prints the table
-    python -m tools.durations --write              # ... and puts it in docs/DEVELOPMENT.md
+    python -m tools.durations --write              # ... and puts it in records/machines.md
     python -m tools.durations --junitxml=run.xml   # the table of a run already made
                                                    # (`pytest --junitxml=run.xml`)
 
 The table goes between the markers `<!-- durations -->` and `<!-- /durations -->` of
-docs/DEVELOPMENT.md, so it is regenerated, never written by hand. Exit status: the suite's.
+records/machines.md, so it is regenerated, never written by hand. Exit status: the suite's.
 """
 
 import argparse
@@ -23,7 +23,7 @@ import time
 import xml.etree.ElementTree as ElementTree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PAGE = os.path.join(ROOT, "docs", "DEVELOPMENT.md")
+PAGE = os.path.join(ROOT, "records", "machines.md")
 START, END = "<!-- durations -->", "<!-- /durations -->"
 
 
@@ -97,7 +97,7 @@ def main(argv=None):
     parser.add_argument("--wall_seconds", type=float,
                         help="The wall time of that report's run (default: its own figure).")
     parser.add_argument("--write", action="store_true", help="Write the table into "
-                        "docs/DEVELOPMENT.md between its markers.")
+                        "records/machines.md between its markers.")
     parser.add_argument("pytest_args", nargs="*", help="Passed on to pytest.")
     args = parser.parse_args(argv)
     status = 0
