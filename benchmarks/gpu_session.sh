@@ -1,6 +1,6 @@
 #!/bin/bash
 # The next GPU session's measurements, one call on one warm machine (about
-# 8 of the 15 minutes on an H200; docs/PERFORMANCE.md, "Prepared for the next GPU
+# 8 of the 15 minutes on an H200; records/performance.md, "Prepared for the next GPU
 # session"). Carry gpu-wheels/ (../shared/gpu-wheels/*.whl) and
 # settings/snli25k_glove50.npz; run from the repository's root:
 #

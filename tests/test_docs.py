@@ -136,3 +136,17 @@ def test_a_docstrings_example_runs(where, code):
 def test_the_public_classes_have_examples():
     have = {where.rsplit(":", 1)[1] for where, _ in _docstring_examples()}
     assert not set(PUBLIC) - have, sorted(set(PUBLIC) - have)
+
+
+def test_the_manual_holds_no_dated_or_per_machine_note_and_no_data_file():
+    """docs/ and the README say how the project is now: a dated measurement, a timing of one
+    CPU model and a data file are records (records/, README there)."""
+    found = []
+    for page in PAGES:
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            hit = re.search(r"\b20\d\d-\d\d-\d\d\b|\bXeon\b|\bEPYC\b|\bthis (CPU|machine)\b", line)
+            if hit:
+                found.append(f"{page.relative_to(ROOT)}:{number}: {hit.group(0)}")
+    assert not found, found
+    assert sorted(path.name for path in (ROOT / "docs").iterdir()
+                  if path.suffix != ".md") == []
