@@ -353,7 +353,7 @@ def test_text_runs_on_the_jax_backend_with_the_same_numbers(tmp_path):
     model = _classifier(max_length=64)
     expected = model.predict((PREMISES, HYPOTHESES))
     model.save(tmp_path / "m.keras")
-    script = ("import sys, json, dsan_tf, keras\n"
+    script = ("import sys, json, keras\nfrom dsan_tf import NLIClassifier\n"
               "m = keras.saving.load_model(sys.argv[1])\n"
               "numbers = json.dumps(m.predict((sys.argv[2:6], sys.argv[6:10])).tolist())\n"
               "print(keras.backend.backend(), m.jit_compile, numbers)\n" + COUNTED)
