@@ -102,7 +102,7 @@ def test_padded_keys_do_not_change_real_positions(rng):
          fusion="raw")], ids=["paper", "full_norm_learned_prior", "san4nli_raw"])
 def test_the_encoder_computes_both_blocks_as_each_computes_alone(rng, options):
     """The encoder runs its forward and backward blocks as one pass of ops, their weights
-    stacked at run time (`DSANBlock.stacked_call`). It must compute what each block
+    stacked at run time (`DSANBlock.call` with `partners`). It must compute what each block
     computes alone: the same outputs in training and, on TensorFlow, the same gradient for
     every weight. Dropout, one draw for both, drops in each direction."""
     encoders = []

@@ -66,22 +66,30 @@ class PositionwiseFeedForward(keras.layers.Layer):
         self.output_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
         self.built = True
 
-    def call(self, inputs, training=None, return_hidden=False):
-        outputs, hidden = self.stacked_call([self], inputs[None], training)
-        if return_hidden:
-            return outputs[0], hidden[0]
-        return outputs[0]
+    def call(self, inputs, training=None, return_hidden=False, partners=()):
+        """Eq. 13 for this layer and its `partners` (other built layers of one
+        configuration), each on its slice of the inputs, as one pass of ops, their weights
+        stacked at run time (`dsan_tf.layers.stacking`).
 
-    @staticmethod
-    def stacked_call(layers, inputs, training=None):
-        """`call` of N layers of one configuration, each on its slice of inputs [N, B, T,
-        D], at once (`dsan_tf.layers.stacking`): (outputs [N, B, T, D], the ReLU
-        activations [N, B, T, F]); the layer's own `call` is this with N = 1."""
-        hidden = stacking.dense([layer.hidden_dense for layer in layers], inputs)
+        Args:
+            inputs: float [B, T, D]; with partners [N, B, T, D].
+            training: bool (dropout).
+            return_hidden: also return the ReLU activations [B, T, F].
+            partners: layers computed with this one.
+
+        Returns:
+            float [B, T, D] (and the activations), each with a leading axis N = 1 +
+            len(partners), in the order [self, *partners], when partners are given.
+        """
+        layers = [self, *partners]
+        stacked = inputs if partners else inputs[None]
+        hidden = stacking.dense([layer.hidden_dense for layer in layers], stacked)
         update = stacking.dense([layer.output_dense for layer in layers], hidden)
         update = stacking.dropout([layer.output_dropout for layer in layers], update, training)
-        outputs = stacking.layer_norm([layer.output_norm for layer in layers], inputs + update)
-        return outputs, hidden
+        outputs = stacking.layer_norm([layer.output_norm for layer in layers], stacked + update)
+        if not partners:
+            outputs, hidden = outputs[0], hidden[0]
+        return (outputs, hidden) if return_hidden else outputs
 
     def compute_output_shape(self, inputs_shape):
         return inputs_shape

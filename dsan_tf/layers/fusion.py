@@ -102,25 +102,25 @@ class FusionGate(keras.layers.Layer):
         self.gate_dropout = keras.layers.Dropout(self.dropout, **common)
         self.built = True
 
-    def call(self, source, context, training=None, return_gate=False):
-        outputs, gate = self.stacked_call([self], source, context[None], training)
-        if return_gate:
-            return outputs[0], gate[0]
-        return outputs[0]
-
-    @staticmethod
-    def stacked_call(layers, source, context, training=None):
-        """`call` of N gates of one configuration at once (`dsan_tf.layers.stacking`).
+    def call(self, source, context, training=None, return_gate=False, partners=()):
+        """Eq. 11-12 for this gate and its `partners` (other built gates of one
+        configuration) as one pass of ops, their weights stacked at run time
+        (`dsan_tf.layers.stacking`).
 
         Args:
-            layers: N built `FusionGate`s.
-            source: float [B, T, D], S, the same for all N.
-            context: float [N, B, T, D], each gate's H.
-            training: bool.
+            source: float [B, T, D], S, the same for every gate.
+            context: float [B, T, D], H; with partners [N, B, T, D], each gate's H.
+            training: bool (dropout).
+            return_gate: also return F.
+            partners: gates computed with this one.
 
         Returns:
-            (float [N, B, T, D], F [N, B, T, D]); the layer's own `call` is this with N = 1.
+            float [B, T, D] (and F [B, T, D]), each with a leading axis N = 1 +
+            len(partners), in the order [self, *partners], when partners are given.
         """
+        layers = [self, *partners]
+        if not partners:
+            context = context[None]
         first = layers[0]
 
         def projected(dense, norm, inputs, shared):
@@ -139,7 +139,9 @@ class FusionGate(keras.layers.Layer):
         outputs = gate * source_f + (1.0 - gate) * context_f
         if first.fused_norm is not None:
             outputs = stacking.layer_norm([layer.fused_norm for layer in layers], outputs)
-        return outputs, gate
+        if not partners:
+            outputs, gate = outputs[0], gate[0]
+        return (outputs, gate) if return_gate else outputs
 
     def compute_output_shape(self, source_shape):
         return source_shape

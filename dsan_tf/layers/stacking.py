@@ -1,6 +1,6 @@
 """N sublayers of one configuration computed as one: DSAN's forward and backward blocks
 (Im & Cho, 2017, Figure 2) run the same function of separate weights on the same words, so
-the encoder computes them together (`DSANBlock.stacked_call`), their weights stacked on a
+the encoder computes them together (`DSANBlock.call` with `partners`), their weights stacked on a
 leading axis at run time and their activations [N, B, T, ...]. A compiled step then holds
 the block's ops once, not once per direction (a GPU's step is bound by the size
 of its program); each layer keeps its own variables, so files and checkpoints are those of

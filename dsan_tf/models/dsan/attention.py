@@ -42,8 +42,8 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
 
     The masks and the prior are one [T, T] grid per call, joined with the padding into
     one bias [B, 1, T, T] that broadcasts over the heads: the [B, H, T, T] logits and
-    their softmax are the largest tensors the layer makes. `stacked_call` computes N such
-    layers at once (the encoder's two directions: [N, B, H, T, T] logits).
+    their softmax are the largest tensors the layer makes. With `partners`, `call` computes
+    N such layers at once (the encoder's two directions: [N, B, H, T, T] logits).
 
     Masked keys (direction, diagonal, padding) get weight exactly 0. A query with no
     visible key (the first token forward, the last backward, a one-token sentence, a
@@ -174,19 +174,25 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
             visible = ops.logical_and(visible, padding_mask[:, None, :, None])
         return visible
 
-    def call(self, inputs, padding_mask=None, training=None, return_attention_scores=False):
-        outputs = self.stacked_call([self], inputs, padding_mask, training,
-                                    return_attention_scores)
-        if return_attention_scores:
-            return outputs[0][0], outputs[1][0]
-        return outputs[0]
+    def call(self, inputs, padding_mask=None, training=None, return_attention_scores=False,
+             partners=()):
+        """Eq. 7-9 for this layer and its `partners` (other built layers of one
+        configuration, directions may differ) on the same inputs as one pass of ops, their
+        weights stacked at run time (`dsan_tf.layers.stacking`): the encoder's two
+        directions.
 
-    @staticmethod
-    def stacked_call(layers, inputs, padding_mask=None, training=None,
-                     return_attention_scores=False):
-        """`call` of N layers of one configuration (directions may differ) on the same
-        inputs at once (`dsan_tf.layers.stacking`): [N, B, T, D] (and weights [N, B, H, T,
-        T]); the layer's own `call` is this with N = 1."""
+        Args:
+            inputs: float [B, T, D], the word vectors (Q = K = V, eq. 9).
+            padding_mask: optional bool [B, T].
+            training: bool (dropout).
+            return_attention_scores: also return the weights [B, H, T, T].
+            partners: layers computed with this one.
+
+        Returns:
+            float [B, T, D] (and the weights), each with a leading axis N = 1 +
+            len(partners), in the order [self, *partners], when partners are given.
+        """
+        layers = [self, *partners]
         first, count = layers[0], len(layers)
         batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
         # Scaling the [N, B, T, H, K] queries rather than the [N, B, H, T, T] logits keeps
@@ -222,6 +228,8 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
         outputs = outputs * ops.cast(has_key, outputs.dtype)
         outputs = stacking.dropout([layer.output_dropout for layer in layers], outputs,
                                    training)
+        if not partners:
+            outputs, weights, visible = outputs[0], weights[0], visible[0]
         if return_attention_scores:
             # A row without a visible key has meaningless weights: report them as 0.
             return outputs, weights * ops.cast(visible, "float32")

@@ -110,35 +110,36 @@ class DSANBlock(keras.layers.Layer):
         self.feed_forward.build(inputs_shape)
         self.built = True
 
-    def call(self, inputs, padding_mask=None, training=None, return_intermediates=False):
-        outputs, info = self.stacked_call([self], inputs, padding_mask, training)
-        if return_intermediates:
-            return outputs[0], {name: value[0] for name, value in info.items()}
-        return outputs[0]
-
-    @staticmethod
-    def stacked_call(blocks, inputs, padding_mask=None, training=None):
-        """`call` of N blocks of one configuration on the same inputs at once, their
-        weights stacked at run time (`dsan_tf.layers.stacking`): the encoder's forward and
-        backward blocks as one pass of ops. The block's own `call` is this with N = 1.
+    def call(self, inputs, padding_mask=None, training=None, return_intermediates=False,
+             partners=()):
+        """The block (eq. 7-13) for this block and its `partners` (other built blocks of one
+        configuration, directions may differ) on the same inputs as one pass of ops, each
+        sublayer's weights stacked at run time: the encoder's forward and backward blocks.
 
         Args:
-            blocks: N built `DSANBlock`s (directions may differ).
             inputs: float [B, T, D].
             padding_mask: optional bool [B, T].
-            training: bool.
+            training: bool (dropout).
+            return_intermediates: also return {"attention_weights" [B, H, T, T], "gate" [B,
+                T, D], "ffn_hidden" [B, T, F]}.
+            partners: blocks computed with this one.
 
         Returns:
-            (float [N, B, T, D], intermediates of `call`, each with a leading N axis).
+            float [B, T, D] (and the intermediates), each with a leading axis N = 1 +
+            len(partners), in the order [self, *partners], when partners are given.
         """
-        context, weights = MaskedMultiHeadAttention.stacked_call(
-            [block.attention for block in blocks], inputs, padding_mask, training,
-            return_attention_scores=True)
-        fused, gate = FusionGate.stacked_call(
-            [block.fusion_gate for block in blocks], inputs, context, training)
-        outputs, hidden = PositionwiseFeedForward.stacked_call(
-            [block.feed_forward for block in blocks], fused, training)
-        return outputs, {"attention_weights": weights, "gate": gate, "ffn_hidden": hidden}
+        context, weights = self.attention(
+            inputs, padding_mask=padding_mask, training=training, return_attention_scores=True,
+            partners=tuple(block.attention for block in partners))
+        fused, gate = self.fusion_gate(
+            inputs, context, training=training, return_gate=True,
+            partners=tuple(block.fusion_gate for block in partners))
+        outputs, hidden = self.feed_forward(
+            fused, training=training, return_hidden=True,
+            partners=tuple(block.feed_forward for block in partners))
+        if return_intermediates:
+            return outputs, {"attention_weights": weights, "gate": gate, "ffn_hidden": hidden}
+        return outputs
 
     def compute_output_shape(self, inputs_shape):
         return inputs_shape

@@ -23,7 +23,7 @@ class DSANEncoder(keras.layers.Layer):
     `pooling="multi_dim"`:     source2token(U)            (B, 2D);
     `pooling="max"`:           max(U)                     (B, 2D).
     The forward and backward blocks have separate weights; they are computed as one pass
-    of ops, their weights stacked at run time (`DSANBlock.stacked_call`): the values each
+    of ops, their weights stacked at run time (`DSANBlock.call` with `partners`): the values each
     block computes alone, with one dropout draw for both.
 
     Args:
@@ -133,8 +133,9 @@ class DSANEncoder(keras.layers.Layer):
     def call(self, inputs, padding_mask=None, training=None, return_intermediates=False):
         # Both directions in one pass of ops (their weights stacked at run time): a
         # compiled step holds the block once.
-        outputs, stacked = DSANBlock.stacked_call(
-            [self.forward_block, self.backward_block], inputs, padding_mask, training)
+        outputs, stacked = self.forward_block(
+            inputs, padding_mask=padding_mask, training=training, return_intermediates=True,
+            partners=(self.backward_block,))
         # Unstacked, not indexed: the gradient of `outputs[i]` in TensorFlow's graph fills
         # a zero tensor of both directions per slice (StridedSliceGrad): 0-5% of the CPU's
         # gradient at d_e 300, measured on a 2-core Xeon (2026-11-27).
