@@ -118,7 +118,7 @@ def _close_event_writers(monkeypatch):
         made.extend(c for c in result[0] if hasattr(c, "_close_writers"))
         return result
 
-    monkeypatch.setattr(steps, "make_callbacks", recording)
+    monkeypatch.setattr(driver, "make_callbacks", recording)
     return lambda: [callback._close_writers() for callback in made]
 
 

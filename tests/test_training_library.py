@@ -132,12 +132,12 @@ def test_a_run_interrupted_mid_epoch_resumes_to_the_uninterrupted_result(
                 raise KeyboardInterrupt
 
     make_callbacks = driver.make_callbacks
-    monkeypatch.setattr(steps, "make_callbacks", lambda *args, **kwargs: (
+    monkeypatch.setattr(driver, "make_callbacks", lambda *args, **kwargs: (
         lambda made: ([*made[0], CtrlC()], *made[1:]))(make_callbacks(*args, **kwargs)))
     with pytest.raises(KeyboardInterrupt):
         driver.train_run(str(tmp_path / "run"), config, policy)
     assert len(_history(tmp_path / "run")) == 2  # the header and epoch 1
-    monkeypatch.setattr(steps, "make_callbacks", make_callbacks)
+    monkeypatch.setattr(driver, "make_callbacks", make_callbacks)
     resumed = driver.train_run(str(tmp_path / "run"), config, policy)
     assert resumed.state == "resume"
     whole = driver.train_run(str(tmp_path / "at_once"), config, policy)
@@ -198,7 +198,7 @@ def test_best_keras_holds_the_best_epoch_not_the_last(tmp_path):
     results.json records)."""
     workdir = tmp_path / "run"
     outcome = driver.train_run(str(workdir), _config(4).replace(learning_rate=0.05), _policy())
-    rows = steps.run_files.read_history(str(workdir / "history.csv"))
+    rows = driver.run_files.read_history(str(workdir / "history.csv"))
     accuracies = [row["val_accuracy"] for row in rows]
     best = accuracies.index(max(accuracies))
     assert json.loads((workdir / "best.json").read_text()) == {
