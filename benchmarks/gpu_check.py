@@ -55,11 +55,12 @@ def train(setting, epochs=None, patience=None, stop_after_epochs=0):
     config = dataclasses.replace(setting.config, training=dataclasses.replace(
         training, epochs=epochs or training.epochs,
         patience=training.patience if patience is None else patience))
-    policy = dataclasses.replace(setting.policy, stop_after_epochs=stop_after_epochs)
+    policy = setting.policy
     outer = keras.config.dtype_policy()
     try:
         with tempfile.TemporaryDirectory() as workdir:
-            outcome = driver.train_run(workdir, config, policy, setting=setting)
+            outcome = driver.train_run(workdir, config, policy, setting=setting,
+                                       stop_after_epochs=stop_after_epochs)
             history = rundir.read_history(os.path.join(workdir, rundir.HISTORY))
         precision = keras.config.dtype_policy().name
     finally:

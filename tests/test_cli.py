@@ -51,7 +51,7 @@ def test_demo_trains_and_leaves_a_complete_run_directory(demo):
     assert f"how it runs: jit_compile {'on' if policy['jit_compile'] else 'off'}, one_pass " \
         f"{'on' if policy['one_pass'] else 'off'}, steps_per_execution " \
         f"{policy['steps_per_execution']}, " in output
-    assert policy["export_dir"] == str(workdir / "export") and None not in (
+    assert config["outputs"]["export_dir"] == str(workdir / "export") and None not in (
         policy["jit_compile"], policy["bounded_shapes"], policy["sentence_programs"])
     rows = history(workdir)
     # Counted from 1, as the log, results.json and the model card count them.

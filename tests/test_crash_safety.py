@@ -45,8 +45,13 @@ def _config(epochs=3):
 def _options():
     from dsan_tf.core.config import RunPolicy
 
-    return RunPolicy(log_every_steps=5, compile_ahead=False, jit_compile=False,
-                     bounded_shapes=True)
+    return RunPolicy(compile_ahead=False, jit_compile=False, bounded_shapes=True)
+
+
+def _outputs():
+    from dsan_tf.core.config import RunOutputs
+
+    return RunOutputs(log_every_steps=5)
 
 
 def observed(workdir):
@@ -77,7 +82,7 @@ def finished(tmp_path_factory):
     from dsan_tf.training import driver
 
     workdir = tmp_path_factory.mktemp("whole") / "run"
-    driver.train_run(str(workdir), _config(), _options())
+    driver.train_run(str(workdir), _config(), _options(), outputs=_outputs())
     return workdir
 
 
@@ -143,7 +148,7 @@ def test_a_kill_at_every_write_point_resumes_to_the_uninterrupted_run(
         previous = atomic.set_fault_hook(_kill_in_process(point, 2 if number == 0 else 1))
         try:
             with pytest.raises(Killed):
-                driver.train_run(workdir, _config(), _options())
+                driver.train_run(workdir, _config(), _options(), outputs=_outputs())
         finally:
             atomic.set_fault_hook(previous)
         close()
@@ -152,7 +157,7 @@ def test_a_kill_at_every_write_point_resumes_to_the_uninterrupted_run(
         assert run.holder() is None  # the lock went with the process
         # Ctrl-C or any exception leaves the views as the record says at once.
         assert len(rundir.read_history(run.path("history.csv"))) == committed
-    driver.train_run(workdir, _config(), _options())
+    driver.train_run(workdir, _config(), _options(), outputs=_outputs())
     assert observed(workdir) == uninterrupted
 
 
@@ -169,7 +174,7 @@ def test_a_sigkill_resumes_to_the_uninterrupted_run(uninterrupted, tmp_path):
         if len(sys.argv) > 1:
             atomic.set_fault_hook(atomic.kill_at(sys.argv[1], int(sys.argv[2])))
         from dsan_tf.training import driver
-        driver.train_run({workdir!r}, _config(), _options())
+        driver.train_run({workdir!r}, _config(), _options(), outputs=_outputs())
         """)
     runs = [subprocess.run([sys.executable, "-c", child, *kill], cwd=ROOT, env=ENV,
                            capture_output=True, text=True, timeout=300)
@@ -193,7 +198,7 @@ def test_a_second_training_of_a_run_is_refused_naming_the_first(tmp_path):
 
         with pytest.raises(UsageError, match=rf"workdir {workdir} is being trained by "
                                              rf"process {holder.pid} \("):
-            driver.train_run(str(workdir), _config(1), _options())
+            driver.train_run(str(workdir), _config(1), _options(), outputs=_outputs())
         assert rundir.RunDirectory(str(workdir)).holder().startswith(f"process {holder.pid}")
     finally:
         holder.kill()
@@ -352,7 +357,7 @@ def test_a_damaged_checkpoint_falls_back_to_the_previous_and_cut_views_are_rewri
     previous = atomic.set_fault_hook(_kill_in_process("prune", 2))
     try:
         with pytest.raises(Killed):
-            driver.train_run(str(workdir), _config(), _options())
+            driver.train_run(str(workdir), _config(), _options(), outputs=_outputs())
     finally:
         atomic.set_fault_hook(previous)
     close()
@@ -361,7 +366,7 @@ def test_a_damaged_checkpoint_falls_back_to_the_previous_and_cut_views_are_rewri
     history = workdir / "history.csv"
     history.write_text(history.read_text()[:-40])
     capsys.readouterr()
-    driver.train_run(str(workdir), _config(), _options())
+    driver.train_run(str(workdir), _config(), _options(), outputs=_outputs())
     printed = capsys.readouterr().out
     assert (f"checkpoint {weights.parent} is damaged (state.weights.h5 is not the file its "
             f"record.json lists); moved to {weights.parent}.damaged, and the run goes on from "

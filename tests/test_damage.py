@@ -16,7 +16,7 @@ import pytest
 from dsan_tf.core import rundir
 from helpers import ENV, ROOT, cli
 # The run never interrupted and what a user reads of it: crash safety's fixtures.
-from test_crash_safety import (FLAGS, _config, _copy, _options, finished,  # noqa: F401
+from test_crash_safety import (FLAGS, _config, _copy, _options, _outputs, finished,  # noqa: F401
                                observed, uninterrupted)
 
 pytestmark = pytest.mark.tensorflow
@@ -474,8 +474,8 @@ def test_a_kill_while_views_are_healed_is_healed_by_the_next_run(
 
     monkeypatch.setattr(target, writer, killed)
     with pytest.raises(Killed):
-        driver.train_run(str(workdir), _config(), _options())
+        driver.train_run(str(workdir), _config(), _options(), outputs=_outputs())
     monkeypatch.undo()
-    driver.train_run(str(workdir), _config(), _options())
+    driver.train_run(str(workdir), _config(), _options(), outputs=_outputs())
     _same_as_uninterrupted(workdir, uninterrupted)
     assert (workdir / "MODEL_CARD.md").read_text().startswith("# Model card: cbow")

@@ -9,7 +9,8 @@ import pathlib
 import pytest
 
 import dsan_tf
-from dsan_tf.core.config import DataConfig, ExperimentConfig, RunPolicy, TrainingConfig
+from dsan_tf.core.config import (DataConfig, ExperimentConfig, RunOutputs, RunPolicy,
+                                 TrainingConfig)
 from dsan_tf.models import registry
 from dsan_tf.models.config import described_fields
 from dsan_tf.programs import flags as project_flags
@@ -92,7 +93,7 @@ def test_the_flags_are_the_configuration_fields():
     """A flag per field, with the field's default, help, choices and bounds: a
     hyperparameter is described once, in its configuration."""
     train.define_flags()
-    for config_class in (DataConfig, TrainingConfig, RunPolicy):
+    for config_class in (DataConfig, TrainingConfig, RunPolicy, RunOutputs):
         for field in described_fields(config_class):
             flag = FLAGS[field.name]
             assert flag.default == field.default
@@ -106,7 +107,7 @@ def test_the_flags_are_the_configuration_fields():
     with pytest.raises(ValueError, match="batch_size must be >= 1, got 0"):
         DataConfig(batch_size=0)
     with pytest.raises(ValueError, match="log_every_steps must be >= 1"):
-        RunPolicy(log_every_steps=0)
+        RunOutputs(log_every_steps=0)
 
 
 def test_library_errors_name_fields_and_programs_show_them_as_flags(tmp_path):

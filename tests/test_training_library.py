@@ -18,7 +18,8 @@ import pytest
 
 import dsan_tf
 from dsan_tf.common.errors import UsageError
-from dsan_tf.core.config import DataConfig, ExperimentConfig, RunPolicy, TrainingConfig
+from dsan_tf.core.config import (DataConfig, ExperimentConfig, RunOutputs, RunPolicy,
+                                 TrainingConfig)
 from dsan_tf.training import driver
 from helpers import ROOT
 
@@ -214,7 +215,8 @@ def test_best_keras_holds_the_best_epoch_not_the_last(tmp_path):
 def test_a_finished_run_is_exported_when_asked(tmp_path):
     workdir, exports = tmp_path / "run", tmp_path / "exports"
     driver.train_run(str(workdir), _config(1), _policy())
-    outcome = driver.train_run(str(workdir), _config(1), _policy(export_dir=str(exports)))
+    outcome = driver.train_run(str(workdir), _config(1), _policy(),
+                               outputs=RunOutputs(export_dir=str(exports)))
     assert outcome.state == "finished"
     assert (exports / "1" / "saved_model.pb").stat().st_size > 0
     assert (exports / "1" / "MODEL_CARD.md").read_text() == (workdir / "MODEL_CARD.md").read_text()
@@ -223,7 +225,8 @@ def test_a_finished_run_is_exported_when_asked(tmp_path):
 def test_probe_sentence_is_refused_for_a_family_that_cannot_show_it(tmp_path):
     with pytest.raises(UsageError, match="probe_sentence needs a model that shows a "
                                          "sentence's attention \\(dsan, disan\\), not cbow"):
-        driver.train_run(str(tmp_path / "run"), _config(), _policy(probe_sentence="A man."))
+        driver.train_run(str(tmp_path / "run"), _config(), _policy(),
+                         outputs=RunOutputs(probe_sentence="A man."))
     assert not (tmp_path / "run").exists()  # refused before anything was written
 
 
@@ -375,7 +378,7 @@ def test_an_extension_stopped_early_finishes_as_asked_and_no_run_is_shortened(
 
 
 def test_an_export_on_another_backend_is_refused_before_training(tmp_path, monkeypatch):
-    """On JAX, `train_run(..., RunPolicy(export_dir=...))` trained its
+    """On JAX, `train_run(..., outputs=RunOutputs(export_dir=...))` trained its
     epochs and then died in jax2tf; `serving.export` died the same way. Both now refuse in
     one sentence before any work (the backend is faked: the check is what is tested)."""
     import keras
@@ -389,7 +392,8 @@ def test_an_export_on_another_backend_is_refused_before_training(tmp_path, monke
     monkeypatch.setattr(costs, "device_platform", lambda: "cpu")
     workdir = tmp_path / "run"
     with pytest.raises(UsageError) as refused:
-        driver.train_run(str(workdir), _config(1), _policy(export_dir=str(tmp_path / "e")))
+        driver.train_run(str(workdir), _config(1), _policy(),
+                         outputs=RunOutputs(export_dir=str(tmp_path / "e")))
     assert str(refused.value).startswith(
         "export_dir writes a TensorFlow SavedModel, which needs KERAS_BACKEND=tensorflow "
         "(now jax); a model trained on any backend exports from its run directory with ")

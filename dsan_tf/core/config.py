@@ -215,6 +215,7 @@ class ExperimentConfig:
         values = dict(values)
         model = values.pop("model", registry.DEFAULT)
         values.pop("policy", None)  # how it ran: `RunPolicy.from_record`
+        values.pop("outputs", None)  # what it wrote: `RunOutputs`
         parts = {"data": DataConfig, "training": TrainingConfig}
         for name in parts:  # a record of before the policy had its own part
             if isinstance(values.get(name), dict):
@@ -317,7 +318,7 @@ def named_values(name):
     its flagfile's flags (`registry.config_flags`, its base's under them) read with their
     fields' types, "model" its family; ValueError naming the flagfile's flag otherwise."""
     fields = {}
-    for part in (DataConfig, TrainingConfig, RunPolicy,
+    for part in (DataConfig, TrainingConfig, RunPolicy, RunOutputs,
                  *(registry.family(m).config for m in MODELS)):
         for field in dataclasses.fields(part):
             fields.setdefault(field.name, field)
@@ -345,10 +346,11 @@ def _any_family_has(name):
 @documented
 @dataclasses.dataclass(frozen=True)
 class RunPolicy:
-    """How a run is carried out on this backend and device, beside what it trains
-    (`ExperimentConfig`): how its steps are compiled and batched, where it runs, what it
-    logs and exports. None of it changes the function trained; a re-run may change any
-    of it but `SAME_RUN` (those change the batches a resumed run would draw).
+    """How a run's steps run on this backend and device, beside what it trains
+    (`ExperimentConfig`): how they are compiled and batched. None of it changes the
+    function trained; a re-run may change any of it but `SAME_RUN` (those change the
+    batches a resumed run would draw). What a run logs, probes and exports is its own part
+    (`RunOutputs`).
 
     The fields left unset (None) are decided once, at the start of a run, by `resolved`
     from the Keras backend and the device; a run directory records the resolved policy
@@ -401,16 +403,6 @@ class RunPolicy:
         "measurements to fit. Evaluation uses the training shapes. With per-length programs "
         "(sentence_programs) none of these: one grid of lengths for both sides.", exists="file",
         values=("device", "padding"), topic="data")
-    log_every_steps: int = hyperparameter(
-        100, "TensorBoard: log training metrics every N steps.", lower_bound=1,
-        topic="output")
-    probe_sentence: str | None = hyperparameter(
-        None, "Log the analysis figures of this sentence to TensorBoard at every epoch end "
-        "(models that show a sentence's attention: dsan).", topic="output")
-    export_dir: str | None = hyperparameter(
-        None, "Export the best model as a SavedModel in EXPORT_DIR/<next version>/ (TF "
-        "Serving's layout) at the end; given on a finished run, it exports that run.",
-        topic="output")
     compile_ahead: bool = hyperparameter(
         True, "Before the first epoch, trace or compile the training and evaluation steps "
         "for every batch shape an epoch uses (the model's state is restored afterwards), "
@@ -418,12 +410,6 @@ class RunPolicy:
     compilation_cache: bool = hyperparameter(
         True, "JAX: keep compiled steps in EMBEDDINGS_CACHE_DIR/jax, so that a repeated or "
         "resumed run does not compile them again.", topic="training")
-    stop_after_epochs: int = hyperparameter(
-        0, "Train at most this many epochs in this call, then stop as an interrupted run "
-        "stops: its epochs kept, the same command resumes it (a job's time limit; timing "
-        "the first epochs of a schedule whose batch shapes and learning rates are chosen "
-        "for all of it). 0: train to the end.", lower_bound=0, topic="training")
-
     def __post_init__(self):
         check_fields(self)
 
@@ -480,6 +466,40 @@ class RunPolicy:
         legacy = {name: value for part in ("training", "data")
                   for name, value in (values.get(part) or {}).items() if name in STEP_CHOICES}
         return cls(**legacy) if legacy else None
+
+
+@documented
+@dataclasses.dataclass(frozen=True)
+class RunOutputs:
+    """What a training run writes beside its record: TensorBoard's step summaries, a
+    sentence's figures at each epoch's end, a SavedModel of its best model. None of it
+    changes what is trained or how its steps run (`RunPolicy`); a re-run may change any
+    of it. A run directory records it in config.json ("outputs").
+
+    Examples:
+    ```python
+    from dsan_tf.core.config import RunOutputs
+
+    outputs = RunOutputs(log_every_steps=10, export_dir="runs/demo/export")
+    assert outputs.to_dict()["log_every_steps"] == 10
+    ```
+    """
+
+    log_every_steps: int = hyperparameter(
+        100, "TensorBoard: log training metrics every N steps.", lower_bound=1,
+        topic="output")
+    probe_sentence: str | None = hyperparameter(
+        None, "Log the analysis figures of this sentence to TensorBoard at every epoch end "
+        "(models that show a sentence's attention: dsan).", topic="output")
+    export_dir: str | None = hyperparameter(
+        None, "Export the best model as a SavedModel in EXPORT_DIR/<next version>/ (TF "
+        "Serving's layout) at the end; given on a finished run, it exports that run.",
+        topic="output")
+    def __post_init__(self):
+        check_fields(self)
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
 
 
 # The RunPolicy fields that choose how the steps are compiled and batched (shown by

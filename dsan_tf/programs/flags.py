@@ -17,7 +17,7 @@ import textwrap
 from absl import flags
 
 from dsan_tf.core.config import (
-    DATA_PREFIXES, MODELS, STEP_CHOICES, DataConfig, ExperimentConfig, RunPolicy,
+    DATA_PREFIXES, MODELS, STEP_CHOICES, DataConfig, ExperimentConfig, RunOutputs, RunPolicy,
     TrainingConfig, named_values)
 from dsan_tf.models import registry
 from dsan_tf.models.config import ModelConfig, described_fields, value_type
@@ -382,8 +382,15 @@ def define_step_flags():
 
 @_once("training")
 def define_run_flags():
-    """How a training run is carried out: `RunPolicy`'s fields."""
+    """How a training run is carried out: `RunPolicy`'s fields (how its steps run),
+    `RunOutputs`' (what it logs, probes and exports) and --stop_after_epochs."""
     define_config_flags(RunPolicy, "training")
+    define_config_flags(RunOutputs, "output")
+    flags.DEFINE_integer(
+        "stop_after_epochs", 0, "Train at most this many epochs in this call, then stop as "
+        "an interrupted run stops: its epochs kept, the same command resumes it (a job's "
+        "time limit; timing the first epochs of a schedule whose batch shapes and learning "
+        "rates are chosen for all of it). 0: train to the end.", lower_bound=0)
 
 
 def define_experiment_flags():
@@ -491,6 +498,15 @@ def run_policy(values=FLAGS, base=None):
     try:  # a flag left unset is its field's default
         return RunPolicy(**given_values(values, names,
                                         base.to_dict() if base is not None else None))
+    except ValueError as error:
+        raise flags.ValidationError(as_flags(str(error))) from None
+
+
+def run_outputs(values=FLAGS):
+    """The `RunOutputs` of the flags a program defined (`define_run_flags`)."""
+    names = [field.name for field in dataclasses.fields(RunOutputs)]
+    try:  # a flag left unset is its field's default
+        return RunOutputs(**given_values(values, names))
     except ValueError as error:
         raise flags.ValidationError(as_flags(str(error))) from None
 

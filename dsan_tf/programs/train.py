@@ -64,12 +64,14 @@ def main(argv):
         config = project_flags.experiment_config(base=setting.config)
         policy = project_flags.run_policy(base=setting.policy)
         project_flags.check_config_paths(config.training, policy)
-    if policy.export_dir:
+    outputs = project_flags.run_outputs()
+    if outputs.export_dir:
         require_tensorflow_backend("export_dir")
     from dsan_tf.training import driver  # Keras loads here, after --help
 
-    try:  # the library gets the flags as two objects, read here once
-        outcome = driver.train_run(FLAGS.workdir, config, policy, FLAGS.overwrite, setting)
+    try:  # the library gets the flags as objects, read here once
+        outcome = driver.train_run(FLAGS.workdir, config, policy, FLAGS.overwrite, setting,
+                                   outputs, FLAGS.stop_after_epochs)
     except KeyboardInterrupt:
         raise program.Interrupted(driver.interrupted_message(
             FLAGS.workdir, program.command_line())) from None

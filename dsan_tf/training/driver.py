@@ -18,7 +18,7 @@ from dsan_tf.common.errors import UsageError, require_tensorflow_backend
 from dsan_tf.common.labels import LABELS, NON_ENTAILMENT_ID
 from dsan_tf.data import batching
 from dsan_tf.core import rundir as run_files
-from dsan_tf.core.config import RunPolicy
+from dsan_tf.core.config import RunOutputs, RunPolicy
 from dsan_tf.core.task import NLITask
 from dsan_tf.models import registry
 from dsan_tf.saving import model_card
@@ -30,7 +30,7 @@ from dsan_tf.training import run_state as run_state_lib
 @dataclasses.dataclass(frozen=True)
 class TrainOutcome:
     """What `train_run` did: `state` ("new", "resume", "extend"; "finished": nothing
-    trained; "stopped": trained as many epochs as `RunPolicy.stop_after_epochs` asked,
+    trained; "stopped": trained as many epochs as `train_run`'s `stop_after_epochs` asked,
     not all), the run directory and its results.json (stopped: the epochs done and
     `run_facts`, no file)."""
 
@@ -51,11 +51,12 @@ class TrainOutcome:
                 f"{os.path.join(self.workdir, run_files.BEST)}")
 
 
-def train_run(workdir, config, policy=RunPolicy(), overwrite=False, setting=None):
+def train_run(workdir, config, policy=RunPolicy(), overwrite=False, setting=None,
+              outputs=RunOutputs(), stop_after_epochs=0):
     """Trains `config` in the run directory `workdir`, resuming what an interrupted run of
     the same configuration left there (its config.json is compared field by field); a
     finished run is not trained again, unless `config` gives it more epochs, when it
-    trains on from its last one. `policy.export_dir` exports a finished run too.
+    trains on from its last one. `outputs.export_dir` exports a finished run too.
 
     The data are `config.data`'s files, read and tokenized here (TensorFlow), or an
     encoded `setting` of them: its ids and word vectors as they are, with Keras and NumPy
@@ -70,6 +71,10 @@ def train_run(workdir, config, policy=RunPolicy(), overwrite=False, setting=None
             device, printed in one line and recorded in config.json ("policy").
         overwrite: replace what an earlier run left in `workdir` (its files only).
         setting: `dsan_tf.training.setting.EncodedSetting` of `config.data`, or None.
+        outputs: `dsan_tf.core.config.RunOutputs`, what the run logs, probes and exports;
+            recorded in config.json ("outputs").
+        stop_after_epochs: train at most this many epochs in this call, then stop as an
+            interrupted run stops (its epochs kept; the same call resumes it); 0: to the end.
 
     Returns:
         `TrainOutcome`.
@@ -80,26 +85,27 @@ def train_run(workdir, config, policy=RunPolicy(), overwrite=False, setting=None
     """
     config = config.resolved()
     policy = policy.resolved()
-    _check(config, policy, setting)
+    _check(config, outputs, setting)
     created = not os.path.isdir(workdir)
     run = run_files.RunDirectory(workdir)
     run.lock()  # released when this process ends, however it ends
     try:
-        return _train_locked(run, config, policy, overwrite, created, setting)
+        return _train_locked(run, (config, policy, outputs, stop_after_epochs), overwrite,
+                             created, setting)
     finally:
         run.unlock()
 
 
-def _check(config, policy, setting):
+def _check(config, outputs, setting):
     """What `train_run` refuses before it claims the run directory: one `UsageError`."""
-    if policy.export_dir:
+    if outputs.export_dir:
         require_tensorflow_backend("export_dir")  # before training, not after it
-    if policy.probe_sentence and not registry.family(config.model).sentence_figures:
+    if outputs.probe_sentence and not registry.family(config.model).sentence_figures:
         showing = [name for name in registry.names() if registry.family(name).sentence_figures]
         raise UsageError(f"probe_sentence needs a model that shows a sentence's attention "
                          f"({', '.join(showing)}), not {config.model}.",
                          fields=("probe_sentence",))
-    if policy.probe_sentence and not quiet.tensorflow_importable():
+    if outputs.probe_sentence and not quiet.tensorflow_importable():
         raise UsageError("probe_sentence draws into TensorBoard, whose files TensorFlow "
                          "writes: it is not installed.", fields=("probe_sentence",))
     if setting is None:
@@ -114,8 +120,10 @@ def _check(config, policy, setting):
                              fields=("setting", field.name))
 
 
-def _train_locked(run, config, policy, overwrite, created, setting):
-    """`train_run` in the claimed run directory, holding its lock."""
+def _train_locked(run, asked, overwrite, created, setting):
+    """`train_run` in the claimed run directory, holding its lock; `asked`: (config,
+    policy, outputs, stop_after_epochs)."""
+    config, policy, outputs, stop_after_epochs = asked
     try:
         state = run.claim(config, policy, overwrite=overwrite)
     except BaseException:
@@ -125,12 +133,13 @@ def _train_locked(run, config, policy, overwrite, created, setting):
     done = run.epochs_done()
     if state == "finished":
         heal_finished(run)
-        if policy.export_dir:
-            _export_finished(run, policy.export_dir)
+        if outputs.export_dir:
+            _export_finished(run, outputs.export_dir)
         return TrainOutcome(state, run.workdir, run.read_json(run_files.RESULTS))
     _continue(run, state, done, config.training.epochs)
     try:
-        results = train(config, run, policy, setting, train_epochs=state != "evaluate")
+        results = train(config, run, policy, setting, train_epochs=state != "evaluate",
+                        outputs=outputs, stop_after_epochs=stop_after_epochs)
     except BaseException as error:
         # No epoch committed: nothing to keep, so nothing is left (an interrupted first
         # epoch would leave config.json, which then refused a new configuration).
@@ -258,11 +267,14 @@ def interrupted_message(workdir, command):
             f"{done + 1}.")
 
 
-def train(config, run, policy, setting=None, train_epochs=True):
+def train(config, run, policy, setting=None, train_epochs=True, outputs=RunOutputs(),
+          stop_after_epochs=0):
     """Trains `config` (`ExperimentConfig`) in the claimed `RunDirectory` `run` as
     `policy` (`dsan_tf.core.config.RunPolicy`, resolved) says, on `config.data`'s files
     or the encoded `setting` of them (`train_epochs` False: no epoch, the finished run's
-    best model evaluated again); returns the results dict that results.json holds."""
+    best model evaluated again), writing what `outputs` asks, at most
+    `stop_after_epochs` epochs (0: to the end); returns the results dict that
+    results.json holds."""
     print(policy.describe())
     set_up(config)
     if policy.compilation_cache:
@@ -278,18 +290,18 @@ def train(config, run, policy, setting=None, train_epochs=True):
     # until `fit` has made its iterator).
     skipped = task.plan.skip_epochs(inputs["train"], done) if done else None
     model = build(task, prepared)
-    write_config(run, task, prepared, model, padding)
+    write_config(run, task, prepared, model, padding, outputs)
     ahead = announce_compiled(task, prepared, model, inputs) if policy.compile_ahead else None
     shared, nan_guard, run_state = make_callbacks(
-        run, task, prepared, inputs, policy.log_every_steps, policy.probe_sentence)
+        run, task, prepared, inputs, outputs.log_every_steps, outputs.probe_sentence)
     epochs = config.training.epochs
-    last = min(epochs, done + policy.stop_after_epochs) if policy.stop_after_epochs else epochs
+    last = min(epochs, done + stop_after_epochs) if stop_after_epochs else epochs
     fit(model, inputs, shared, run_state, last if train_epochs else done)
     del skipped
     if train_epochs and last < epochs and not model.stop_training and not nan_guard.stopped:
         # Stopped as asked (stop_after_epochs), not by early stopping: no results yet.
         return {"epochs": len(run_state.rows), **run_facts(inputs, ahead)}
-    return finish(run, model, inputs, nan_guard, run_state, policy.export_dir, ahead)
+    return finish(run, model, inputs, nan_guard, run_state, outputs.export_dir, ahead)
 
 
 def announce_compiled(task, prepared, model, inputs):
@@ -481,9 +493,9 @@ def build(task, prepared):
     return model
 
 
-def write_config(run, task, prepared, model, padding):
+def write_config(run, task, prepared, model, padding, outputs):
     """config.json: the configuration (`ExperimentConfig.to_dict`), the policy it runs by
-    (`RunPolicy`, resolved) and what the run found,
+    (`RunPolicy`, resolved), what it writes (`RunOutputs`) and what the run found,
     as numbers: the labels, vocabulary, word vectors, parameters, each split's pairs read
     and dropped (`read`) and tokens (`tokens`: unknown words, truncation).
 
@@ -492,6 +504,7 @@ def write_config(run, task, prepared, model, padding):
     (older records do; readers read `data`)."""
     run.write_json(run_files.CONFIG, {
         **task.config.to_dict(), "policy": task.policy.to_dict(),
+        "outputs": outputs.to_dict(),
         "label_names": list(LABELS),
         "vocab_size": prepared.vocabulary_size,
         "embeddings": prepared.found["embeddings"],

@@ -100,8 +100,8 @@ def _shown(value):
 
 def train_trial(params, config, policy, root):
     """A Tune trial (its function): the run of `config` with the searched `params`, in
-    ROOT/trials/<trial_name>, trained one epoch at a time (`RunPolicy.stop_after_epochs`,
-    each call resuming the run's record) and reported to Tune after each epoch (the
+    ROOT/trials/<trial_name>, trained one epoch at a time (`train_run`'s
+    `stop_after_epochs`, each call resuming the run's record) and reported to Tune after each epoch (the
     epochs a run already had, after a restart, first), until the run is finished or ASHA
     stops the trial."""
     from ray import tune
@@ -110,7 +110,6 @@ def train_trial(params, config, policy, root):
 
     workdir = os.path.join(root, TRIALS, trial_name(params))
     trial_config = config.replace(**params)
-    one_epoch = dataclasses.replace(policy, stop_after_epochs=1)
     reported = 0
     while True:
         rows = run_files.read_history(os.path.join(workdir, run_files.HISTORY))
@@ -120,7 +119,7 @@ def train_trial(params, config, policy, root):
         reported = len(rows)
         if os.path.exists(os.path.join(workdir, run_files.RESULTS)):
             return
-        driver.train_run(workdir, trial_config, one_epoch)
+        driver.train_run(workdir, trial_config, policy, stop_after_epochs=1)
 
 
 def run_sweep(root, config, policy, searches, num_samples, scheduler, resources,
@@ -192,9 +191,7 @@ def table(rows):
 def best_command(row):
     """The `dsan-train` command that trains the best trial again (its flags.txt)."""
     with open(os.path.join(row["workdir"], run_files.FLAGFILE), encoding="utf-8") as stream:
-        # One epoch a call was the sweep's way to let ASHA decide, not the run's.
-        flags = [line.strip() for line in stream if line.strip()
-                 and not line.startswith("--stop_after_epochs")]
+        flags = [line.strip() for line in stream if line.strip()]
     import shlex
 
     return shlex.join(["dsan-train", *flags, f"--workdir={row['workdir']}"])
