@@ -170,7 +170,7 @@ def test_a_sigkill_resumes_to_the_uninterrupted_run(uninterrupted, tmp_path):
         import sys
         sys.path.insert(0, {str(ROOT / 'tests')!r})
         from dsan_tf.common import atomic
-        from test_crash_safety import _config, _options
+        from test_crash_safety import _config, _options, _outputs
         if len(sys.argv) > 1:
             atomic.set_fault_hook(atomic.kill_at(sys.argv[1], int(sys.argv[2])))
         from dsan_tf.training import driver

@@ -24,7 +24,7 @@ def require_tensorflow_backend(what):
     """Raises `UsageError` unless Keras runs on TensorFlow: `what` (e.g. "export_dir")
     writes a SavedModel, which only TensorFlow's Keras can trace. Called before any work,
     so that a run on JAX is refused before it trains, not after."""
-    import keras
+    import keras  # loaded already by whoever asks (common imports no other module)
 
     backend = keras.backend.backend()
     if backend != "tensorflow":

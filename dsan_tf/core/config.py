@@ -422,7 +422,7 @@ class RunPolicy:
         and device: `jit_compile` (what pays there), `one_pass` (on an accelerator),
         `steps_per_execution` (JAX on an accelerator), `sentence_programs` (JAX on a CPU,
         with a compiled step) and `bounded_shapes` (with a compiled step)."""
-        import keras
+        from dsan_tf.common.frameworks import keras
 
         from dsan_tf.core.optimization import default_jit_compile
         from dsan_tf.data.costs import device_platform

@@ -3,7 +3,7 @@ papers, and whether the step is compiled (XLA on TensorFlow and JAX, `torch.comp
 PyTorch). Needs Keras only, not TensorFlow.
 """
 
-import keras
+from dsan_tf.common.frameworks import keras
 
 from dsan_tf.layers import DistancePrior
 from dsan_tf.models import optimizers

@@ -624,7 +624,8 @@ def provenance():
     """What produced a result: package versions (Keras, its backend and that backend's
     framework; TensorFlow's where it is loaded) and, in a git checkout, the commit (with
     "-dirty" when files differ from it)."""
-    import keras  # loaded by the run that asks; kept out of the study tools' start
+    # Loaded by the run that asks; kept out of the study tools' start.
+    from dsan_tf.common.frameworks import keras
 
     backend = keras.backend.backend()
     framework = sys.modules.get(backend)

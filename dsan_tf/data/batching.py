@@ -15,7 +15,7 @@ Shape legend: N pairs, B batch, T1 premise tokens, T2 hypothesis tokens.
 
 import dataclasses
 
-import keras
+from dsan_tf.common.frameworks import keras
 import numpy as np
 
 from dsan_tf.common import progress

@@ -242,7 +242,7 @@ def choose_cells(maxima, counts, costs, steps_scale, batch_size, embedding_dim=N
 
 def device_platform():
     """The platform the Keras backend computes on: "cpu", "gpu" or "tpu"."""
-    import keras  # loaded already wherever batches are made
+    from dsan_tf.common.frameworks import keras  # loaded already wherever batches are made
 
     backend = keras.backend.backend()
     if backend == "jax":
@@ -251,7 +251,7 @@ def device_platform():
         return "gpu" if jax.devices()[0].platform in ("gpu", "cuda", "rocm") else \
             jax.devices()[0].platform
     if backend == "tensorflow":
-        import tensorflow as tf
+        from dsan_tf.common.frameworks import tf
 
         return "gpu" if tf.config.list_physical_devices("GPU") else "cpu"
     if backend == "torch":

@@ -10,7 +10,7 @@ Shape legend: B batch, T1 premise tokens, T2 hypothesis tokens (each batch its o
 import dataclasses
 
 import numpy as np
-import tensorflow as tf
+from dsan_tf.common.frameworks import tf
 
 # One definition, in the module that needs no TensorFlow.
 from dsan_tf.data.batching import DEFAULT_BUCKETS, SORT_CHUNK_BATCHES, EncodeReport  # noqa: F401

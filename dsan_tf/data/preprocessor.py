@@ -7,9 +7,10 @@ import json
 import os
 import warnings
 
-import keras
+from dsan_tf.common.frameworks import keras
 import numpy as np
-import tensorflow as tf  # strings are TensorFlow's (tf.strings, tf.data) on every backend
+# Strings are TensorFlow's (tf.strings, tf.data) on every backend.
+from dsan_tf.common.frameworks import tf
 
 from dsan_tf.common import atomic
 from dsan_tf.common.labels import LABEL_IDS

@@ -20,7 +20,7 @@ choice so serving repeats it.
 Shape legend: B texts, None tokens per text (ragged).
 """
 
-import tensorflow as tf
+from dsan_tf.common.frameworks import tf
 
 # Abbreviations whose period stays with them before a following word (case-insensitive,
 # so that lower-cased text keeps them too). Titles, street and place words, units, company

@@ -10,7 +10,7 @@ import hashlib
 import json
 import os
 
-import keras
+from dsan_tf.common.frameworks import keras
 
 from dsan_tf.common import atomic
 from dsan_tf.data.examples import DataError
@@ -55,7 +55,7 @@ class Vocabulary:
     @classmethod
     def build(cls, texts, min_count=1, lowercase=False, chunk_size=100_000):
         """Counts the tokens of `texts` (an iterable of str) and keeps those seen `min_count`+ times."""
-        import tensorflow as tf  # counting is TensorFlow's (its tokenizer's)
+        from dsan_tf.common.frameworks import tf  # counting is TensorFlow's (its tokenizer's)
 
         from dsan_tf.data.tokenizer import tokenize
 

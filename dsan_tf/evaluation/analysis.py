@@ -5,7 +5,7 @@ Shape legend: T tokens, H heads, D word width (d_e), F FFN hidden width.
 """
 
 import numpy as np
-from keras import ops
+from dsan_tf.common.frameworks import ops
 
 from dsan_tf.layers import masks
 

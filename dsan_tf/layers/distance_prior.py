@@ -6,8 +6,7 @@ alternatives compared in Table 1 of the Gaussian Transformer paper (Guo et al., 
 Shape legend: T tokens. d = |i - j| is the distance between query i and key j.
 """
 
-import keras
-from keras import ops
+from dsan_tf.common.frameworks import keras, ops
 
 from dsan_tf.common.choices import PRIORS
 

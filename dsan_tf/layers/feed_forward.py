@@ -4,7 +4,7 @@
 Shape legend: B batch, T tokens, D width, F hidden width (d_ff).
 """
 
-import keras
+from dsan_tf.common.frameworks import keras
 
 from dsan_tf.layers import stacking
 from dsan_tf.layers.layer_norm import LayerNorm

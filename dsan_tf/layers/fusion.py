@@ -4,8 +4,7 @@ Section 5.2's).
 Shape legend: B batch, T tokens, D width.
 """
 
-import keras
-from keras import ops
+from dsan_tf.common.frameworks import keras, ops
 
 from dsan_tf.common.choices import FUSIONS
 from dsan_tf.layers import stacking

@@ -4,8 +4,7 @@ features of two sentence vectors, and the MLP that turns features into class log
 Shape legend: B batch, E sentence-vector width, F feature width, C classes.
 """
 
-import keras
-from keras import ops
+from dsan_tf.common.frameworks import keras, ops
 
 from dsan_tf.layers.layer_norm import LayerNorm
 from dsan_tf.layers.utils import initialized_dense

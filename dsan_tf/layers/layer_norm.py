@@ -8,8 +8,7 @@ sentence and training step, so they were a third of the activation memory; this 
 keeps one (the normalised x̂) and a [..., 1] scale, and computes the same values.
 """
 
-import keras
-from keras import ops
+from dsan_tf.common.frameworks import keras, ops
 
 
 def _sum_to(gradient, shape):

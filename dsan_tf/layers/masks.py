@@ -9,7 +9,7 @@ The masks depend on the sequence length only, so they are built once per call fo
 
 import warnings
 
-from keras import ops
+from dsan_tf.common.frameworks import ops
 
 DIRECTIONS = ("forward", "backward")
 # The token id of padding, for every model and vocabulary (`dsan_tf.data.Vocabulary`

@@ -4,8 +4,7 @@ eq. 14-16) and max pooling, both blind to padding.
 Shape legend: B batch, T tokens, D width (2·d_e for the DSAN encoder output U).
 """
 
-import keras
-from keras import ops
+from dsan_tf.common.frameworks import keras, ops
 
 from dsan_tf.common.choices import MAX_POOL_PADDINGS
 from dsan_tf.layers import masks

@@ -9,7 +9,7 @@ separate layers. Dropout draws the N layers' masks at once.
 Shape legend: N stacked layers, B batch, T tokens, D input width, E output width.
 """
 
-from keras import ops
+from dsan_tf.common.frameworks import ops
 
 from dsan_tf.layers.layer_norm import _layer_norm
 

@@ -3,7 +3,7 @@
 import math
 import zlib
 
-import keras
+from dsan_tf.common.frameworks import keras
 
 from dsan_tf.common.choices import INITIALIZATIONS
 

@@ -9,9 +9,8 @@ Shape legend: B batch, T tokens, V vocabulary, D word width (d_e), E backbone ou
 import dataclasses
 import inspect
 
-import keras
+from dsan_tf.common.frameworks import keras, ops
 import numpy as np
-from keras import ops
 
 from dsan_tf.layers import masks
 

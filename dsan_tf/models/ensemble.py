@@ -5,8 +5,7 @@ Tables 2-3).
 Shape legend: B pairs, C classes, T1/T2 premise/hypothesis tokens.
 """
 
-import keras
-from keras import ops
+from dsan_tf.common.frameworks import keras, ops
 
 from dsan_tf.models import registry
 from dsan_tf.models.text_model import TextModel

@@ -4,7 +4,7 @@ paper's Section 4.1.
 Shape legend: B batch, T1 premise tokens, T2 hypothesis tokens, C classes.
 """
 
-import keras
+from dsan_tf.common.frameworks import keras
 
 from dsan_tf.layers import ClassificationHead, MatchingFeatures, SplitPair, StackPair
 from dsan_tf.models.backbone import count_parameters

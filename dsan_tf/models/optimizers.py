@@ -14,8 +14,7 @@ strategy (its variables update per replica), with AMSGrad, and for a sparse grad
 their sum: kept so that trained-embedding runs give the numbers they gave before.
 """
 
-import keras
-from keras import ops
+from dsan_tf.common.frameworks import keras, ops
 
 
 class _OneOpPerVariable:
@@ -31,14 +30,14 @@ class _OneOpPerVariable:
     def _fused(self, gradient):
         if keras.backend.backend() != "tensorflow" or self.amsgrad:
             return False
-        import tensorflow as tf  # the backend: loaded already
+        from dsan_tf.common.frameworks import tf  # the backend: loaded already
 
         return not tf.distribute.has_strategy() and not isinstance(gradient, tf.IndexedSlices)
 
     def update_step(self, gradient, variable, learning_rate):
         if not self._fused(gradient):
             return super().update_step(gradient, variable, learning_rate)
-        import tensorflow as tf
+        from dsan_tf.common.frameworks import tf
 
         dtype = variable.dtype
         if getattr(self, "_step_powers", None) is None:

@@ -22,7 +22,7 @@ import json
 import os
 import zipfile
 
-import keras
+from dsan_tf.common.frameworks import keras
 
 from dsan_tf.common.errors import UsageError
 from dsan_tf.common.labels import LABELS

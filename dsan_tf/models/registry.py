@@ -276,7 +276,7 @@ def load_model(path, compile=True):
     same once a task model's class is imported, which registers every class)."""
     import warnings
 
-    import keras
+    from dsan_tf.common.frameworks import keras
 
     register_keras_classes()
     with warnings.catch_warnings():

@@ -10,7 +10,7 @@ Shape legend: N pairs, C classes.
 import importlib
 import sys
 
-import keras
+from dsan_tf.common.frameworks import keras
 import numpy as np
 
 from dsan_tf.common.labels import labelled
@@ -60,7 +60,7 @@ def _free_shapes(data):
     if keras.backend.backend() != "tensorflow" or not isinstance(data, keras.utils.PyDataset) \
             or getattr(shapes, "bounded", True):
         return data
-    import tensorflow as tf  # the backend: loaded already
+    from dsan_tf.common.frameworks import tf  # the backend: loaded already
 
     spec = keras.tree.map_structure(
         lambda value: tf.TensorSpec([None] * np.ndim(value), np.asarray(value).dtype), data[0])

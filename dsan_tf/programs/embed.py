@@ -80,7 +80,7 @@ def sentences(path, field):
 
 def write_projector(directory, vectors, texts):
     """A TensorBoard projector view of `vectors` [N, E] labelled by `texts`."""
-    import tensorflow as tf  # only for --projector_dir
+    from dsan_tf.common.frameworks import tf  # only for --projector_dir
     from tensorboard.plugins import projector
 
     os.makedirs(directory, exist_ok=True)

@@ -187,7 +187,7 @@ def _publish(partial, export_dir, version):
 def _build(export_dir, version, write):
     """`write(partial)` into a new temporary folder, published as a version; the folder
     goes when `write` fails (a full disk, Ctrl-C)."""
-    import tensorflow as tf
+    from dsan_tf.common.frameworks import tf
 
     partial = _building(export_dir, version)
     try:

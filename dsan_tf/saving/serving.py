@@ -12,9 +12,9 @@ Shape legend: B sentences or pairs, C classes, E sentence-vector width.
 
 import os
 
-import keras
+from dsan_tf.common.frameworks import keras
 import numpy as np
-import tensorflow as tf
+from dsan_tf.common.frameworks import tf
 
 from dsan_tf.data.preprocessor import (PREDICTION_BATCH_SIZE, TruncationWarning, dense,
                                        label_ids, members_ids, pair_texts, texts,

@@ -7,7 +7,7 @@ Keras only; JAX where it is the backend.
 import os
 import time
 
-import keras
+from dsan_tf.common.frameworks import keras
 import numpy as np
 
 from dsan_tf.data import batching

@@ -14,7 +14,7 @@ Batches of mixed shapes, or fewer than K at an epoch's end, run one by one throu
 one-step program, as Keras runs them.
 """
 
-import keras
+from dsan_tf.common.frameworks import keras
 
 
 def _shape_key(batch):

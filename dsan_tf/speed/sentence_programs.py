@@ -23,7 +23,7 @@ backbone called twice (not `one_pass`), no loss scaling, no regularizer, and eve
 the backbone's or the head's. Unset, it is on where the step runs on a CPU (`default`).
 """
 
-import keras
+from dsan_tf.common.frameworks import keras
 
 from dsan_tf.speed import keras_private
 

@@ -8,7 +8,7 @@ import dataclasses
 import math
 import time
 
-import keras
+from dsan_tf.common.frameworks import keras
 
 from dsan_tf.common import interrupt, progress
 from dsan_tf.common.errors import UsageError
@@ -159,7 +159,7 @@ class HParams(keras.callbacks.Callback):
     def on_train_begin(self, logs=None):
         values = {k: v if isinstance(v, (bool, int, float, str)) else str(v)
                   for k, v in self.hparams.items()}
-        import tensorflow as tf
+        from dsan_tf.common.frameworks import tf
         from tensorboard.plugins.hparams import api as hp
 
         with tf.summary.create_file_writer(self.logdir).as_default():
@@ -175,7 +175,7 @@ class ProbeFigures(keras.callbacks.Callback):
         self.logdir, self.tokens, self.ids = logdir, tokens, ids
 
     def on_epoch_end(self, epoch, logs=None):
-        import tensorflow as tf
+        from dsan_tf.common.frameworks import tf
 
         figures = plots.sentence_figures(self.tokens,
                                          analysis.sentence_analysis(self.model.backbone, self.ids))

@@ -9,7 +9,7 @@ import dataclasses
 import math
 import os
 
-import keras
+from dsan_tf.common.frameworks import keras
 import numpy as np
 
 from dsan_tf import data
@@ -381,7 +381,7 @@ def set_up(config):
     keras.config.set_dtype_policy("float32" if precision == "none" else precision)
     keras.utils.set_random_seed(config.data.seed)
     if config.data.deterministic and keras.backend.backend() == "tensorflow":
-        import tensorflow as tf  # the backend: loaded already
+        from dsan_tf.common.frameworks import tf  # the backend: loaded already
 
         tf.config.experimental.enable_op_determinism()
 

@@ -33,7 +33,7 @@ import os
 import shutil
 import struct
 
-import keras
+from dsan_tf.common.frameworks import keras
 import numpy as np
 
 from dsan_tf.common import atomic

@@ -4,8 +4,7 @@ Shape legend: B batch, T1 premise tokens, T2 hypothesis tokens, D word width, h 
 and MLP width (the paper: 300), k computational blocks.
 """
 
-import keras
-from keras import ops
+from dsan_tf.common.frameworks import keras, ops
 
 from dsan_tf.layers import masks
 from dsan_tf.models.afdmn.config import INITIALIZATIONS, AFDMNConfig

@@ -9,8 +9,7 @@ every BiLSTM output, U the MLP width.
 import contextlib
 import random
 
-import keras
-from keras import ops
+from dsan_tf.common.frameworks import keras, ops
 
 from dsan_tf.layers import masks
 from dsan_tf.layers.utils import clone_initializer

@@ -3,7 +3,7 @@
 Shape legend: B batch, T tokens, D word width.
 """
 
-import keras
+from dsan_tf.common.frameworks import keras
 
 from dsan_tf.models.cbow.bag_of_words import BagOfWordsEncoder
 from dsan_tf.models.backbone import SentenceEncoderBackbone

@@ -3,8 +3,7 @@
 Shape legend: B batch, T tokens, D word width.
 """
 
-import keras
-from keras import ops
+from dsan_tf.common.frameworks import keras, ops
 
 
 @keras.saving.register_keras_serializable(package="dsan_tf")

@@ -3,7 +3,7 @@
 Shape legend: B batch, T tokens, D word width, E sentence-vector width (2D).
 """
 
-import keras
+from dsan_tf.common.frameworks import keras
 
 from dsan_tf.layers import masks
 from dsan_tf.models.backbone import SentenceEncoderBackbone

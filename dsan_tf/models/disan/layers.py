@@ -7,8 +7,7 @@ Unlike DSAN's multi-head dot-product attention, DiSAN's token2token attention sc
 every (i, j) pair with a D-dimensional vector, so it materialises [B, T, T, D].
 """
 
-import keras
-from keras import ops
+from dsan_tf.common.frameworks import keras, ops
 
 from dsan_tf.layers import masks
 from dsan_tf.layers.fusion import FusionGate

@@ -5,8 +5,7 @@ Shape legend: B batch, T tokens, D model width (d_e), H heads, K = D / H (d_k).
 
 import math
 
-import keras
-from keras import ops
+from dsan_tf.common.frameworks import keras, ops
 
 from dsan_tf.layers import masks, stacking
 from dsan_tf.layers.distance_prior import DistancePrior
@@ -27,6 +26,35 @@ def _heads(layers, inputs, name):
     if first.qkv_norm == "full":
         return ops.reshape(stacking.layer_norm(norms, projected), shape)
     return stacking.layer_norm(norms, ops.reshape(projected, shape))
+
+
+def _attend(layers, inputs, visible):
+    """Eq. 7 for N layers: the heads' contexts joined, [N, B, T, D], and the attention
+    weights [N, B, H, T, T], of inputs [B, T, D] with the keys `visible` [N, 1 or B, 1, T,
+    T] may attend to."""
+    first, count = layers[0], len(layers)
+    batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
+    # Scaling the [N, B, T, H, K] queries rather than the [N, B, H, T, T] logits keeps
+    # the backward pass from holding on to the unscaled logits.
+    scale = first.key_dim * (1 if first.attention_scale == "d_k" else first.num_heads)
+    query = _heads(layers, inputs, "query") * (1.0 / math.sqrt(scale))
+    key = _heads(layers, inputs, "key")
+    value = _heads(layers, inputs, "value")
+    # M_dir, padding and the prior as one float32 bias [N, B, 1, T, T]. A masked key's
+    # weight underflows to exactly 0 whenever its row has a visible key.
+    distances = masks.distances(length)
+    prior = ops.stack([layer.prior(distances) for layer in layers])[:, None, None]
+    bias = ops.where(visible, prior, masks.LARGE_NEGATIVE)
+    # Logits and softmax in float32 so that masking stays finite in half precision.
+    merged = (count * batch, length, first.num_heads, first.key_dim)
+    logits = ops.einsum("bqhk,bthk->bhqt", ops.reshape(query, merged),
+                        ops.reshape(key, merged))
+    logits = ops.reshape(logits, (count, batch, first.num_heads, length, length))
+    weights = masks.softmax(ops.cast(logits, "float32") + bias, axis=-1)
+    context = ops.einsum("bhqt,bthk->bqhk", ops.reshape(
+        ops.cast(weights, value.dtype), (count * batch, first.num_heads, length, length)),
+        ops.reshape(value, merged))
+    return ops.reshape(context, (count, batch, length, inputs.shape[-1])), weights
 
 
 @keras.saving.register_keras_serializable(package="dsan_tf")
@@ -193,33 +221,9 @@ class MaskedMultiHeadAttention(keras.layers.Layer):
             len(partners), in the order [self, *partners], when partners are given.
         """
         layers = [self, *partners]
-        first, count = layers[0], len(layers)
-        batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
-        # Scaling the [N, B, T, H, K] queries rather than the [N, B, H, T, T] logits keeps
-        # the backward pass from holding on to the unscaled logits.
-        scale = first.key_dim * (1 if first.attention_scale == "d_k" else first.num_heads)
-        query = _heads(layers, inputs, "query") * (1.0 / math.sqrt(scale))
-        key = _heads(layers, inputs, "key")
-        value = _heads(layers, inputs, "value")
-
+        length = ops.shape(inputs)[1]
         visible = ops.stack([layer.visibility(length, padding_mask) for layer in layers])
-        # M_dir, padding and the prior as one float32 bias [N, B, 1, T, T]. A masked key's
-        # weight underflows to exactly 0 whenever its row has a visible key.
-        distances = masks.distances(length)
-        prior = ops.stack([layer.prior(distances) for layer in layers])[:, None, None]
-        bias = ops.where(visible, prior, masks.LARGE_NEGATIVE)
-        # Logits and softmax in float32 so that masking stays finite in half precision.
-        merged = (count * batch, length, first.num_heads, first.key_dim)
-        logits = ops.einsum("bqhk,bthk->bhqt", ops.reshape(query, merged),
-                            ops.reshape(key, merged))
-        logits = ops.reshape(logits, (count, batch, first.num_heads, length, length))
-        logits = ops.cast(logits, "float32") + bias
-        weights = masks.softmax(logits, axis=-1)
-
-        context = ops.einsum("bhqt,bthk->bqhk", ops.reshape(
-            ops.cast(weights, value.dtype), (count * batch, first.num_heads, length, length)),
-            ops.reshape(value, merged))
-        context = ops.reshape(context, (count, batch, length, inputs.shape[-1]))
+        context, weights = _attend(layers, inputs, visible)
         outputs = stacking.layer_norm(
             [layer.output_norm for layer in layers],
             stacking.dense([layer.output_dense for layer in layers], context))

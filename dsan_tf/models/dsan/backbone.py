@@ -4,7 +4,7 @@ and backward DSAN blocks -> source2token attention and max pooling -> sentence v
 Shape legend: B batch, T tokens, D word width (d_e), E sentence-vector width (4·d_e).
 """
 
-import keras
+from dsan_tf.common.frameworks import keras
 
 from dsan_tf.layers import masks
 from dsan_tf.models.backbone import SentenceEncoderBackbone

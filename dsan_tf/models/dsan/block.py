@@ -3,7 +3,7 @@
 Shape legend: B batch, T tokens, D width, H heads, F FFN hidden width.
 """
 
-import keras
+from dsan_tf.common.frameworks import keras
 
 from dsan_tf.models.dsan.attention import MaskedMultiHeadAttention
 from dsan_tf.layers.feed_forward import PositionwiseFeedForward

@@ -3,8 +3,7 @@
 Shape legend: B batch, T tokens, D word width (d_e), H heads, F FFN hidden width.
 """
 
-import keras
-from keras import ops
+from dsan_tf.common.frameworks import keras, ops
 
 from dsan_tf.models.dsan.config import POOLINGS
 from dsan_tf.models.dsan.block import DSANBlock

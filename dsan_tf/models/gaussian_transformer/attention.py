@@ -8,8 +8,7 @@ K = D / H (d_h).
 
 import math
 
-import keras
-from keras import ops
+from dsan_tf.common.frameworks import keras, ops
 
 from dsan_tf.layers import masks
 from dsan_tf.layers.distance_prior import DistancePrior

@@ -4,8 +4,7 @@ Shape legend: B batch, T1 premise tokens, T2 hypothesis tokens, W frozen token f
 (d_w + d_c), D model width (d_model), H heads, M encoding and N interaction blocks.
 """
 
-import keras
-from keras import ops
+from dsan_tf.common.frameworks import keras, ops
 
 from dsan_tf.layers import masks
 from dsan_tf.models.gaussian_transformer.layers import (

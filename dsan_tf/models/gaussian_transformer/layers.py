@@ -6,9 +6,8 @@ Shape legend: B batch, T tokens (T1 premise, T2 hypothesis), W frozen token feat
 (d_w + d_c), D model width (d_model).
 """
 
-import keras
+from dsan_tf.common.frameworks import keras, ops
 import numpy as np
-from keras import ops
 
 from dsan_tf.layers.feed_forward import PositionwiseFeedForward
 from dsan_tf.models.gaussian_transformer.attention import GaussianAttentionSublayer
