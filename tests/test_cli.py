@@ -251,6 +251,13 @@ def test_user_mistakes_get_one_sentence(tmp_path):
     assert missing.stderr == "error: flag --train_data=/no/such/file.jsonl: no such file.\n"
     no_vectors = cli("train", *DEMO, f"--workdir={tmp_path}", "--embeddings=/no/vectors.txt")
     assert no_vectors.stderr == "error: flag --embeddings=/no/vectors.txt: no such file.\n"
+    # A folder given for a file says it is a folder (it said "a file, not a file").
+    for flag in ("train_data", "embeddings"):
+        folder = cli("train", *DEMO, f"--workdir={tmp_path / 'run'}", f"--{flag}={tmp_path}")
+        assert folder.stderr == f"error: flag --{flag}={tmp_path}: a directory, not a file.\n"
+    for program, flag in (("evaluate", "data"), ("predict", "input")):
+        folder = cli(program, f"--workdir={tmp_path}", f"--{flag}={tmp_path}")
+        assert folder.stderr == f"error: flag --{flag}={tmp_path}: a directory, not a file.\n"
     no_workdir = cli("train", *DEMO)
     assert "error: give --workdir" in no_workdir.stderr
     not_a_run = cli("predict", f"--workdir={tmp_path}", "--premise=a", "--hypothesis=b")

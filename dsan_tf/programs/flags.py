@@ -79,7 +79,8 @@ def require_existing(name, directory=False, prefixes=(), values=()):
             if item is None or item in values or item.startswith(tuple(prefixes)):
                 continue
             if not exists(item):
-                there = (f"a file, not a {what}" if os.path.exists(item)
+                found = "directory" if os.path.isdir(item) else "file"
+                there = (f"a {found}, not a {what}" if os.path.exists(item)
                          else f"no such {what}")
                 # absl names a list flag by its Python list; `program.sentence` puts the
                 # missing value in its place.

@@ -34,7 +34,7 @@ def sentence(text):
     text = re.sub(r"^flags \w+=.*?: (--\w+=)", r"\1", text, count=1, flags=re.S)
     # A list flag's missing value (`flags.require_existing`): named as a value of the flag,
     # not as absl's Python list (`--data=['a.jsonl', 'b.jsonl']`).
-    text = re.sub(r"^flag (--[\w-]+)=\[.*\]: (.+): (no such \w+|a file, not a \w+)$",
+    text = re.sub(r"^flag (--[\w-]+)=\[.*\]: (.+): (no such \w+|a \w+, not a \w+)$",
                   r"flag \1=\2: \3", text, flags=re.S)
     return text if text.endswith((".", "?", "!")) else text + "."
 
