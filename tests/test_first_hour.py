@@ -246,6 +246,10 @@ def test_summary_counts_the_model_a_run_trained(trained):
      "the premise (sentence1) must be a sentence, got 3."),
     ('{"sentence1": "a", "sentence2": "b", "gold_label": null}',
      "gold_label must be a label name such as 'entailment', got null."),
+    # An id beyond the classes (an IndexError traceback in the report's confusion matrix).
+    ('{"sentence1": "a", "sentence2": "b", "gold_label": 5}',
+     "label id 5 is no class; expected 0 to 2 (entailment, neutral, contradiction), -1 (no "
+     "gold label) or a label name."),
 ])
 def test_a_record_of_the_wrong_type_is_one_sentence_naming_file_and_line(trained, tmp_path,
                                                                         record, message):

@@ -279,3 +279,24 @@ def test_the_programs_take_a_presets_name_and_its_card_commands_run_anywhere(tmp
     missing = cli("evaluate", "--workdir=dsan_snli25k_glove5", "--data=synthetic:word_order/dev")
     assert missing.returncode == 1 and "dsan_snli25k_glove5: no such directory" in \
         missing.stderr
+
+
+def test_a_preset_loads_by_name_in_a_fresh_process_through_any_entry():
+    """The preset loader registers the classes its files name before reading them: a
+    fresh process that imports only it (as `dsan-evaluate --workdir=NAME` does) loads the
+    shipped preset, and so does the program itself."""
+    import subprocess
+    import sys
+
+    from helpers import cli_process
+
+    name = sorted(registry.trained_presets())[0]
+    script = ("from dsan_tf.models import preset\n"
+              f"print(type(preset.load({name!r}, compile=False)).__name__)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)
+    assert done.returncode == 0 and done.stdout.strip() == "NLIClassifier", done.stderr[-2000:]
+    predicted = cli_process("predict", f"--workdir={name}", "--premise=A man sleeps.",
+                            "--hypothesis=A person rests.")
+    assert predicted.returncode == 0 and "entailment" in predicted.stdout, \
+        predicted.stderr[-2000:]

@@ -134,6 +134,10 @@ def _check_types(where, premise, hypothesis, label):
 
 def _label_id(label, where):
     if isinstance(label, int):
+        if label >= len(LABELS):  # TFDS's ids: 0 to 2, -1 for no gold label
+            raise DataError(f"{where}: label id {label} is no class; expected 0 to "
+                            f"{len(LABELS) - 1} ({', '.join(LABELS)}), -1 (no gold label) "
+                            "or a label name.")
         return label if label >= 0 else None
     label = label.strip().lower()
     if label in ("-", ""):

@@ -46,7 +46,6 @@ def _task_class(name):
     """The task model's class that a preset records (`NLIClassifier`, `NLIEnsemble`), as
     Keras registered it: the files say what they hold, as `.keras` files do, so this module
     needs neither class (both load through it: `TextModel.from_preset`)."""
-    registry.register_keras_classes()  # a fresh process has imported no family's yet
     found = keras.saving.get_registered_object(f"dsan_tf>{name}")
     if found is None:
         raise ValueError(f"a preset records the class {name!r}, which dsan_tf does not "
@@ -177,6 +176,9 @@ def load(path, compile=True, num_classes=None, dtype=None, load_weights=True):
             keras-hub casts a saved float dtype to it, else the policy it was saved with.
         load_weights: False: the same architecture with fresh weights.
     """
+    # Its files name the classes Keras looks up: every one registered first (a fresh process
+    # may have imported no task model yet, whose module would register them).
+    registry.register_keras_classes()
     path = locate(path)
     if os.path.isdir(path) and not any(os.path.exists(os.path.join(path, name))
                                        for name in (METADATA, *MODEL_FILES)):
