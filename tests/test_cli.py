@@ -733,13 +733,16 @@ def test_a_failed_run_leaves_no_directory(tmp_path):
     ("predict", ["--workdir=/no/such/run", "--premise=a", "--hypothesis=b"]),
     ("embed", ["--workdir=.", "--input=/no/such.txt", "--output=/tmp/x.npy"]),
 ])
-def test_bad_flag_values_are_refused_before_tensorflow_loads(program, flags):
-    started = time.perf_counter()
-    refused = cli_process(program, *flags)  # a new process: TensorFlow not loaded yet
-    seconds = time.perf_counter() - started
-    assert refused.returncode != 0 and refused.stdout == ""
+def test_bad_flag_values_are_refused_before_tensorflow_loads(program, flags, tmp_path):
+    """A new process in which importing TensorFlow (or Keras) fails loudly: the refusal
+    comes first, so the sentence is all the user sees, however busy the machine."""
+    for name in ("tensorflow", "keras"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text(
+            f"raise ImportError('{name} was imported before the flags were checked')")
+    refused = cli_process(program, *flags, env={"PYTHONPATH": str(tmp_path)})
+    assert refused.returncode != 0 and refused.stdout == "", refused.stderr[-2000:]
     assert refused.stderr.startswith("error: flag --") and refused.stderr.count("\n") == 1
-    assert seconds < 4.0, seconds  # TensorFlow alone takes 5 s to import
 
 
 def test_a_missing_value_of_a_list_flag_is_named_alone(tmp_path):
@@ -755,18 +758,17 @@ def test_a_missing_value_of_a_list_flag_is_named_alone(tmp_path):
 
 def test_without_internet_tfds_says_so_at_once_and_leaves_nothing(tmp_path):
     """The README's TFDS command offline (simulated by a proxy on a closed loopback port):
-    one sentence within 30 s that names the local-file alternative; nothing in HOME."""
+    one sentence that names the local-file alternative, no retries (the child's timeout
+    guards a hang); nothing in HOME."""
     home = tmp_path / "home"
     home.mkdir()
     proxy = "http://127.0.0.1:9"
-    started = time.perf_counter()
     # A new process: TFDS reads HOME when it is imported.
     refused = cli_process("train", *DEMO, f"--workdir={tmp_path / 'run'}",
                           "--train_data=tfds:snli/train", timeout=120,
                   env={"HOME": str(home), "HTTPS_PROXY": proxy, "HTTP_PROXY": proxy,
                        "https_proxy": proxy, "http_proxy": proxy, "NO_PROXY": "",
                        "no_proxy": "", "TFDS_DATA_DIR": ""})
-    assert time.perf_counter() - started < 30
     assert refused.returncode != 0 and "Traceback" not in refused.stderr
     assert refused.stderr.splitlines() == [refused.stderr.strip()]
     assert "needs internet" in refused.stderr and "give the local file where tfds:" in refused.stderr
