@@ -218,7 +218,11 @@ def test_predict_writes_submission_files(demo, tmp_path):
     bad.write_text('{"sentence1": "a", "sentence2": "b"}\n{"sentence1": "a"}\n')
     refused = cli("predict", f"--workdir={workdir}", f"--input={bad}")
     assert refused.returncode != 0 and "Traceback" not in refused.stderr
-    assert f"{bad}:2: expected a JSON object with sentence1 and sentence2" in refused.stderr
+    assert refused.stderr == (f"error: {bad}:2: expected a JSON object with sentence1 and "
+                              "sentence2 (or premise and hypothesis); it has 'sentence1'.\n")
+    bad.write_text('["a", "b"]\n')
+    assert cli("predict", f"--workdir={workdir}", f"--input={bad}").stderr.endswith(
+        "(or premise and hypothesis); it is no object.\n")
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n")
     assert "holds no sentence pairs" in cli("predict", f"--workdir={workdir}",

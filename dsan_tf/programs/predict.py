@@ -93,10 +93,21 @@ def _json_pairs(stream, path):
             # JSON lines name them as SNLI does first (sentence1), then plainly.
             premise, hypothesis = (_field(record, names[::-1]) for names in COLUMNS.values())
         except (json.JSONDecodeError, TypeError, KeyError) as error:
-            reason = f" ({error})" if isinstance(error, json.JSONDecodeError) else ""
             raise program.UsageError(f"{path}:{number}: expected a JSON object with "
-                                     f"sentence1 and sentence2{reason}.") from None
+                                     f"sentence1 and sentence2 (or premise and hypothesis)"
+                                     f"{_json_fault(error, line)}.") from None
         yield _checked(path, number, record.get("pairID", position), premise, hypothesis)
+
+
+def _json_fault(error, line):
+    """What a JSON line that holds no pair has instead: the parser's complaint, the keys it
+    has, or that it is no object."""
+    if isinstance(error, json.JSONDecodeError):
+        return f" ({error})"
+    if isinstance(error, KeyError):
+        keys = list(json.loads(line))
+        return f"; it has {', '.join(map(repr, keys)) or 'no keys'}"
+    return "; it is no object"
 
 
 def _field(record, names):
