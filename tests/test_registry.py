@@ -204,3 +204,15 @@ def test_the_layers_below_a_backbone_keep_no_default_for_a_configuration_field(n
                           if parameter.name in fields
                           and parameter.default is not inspect.Parameter.empty]
     assert not defaulted, defaulted
+
+
+def test_with_default_of_a_field_modelconfig_lacks_is_one_sentence():
+    """A family's author who gives `with_default` a field of its own (not ModelConfig's)
+    is told which fields it takes and how to declare one, not a bare StopIteration."""
+    from dsan_tf.models.config import with_default
+
+    assert with_default("dropout", 0.2).default == 0.2
+    with pytest.raises(ValueError, match=r"with_default\('lstm_units', \.\.\.\): 'lstm_units' "
+                                         r"is no field of ModelConfig \(.*dropout.*\); a "
+                                         r"family's own field is declared with hyperparameter"):
+        with_default("lstm_units", 300)

@@ -162,8 +162,12 @@ def field_defaults(config_class):
 def with_default(name, default):
     """`ModelConfig`'s field `name`, its help and limits kept, with a family's own default
     (its paper's)."""
-    field = next(field for field in dataclasses.fields(ModelConfig) if field.name == name)
-    return dataclasses.field(default=default, metadata=field.metadata)
+    fields = {field.name: field for field in dataclasses.fields(ModelConfig)}
+    if name not in fields:
+        raise ValueError(f"with_default({name!r}, ...): {name!r} is no field of ModelConfig "
+                         f"({', '.join(fields)}); a family's own field is declared with "
+                         "hyperparameter(default, help, limits).")
+    return dataclasses.field(default=default, metadata=fields[name].metadata)
 
 
 @dataclasses.dataclass
