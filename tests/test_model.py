@@ -90,7 +90,7 @@ def test_one_pass_of_the_encoder_gives_the_same_logits_and_gradients(small_confi
     `.keras` file reloads to it."""
     if keras.backend.backend() != "tensorflow" and name != "dsan":
         pytest.skip("one family on the other backends: JAX compiles a program per shape")
-    config = config_for(name, **SMALL)
+    config = small(name, small_config)  # each family's smallest (a new one's too)
     keras.utils.set_random_seed(0)
     two = build_model(name, config)
     one = build_model(name, config, one_pass=True)
@@ -306,7 +306,7 @@ def test_no_two_kernels_start_equal(small_config, initializer):
 def test_backbone_alone_embeds_sentences_and_reloads(small_config, rng, tmp_path, name):
     """A sentence-encoder backbone is a model of its own: ids in, one vector per sentence
     out, the same vectors inside the classifier, and a `.keras` file of its own."""
-    model = build_model(name, config_for(name, **SMALL))
+    model = build_model(name, small(name, small_config))
     backbone = model.backbone
     ids = random_ids(rng, 3, 6)
     vectors = np.asarray(backbone(ids, training=False))
