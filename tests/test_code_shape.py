@@ -115,13 +115,14 @@ def test_the_models_define_no_step_functions_of_their_own():
 
 def test_every_private_keras_function_called_is_listed_and_exists():
     """The private Keras functions the package calls are listed in one place
-    (`dsan_tf.speed.keras_private.PRIVATE`): each exists in the installed Keras (a release
-    that removes one fails here, by name), and no other module calls one."""
+    (`dsan_tf.common.keras_private.PRIVATE`): each exists in the installed Keras (a release
+    that removes one fails here, by name), and no other module calls one or imports
+    `keras.src`."""
     import importlib
 
     import pytest
 
-    from dsan_tf.speed import keras_private
+    from dsan_tf.common import keras_private
 
     missing = []
     for where, names in keras_private.PRIVATE.items():
@@ -130,13 +131,15 @@ def test_every_private_keras_function_called_is_listed_and_exists():
             pytest.importorskip("jax")
         owner = getattr(importlib.import_module(module), name)
         missing += [f"{where}.{private}" for private in names if not hasattr(owner, private)]
-    assert not missing, f"the installed Keras lacks {missing} (dsan_tf/speed/keras_private.py)"
+    assert not missing, f"the installed Keras lacks {missing} (dsan_tf/common/keras_private.py)"
     listed = {private for names in keras_private.PRIVATE.values() for private in names}
     elsewhere = []
     for path in sorted((ROOT / "dsan_tf").rglob("*.py")):
         if path.name == "keras_private.py":
             continue
-        elsewhere += [f"{path.relative_to(ROOT)}:{node.lineno} {node.attr}"
-                      for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-                      if isinstance(node, ast.Attribute) and node.attr in listed]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in listed:
+                elsewhere.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.attr}")
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("keras.src"):
+                elsewhere.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.module}")
     assert not elsewhere, elsewhere

@@ -7,7 +7,7 @@ from dsan_tf.common.frameworks import keras
 
 from dsan_tf.layers import DistancePrior
 from dsan_tf.models import optimizers
-from dsan_tf.speed import keras_private
+from dsan_tf.common import keras_private
 
 # Whether compiling the training step pays, per backend, measured on CPU (docs/BACKENDS.md):
 # TensorFlow runs its graph faster than XLA's code here; Keras runs a JAX

@@ -27,7 +27,7 @@ from dsan_tf.common.frameworks import keras
 from dsan_tf.common.errors import UsageError
 from dsan_tf.common.labels import LABELS
 from dsan_tf.models import registry
-from dsan_tf.speed import keras_private
+from dsan_tf.common import keras_private
 from dsan_tf.version import __version__
 
 METADATA, BACKBONE_CONFIG, BACKBONE_WEIGHTS = "metadata.json", "config.json", "model.weights.h5"

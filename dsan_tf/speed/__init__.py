@@ -9,9 +9,10 @@ step-function slots; it imports no model module:
   on a CPU, by default: fewer programs to compile);
 - `multi_step`: K training steps of one shape as one program (JAX, `steps_per_execution`
   K > 1: one dispatch per K steps on a GPU);
-- `compilation`: every step compiled before the first epoch, and JAX's persistent cache;
-- `keras_private`: the private Keras functions the project calls, in one place.
+- `compilation`: every step compiled before the first epoch, and JAX's persistent cache.
 
-Each stays only while a recorded measurement shows it helping (docs/PERFORMANCE.md has the
-figures and the commands that measure them).
+The private Keras functions they call are reached through `dsan_tf.common.keras_private`.
+
+Each stays only while a recorded measurement shows it helping (records/performance.md has
+the figures, docs/PERFORMANCE.md the commands that measure them).
 """

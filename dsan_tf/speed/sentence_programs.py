@@ -25,7 +25,7 @@ the backbone's or the head's. Unset, it is on where the step runs on a CPU (`def
 
 from dsan_tf.common.frameworks import keras
 
-from dsan_tf.speed import keras_private
+from dsan_tf.common import keras_private
 
 
 def default():

@@ -10,7 +10,8 @@ which a model compiled before its first batch does not have yet: their slots are
 their first call.
 """
 
-from dsan_tf.speed import keras_private, multi_step
+from dsan_tf.common import keras_private
+from dsan_tf.speed import multi_step
 from dsan_tf.speed import sentence_programs as per_length
 
 KINDS = ("train", "test", "predict")

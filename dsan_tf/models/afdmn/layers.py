@@ -6,12 +6,12 @@ Shape legend: B batch, T1 premise (p) tokens, T2 hypothesis (q) tokens, D = 2h t
 every BiLSTM output, U the MLP width.
 """
 
-import contextlib
 import random
 
 from dsan_tf.common.frameworks import keras, ops
 
 from dsan_tf.layers import masks
+from dsan_tf.layers.recurrent import bidirectional_lstm
 from dsan_tf.layers.utils import clone_initializer
 
 
@@ -65,26 +65,6 @@ class ESIMInitializer(keras.initializers.Initializer):
         return {"scale": self.scale, "gates": self.gates, "seed": self._seed}
 
 
-@contextlib.contextmanager
-def _no_object_sharing():
-    """Keras' loading (`load_model`) shares objects by `id()`: a layer made during it whose
-    `id()` an earlier, freed object had gets that object back when it is serialized and
-    deserialized. `Bidirectional` makes its two LSTMs that way from the one it is given, so
-    now and then the forward LSTM came back as an earlier backward one (go_backwards
-    True, and Keras refused to load the file). These layers are made afresh, never shared."""
-    from keras.src.backend.common import global_state  # Keras' own switch for the sharing
-
-    keys = ("shared_objects/id_to_obj_map", "shared_objects/id_to_config_map")
-    saved = [global_state.get_global_attribute(key) for key in keys]
-    for key in keys:
-        global_state.set_global_attribute(key, None)
-    try:
-        yield
-    finally:
-        for key, value in zip(keys, saved):
-            global_state.set_global_attribute(key, value)
-
-
 def bilstm(units, name, dtype, initializer):
     """A BiLSTM returning every step, [B, T, 2·units] (eq. (2)-(3), (14), (19)); its input
     and recurrent kernels start from `initializer`, per gate when it is ESIM's."""
@@ -96,12 +76,8 @@ def bilstm(units, name, dtype, initializer):
             fresh = ESIMInitializer(fresh.scale, gates=4, seed=fresh.get_config()["seed"])
         return fresh
 
-    with _no_object_sharing():
-        return keras.layers.Bidirectional(
-            keras.layers.LSTM(units, return_sequences=True, dtype=dtype,
-                              kernel_initializer=start("kernel"),
-                              recurrent_initializer=start("recurrent")),
-            name=name, dtype=dtype)
+    return bidirectional_lstm(units, name, dtype, kernel_initializer=start("kernel"),
+                              recurrent_initializer=start("recurrent"))
 
 
 @keras.saving.register_keras_serializable(package="dsan_tf")
