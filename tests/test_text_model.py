@@ -441,3 +441,26 @@ def test_a_compile_attaches_the_steps_once_with_the_run_s_choice(monkeypatch):
     task.compile(model)
     # The policy resolved for this backend: True on JAX, False where they cannot run.
     assert calls == [(model, task.policy.sentence_programs)]
+
+
+def test_a_preprocessor_larger_than_the_embedding_and_a_swapped_backbone_are_refused():
+    """Both sizes are known when the preprocessor is given: a vocabulary with more ids than
+    the backbone's embedding rows is refused in one sentence (TensorFlow failed in GatherV2
+    at the first batch, JAX gave NaN). Assigning another backbone, which `predict` ignored
+    and after which the saved file did not load, is refused naming what to do instead."""
+    vocabulary = Vocabulary.build(PREMISES + HYPOTHESES, lowercase=True)
+    small = dsan_tf.build_model("cbow", dsan_tf.model_config(
+        "cbow", vocab_size=vocabulary.size - 1, embedding_dim=4))
+    with pytest.raises(ValueError, match=f"the preprocessor's vocabulary has "
+                                         f"{vocabulary.size} ids, more than the "
+                                         f"{vocabulary.size - 1} rows of "):
+        small.preprocessor = NLIPreprocessor(vocabulary)
+    with pytest.raises(ValueError, match="more than the"):
+        dsan_tf.NLIClassifier(small.backbone, preprocessor=NLIPreprocessor(vocabulary))
+    fits = dsan_tf.build_model("cbow", dsan_tf.model_config(
+        "cbow", vocab_size=vocabulary.size, embedding_dim=4))
+    fits.preprocessor = NLIPreprocessor(vocabulary)  # as large as the table: fine
+    with pytest.raises(AttributeError, match=r"cbow.backbone cannot be replaced .*"
+                                             r"NLIClassifier\(backbone, preprocessor=...\)"):
+        fits.backbone = small.backbone
+    fits.backbone = fits.backbone  # the same one: nothing changes

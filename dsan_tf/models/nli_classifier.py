@@ -118,6 +118,27 @@ class NLIClassifier(TextModel, keras.Model):
             # the first step (a model only used for inference has none).
             self.compile(build_optimizer=False)
 
+    def __setattr__(self, name, value):
+        # Both sizes are known when a preprocessor is given: a vocabulary larger than the
+        # embedding table fails later in TensorFlow's GatherV2, or gives NaN on JAX.
+        backbone = self.__dict__.get("backbone")
+        if name == "preprocessor" and backbone is not None and \
+                getattr(value, "vocabulary", None) is not None and \
+                value.vocabulary_size > backbone.vocabulary_size:
+            raise ValueError(
+                f"the preprocessor's vocabulary has {value.vocabulary_size:,} ids, more than "
+                f"the {backbone.vocabulary_size:,} rows of {backbone.name}'s token "
+                "embedding: give it the vocabulary the backbone was built for, or a backbone "
+                f"of vocabulary_size={value.vocabulary_size}.")
+        if name == "backbone" and backbone is not None and value is not backbone:
+            # The backbone is part of the model's graph: a new one would be ignored by
+            # `predict`, and the `.keras` file saved after it could not be loaded.
+            raise AttributeError(
+                f"{self.name}.backbone cannot be replaced (the model's graph holds it): make "
+                "a new classifier on the other backbone, NLIClassifier(backbone, "
+                "preprocessor=...), or load one with NLIClassifier.from_preset(...).")
+        super().__setattr__(name, value)
+
     def encode(self, sentences, batch_size=None, return_truncated=False):
         """Sentence vectors float32 [N, E] (the backbone's: 4·d_e for DSAN) of text (with
         a preprocessor: a string or a list of strings) or of ids int [N, T]. Needs a
