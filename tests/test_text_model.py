@@ -418,6 +418,14 @@ def test_validation_split_splits_text_and_summary_shows_the_preprocessor():
     last_half = model.evaluate((PREMISES[2:], HYPOTHESES[2:]), LABELS[2:], verbose=0,
                                return_dict=True)
     assert history.history["val_accuracy"] == [pytest.approx(last_half["accuracy"])]
+    import tensorflow as tf
+
+    dataset = tf.data.Dataset.from_tensor_slices(
+        ({"premise": PREMISES, "hypothesis": HYPOTHESES}, LABELS)).batch(2)
+    with pytest.raises(ValueError, match=r"^validation_split splits text or arrays in memory, "
+                                         r"as Keras splits only arrays; for a "
+                                         r"tf.data.Dataset give validation_data="):
+        model.fit(dataset, validation_split=0.2, epochs=1, verbose=0)
     lines = []
     model.summary(print_fn=lambda line, *args, **kwargs: lines.append(line))
     assert lines[0].startswith("Preprocessor: NLIPreprocessor") and \

@@ -215,6 +215,11 @@ class TextModel:
         "hypothesis": [...]} with `y` labels as ids or names, or a `tf.data.Dataset` of
         such dicts with labels), reshuffled every epoch when in memory."""
         cut = None
+        if kwargs.get("validation_split") and hasattr(x, "element_spec"):
+            # Keras splits arrays only (and says so); text in a dataset is no exception.
+            raise ValueError("validation_split splits text or arrays in memory, as Keras "
+                             "splits only arrays; for a tf.data.Dataset give "
+                             "validation_data= (its .take(n), training on its .skip(n)).")
         if self._is_text(x):
             if kwargs.get("validation_split"):
                 if validation_data is not None:
