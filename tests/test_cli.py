@@ -749,6 +749,33 @@ def test_bad_flag_values_are_refused_before_tensorflow_loads(program, flags, tmp
     assert refused.stderr.startswith("error: flag --") and refused.stderr.count("\n") == 1
 
 
+@pytest.mark.parametrize("program,flags,said", [
+    ("train", ["--config=demo"], "give --workdir, the run directory."),
+    ("evaluate", ["--data=synthetic:word_order/dev"],
+     "give --workdir, a finished run, an export or a trained preset's name."),
+    ("evaluate", ["--workdir=."], "give --data, the data to evaluate on"),
+    ("predict", ["--workdir=.", "--premise=a"], "give both --premise and --hypothesis."),
+    ("predict", ["--premise=a", "--hypothesis=b"], "give --workdir, a finished run"),
+    ("export", ["--export_dir=/tmp/x"], "give --workdir, the run directory to export."),
+    ("visualize", ["--output_dir=/tmp/x"], "give --workdir, a finished run"),
+    ("embed", ["--workdir=.", "--output=/tmp/x.npy"], "give --input, the sentences to embed."),
+    ("ensemble", ["--workdir=.", "--data=synthetic:word_order/dev"],
+     "give at least two --workdir runs to ensemble."),
+])
+def test_a_missing_flag_is_one_sentence_before_tensorflow_loads(program, flags, said,
+                                                                tmp_path):
+    """A required flag left out is said in one sentence, before TensorFlow or Keras loads
+    (importing either fails loudly in this child; --workdir left out of evaluate was a
+    TypeError traceback after TensorFlow's start-up)."""
+    for name in ("tensorflow", "keras"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text(f"raise ImportError('{name} loaded')")
+    refused = cli_process(program, *flags, env={"PYTHONPATH": str(tmp_path)})
+    assert refused.returncode == 1 and refused.stdout == "", refused.stderr[-2000:]
+    assert refused.stderr.startswith(f"error: {said}") and refused.stderr.count("\n") == 1, \
+        refused.stderr[-2000:]
+
+
 def test_a_missing_value_of_a_list_flag_is_named_alone(tmp_path):
     """The missing file of a repeated flag is named as the flag's value,
     not inside absl's Python list (`--data=['...', '...']`)."""

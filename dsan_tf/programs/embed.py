@@ -96,9 +96,9 @@ def write_projector(directory, vectors, texts):
     projector.visualize_embeddings(directory, config)
 
 
-@program.main
+@program.main(required={"workdir": program.TRAINED_MODEL, "input": "the sentences to embed",
+                        "output": "the .npy file to write"})
 def main(argv):
-    program.check_start(argv, input="the sentences to embed", output="the .npy file to write")
     count = sum(1 for _ in sentences(FLAGS.input, FLAGS.field))
     if not count:
         raise program.UsageError(f"{FLAGS.input} holds no sentences.")

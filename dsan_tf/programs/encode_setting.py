@@ -24,9 +24,8 @@ def define_flags():
     flags.DEFINE_string("output", None, "The .npz file to write.")
 
 
-@program.main
+@program.main(required={"output": "the .npz file to write"})
 def main(argv):
-    program.check_start(argv, output="the .npz file to write")
     config = project_flags.experiment_config()  # a --config's data flags count
     for name, what in (("train_data", "the training data"),
                        ("dev_data", "the development data")):

@@ -38,9 +38,8 @@ def define_flags():
     project_flags.refuse_other_runs("export_dir")
 
 
-@program.main
-def main(argv):
-    program.check_start(argv)
+def check_members():
+    """At least two distinct --workdir runs, and something to do: before anything loads."""
     if not FLAGS.workdir or len(FLAGS.workdir) < 2:
         raise program.UsageError("give at least two --workdir runs to ensemble.")
     seen = {}
@@ -51,6 +50,10 @@ def main(argv):
                                      f"{same}): an ensemble of a run with itself is that run.")
     if not FLAGS.data and not FLAGS.export_dir:
         raise program.UsageError("give --data to evaluate on, --export_dir, or both.")
+
+
+@program.main(check=check_members)
+def main(argv):
     if FLAGS.export_dir:
         require_tensorflow_backend("export_dir")
     # TensorFlow loads here, after --help.

@@ -34,9 +34,9 @@ def define_flags():
                               "captionID); records lacking it: the group (missing).")
 
 
-@program.main
+@program.main(required={"workdir": program.TRAINED_MODEL,
+                        "data": "the data to evaluate on (repeat it for several sources)"})
 def main(argv):
-    program.check_start(argv, data="the data to evaluate on (repeat it for several sources)")
     # TensorFlow loads here, after --help.
     from dsan_tf.evaluation import evaluator, metrics
     from dsan_tf.core.task import NLITask

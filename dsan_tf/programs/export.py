@@ -37,9 +37,9 @@ def define_flags():
                          "without it).")
 
 
-@program.main
+@program.main(required={"workdir": "the run directory to export",
+                        "export_dir": "where to write the SavedModel"})
 def main(argv):
-    program.check_start(argv, export_dir="where to write the SavedModel")
     require_tensorflow_backend("dsan-export")
     from dsan_tf.saving import export  # TensorFlow loads here, after --help
 

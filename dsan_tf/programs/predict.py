@@ -222,9 +222,9 @@ def predict_all(model, pairs, writer, total, show_progress=True):
     return count, cut
 
 
-@program.main
-def main(argv):
-    program.check_start(argv)
+def check_pair_flags():
+    """--premise and --hypothesis, or --input, each sentence given with a word: one
+    sentence otherwise, before anything loads."""
     given = [FLAGS[name].present for name in ("premise", "hypothesis")]
     if bool(FLAGS.input) == any(given):
         raise program.UsageError("give either --premise and --hypothesis, or --input=FILE "
@@ -235,6 +235,10 @@ def main(argv):
         if not FLAGS.input and not FLAGS[name].value.strip():
             raise program.UsageError(f"--{name} is empty: a sentence needs at least one "
                                      "word.")
+
+
+@program.main(required={"workdir": program.TRAINED_MODEL}, check=check_pair_flags)
+def main(argv):
     total = sum(1 for _ in read_pairs(FLAGS.input)) if FLAGS.input else 1
     if not total:
         raise program.UsageError(f"{FLAGS.input} holds no sentence pairs.")

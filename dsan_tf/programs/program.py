@@ -66,6 +66,10 @@ def system_fault(error, kept=None):
     return sentence(f"could not write {where or 'a file'}: {fault}; {kept}")
 
 
+# What --workdir names in the programs that read a trained model (`check_start`'s words).
+TRAINED_MODEL = "a finished run, an export or a trained preset's name"
+
+
 def check_start(argv, **required):
     """No positional arguments, and each required flag given (`name="what to give"`)."""
     if len(argv) > 1:
@@ -106,13 +110,15 @@ def _load_backend(tensorflow):
                          f"{hint}: {error}") from None
 
 
-def main(function=None, *, tensorflow=True):
+def main(function=None, *, tensorflow=True, required=None, check=None):
     """Decorates a program's `main(argv)`: absl logging at WARNING unless --verbosity is
-    given, TensorFlow loaded quietly (with `tensorflow=False`, only where Keras runs on
-    it: such a program runs on JAX or PyTorch without TensorFlow installed), and a user's
-    mistake ends the program with its one sentence."""
+    given; before anything loads, no positional argument, each of `required`'s flags given
+    ({name: "what to give"}: `check_start`) and `check()` (the program's own checks of its
+    flags) passed; TensorFlow loaded quietly (with `tensorflow=False`, only where Keras
+    runs on it: such a program runs on JAX or PyTorch without TensorFlow installed); and a
+    user's mistake ends the program with its one sentence."""
     if function is None:
-        return functools.partial(main, tensorflow=tensorflow)
+        return functools.partial(main, tensorflow=tensorflow, required=required, check=check)
 
     @functools.wraps(function)
     def wrapper(argv):
@@ -120,6 +126,9 @@ def main(function=None, *, tensorflow=True):
             logging.set_verbosity(logging.WARNING)
         interrupt.install()  # Ctrl-C stops the program even where a finalizer caught it
         try:
+            check_start(argv, **(required or {}))
+            if check is not None:
+                check()
             _load_backend(tensorflow)
             return function(argv)
         except (UsageError, DataError, flags.ValidationError) as error:

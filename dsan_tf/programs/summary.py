@@ -35,7 +35,6 @@ def define_flags():
 
 @program.main
 def main(argv):
-    program.check_start(argv)
     model, config = run_model(FLAGS.workdir) if FLAGS.workdir else flags_model()
     from dsan_tf import build_model  # TensorFlow loads here, not for --help
 

@@ -44,9 +44,8 @@ def define_flags():
                          "a run of another configuration is refused.")
 
 
-@program.main(tensorflow=False)
+@program.main(tensorflow=False, required={"workdir": "the run directory"})
 def main(argv):
-    program.check_start(argv, workdir="the run directory")
     if FLAGS.setting and FLAGS.config:
         raise program.UsageError("give --config or --setting, not both: an encoded setting "
                                  "holds its configuration.")

@@ -39,9 +39,9 @@ def define_flags():
                         "default: Ray starts on this machine.")
 
 
-@program.main(tensorflow=False)
+@program.main(tensorflow=False, required={"workdir": "the sweep's folder",
+                                           "search": "a field to search"})
 def main(argv):
-    program.check_start(argv, workdir="the sweep's folder", search="a field to search")
     from dsan_tf.training import cluster, sweep
 
     cluster.require_ray()

@@ -127,9 +127,8 @@ def load_evaluations(specs):
     return labels
 
 
-@program.main
+@program.main(required={"workdir": program.TRAINED_MODEL, "output_dir": "where to write the figures"})
 def main(argv):
-    program.check_start(argv, output_dir="where to write the figures")
     # TensorFlow loads here, after --help.
     from dsan_tf.evaluation import figures as analysis_figures
     from dsan_tf.evaluation import plots
