@@ -756,8 +756,8 @@ def test_bad_flag_values_are_refused_before_tensorflow_loads(program, flags, tmp
     ("evaluate", ["--workdir=."], "give --data, the data to evaluate on"),
     ("predict", ["--workdir=.", "--premise=a"], "give both --premise and --hypothesis."),
     ("predict", ["--premise=a", "--hypothesis=b"], "give --workdir, a finished run"),
-    ("export", ["--export_dir=/tmp/x"], "give --workdir, the run directory to export."),
-    ("visualize", ["--output_dir=/tmp/x"], "give --workdir, a finished run"),
+    ("export", ["--export_dir=/tmp/x"], "give --workdir, a dsan-train run directory."),
+    ("visualize", ["--output_dir=/tmp/x"], "give --workdir, a dsan-train run directory."),
     ("embed", ["--workdir=.", "--output=/tmp/x.npy"], "give --input, the sentences to embed."),
     ("ensemble", ["--workdir=.", "--data=synthetic:word_order/dev"],
      "give at least two --workdir runs to ensemble."),
@@ -935,3 +935,27 @@ def test_encode_setting_takes_its_data_from_a_named_configuration(tmp_path):
         "error: give --train_data, the training data.")
     done = ok(cli("encode_setting", "--config=demo", f"--output={tmp_path / 'demo.npz'}"))
     assert done.strip().splitlines()[-1].startswith(f"encoded setting: {tmp_path / 'demo.npz'}")
+
+
+def test_visualize_reads_a_run_says_when_it_is_unfinished_and_leaves_no_empty_folder(
+        demo, tmp_path):
+    """dsan-visualize reads a run's own record: its --help says so, a preset's name or an
+    export is one sentence and leaves no empty --output_dir behind; a run stopped before its
+    end is drawn from its best model so far, and the program says so as predict does."""
+    import shutil
+
+    workdir, _ = demo
+    assert "an export or a trained preset holds no run record" in " ".join(
+        cli_process("visualize", "--help").stdout.split())
+    figures = tmp_path / "figures"
+    refused = cli("visualize", f"--workdir={workdir / 'export'}", f"--output_dir={figures}")
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1, refused.stderr
+    assert not figures.exists()
+    stopped = tmp_path / "stopped"
+    shutil.copytree(workdir, stopped, ignore=shutil.ignore_patterns("export"))
+    (stopped / "results.json").unlink()
+    drawn = cli("visualize", f"--workdir={stopped}", f"--output_dir={figures}")
+    assert drawn.returncode == 0, drawn.stderr[-2000:]
+    assert f"note: {stopped} stopped before its end (it has no results.json); this is its " \
+        "best model so far." in drawn.stderr
+    assert sorted(path.name for path in figures.iterdir())[:1] == ["fig07_attention.png"]

@@ -25,7 +25,7 @@ FLAGS = project_flags.FLAGS
 
 
 def define_flags():
-    project_flags.define_finished_workdir_flag()
+    project_flags.define_run_workdir_flag()
     flags.DEFINE_string("export_dir", None, "TF Serving's model directory: the SavedModel "
                         "goes to EXPORT_DIR/<version>/.")
     project_flags.require_output_directory("export_dir")
@@ -37,7 +37,7 @@ def define_flags():
                          "without it).")
 
 
-@program.main(required={"workdir": "the run directory to export",
+@program.main(required={"workdir": program.RUN_DIRECTORY,
                         "export_dir": "where to write the SavedModel"})
 def main(argv):
     require_tensorflow_backend("dsan-export")

@@ -426,6 +426,15 @@ def define_finished_workdir_flag():
 
 
 @_once("output")
+def define_run_workdir_flag():
+    """--workdir of the programs that read a run directory's own record beside its model
+    (dsan-export, dsan-visualize): an export or a trained preset holds none."""
+    flags.DEFINE_string("workdir", None, "A dsan-train run directory (its config.json and "
+                        "best model); an export or a trained preset holds no run record.")
+    require_existing("workdir", directory=True)
+
+
+@_once("output")
 def define_output_flag():
     flags.DEFINE_string("output", None, "Write the results to this JSON file.")
     require_output_file("output")

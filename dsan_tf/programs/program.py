@@ -66,8 +66,10 @@ def system_fault(error, kept=None):
     return sentence(f"could not write {where or 'a file'}: {fault}; {kept}")
 
 
-# What --workdir names in the programs that read a trained model (`check_start`'s words).
+# What --workdir names in the programs that read a trained model, and in those that read a
+# run's own record (`check_start`'s words).
 TRAINED_MODEL = "a finished run, an export or a trained preset's name"
+RUN_DIRECTORY = "a dsan-train run directory"
 
 
 def check_start(argv, **required):

@@ -30,7 +30,7 @@ FLAGS = project_flags.FLAGS
 
 
 def define_flags():
-    project_flags.define_finished_workdir_flag()
+    project_flags.define_run_workdir_flag()
     project_flags.define_reading_flags()
     flags.DEFINE_string("sentence", "A lady stands outside of a Mexican market.",
                         "Sentence for the single-model figures (7, 9, 10, 11).")
@@ -127,14 +127,16 @@ def load_evaluations(specs):
     return labels
 
 
-@program.main(required={"workdir": program.TRAINED_MODEL, "output_dir": "where to write the figures"})
+@program.main(required={"workdir": program.RUN_DIRECTORY,
+                        "output_dir": "where to write the figures"})
 def main(argv):
     # TensorFlow loads here, after --help.
     from dsan_tf.evaluation import figures as analysis_figures
     from dsan_tf.evaluation import plots
 
-    os.makedirs(FLAGS.output_dir, exist_ok=True)
     run = rundir.RunDirectory(FLAGS.workdir)
+    if rundir.is_run_directory(FLAGS.workdir):
+        run.say_if_unfinished()  # its best model so far, as predict says
     figures = analysis_figures.run_figures(run, FLAGS.sentence, FLAGS.hypothesis)
     if FLAGS.compare_workdir:
         figures["fig08_compare"] = analysis_figures.comparison(
@@ -147,6 +149,8 @@ def main(argv):
         profiles = analysis_figures.distance_profiles(
             runs, project_flags.reading_config(), FLAGS.distance_data, FLAGS.distance_sentences)
         figures["attention_by_distance"] = analysis_figures.distance_figure(profiles)
+    os.makedirs(FLAGS.output_dir, exist_ok=True)  # once there is something to write
+    if FLAGS.distance_data:
         path = os.path.join(FLAGS.output_dir, "attention_by_distance.json")
         atomic.write_text(path, json.dumps(profiles, indent=2))
         print(path)
