@@ -203,3 +203,20 @@ def test_python_use_and_an_export_write_nothing_to_stderr(demo, tmp_path):
                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert exported.returncode == 0, exported.stderr
     assert exported.stderr == "" and exported.stdout.count("\n") == 1, exported.stderr
+
+
+def test_figure_6_puts_a_merged_bucket_where_its_pairs_are_and_spans_its_lengths():
+    """A bucket merged from [10, 15) (300 pairs) and [15, 25) (10 pairs) is drawn at its
+    pairs' mean length (12.7), not at the middle of [10, 25), with a bar over 10 to 25; the
+    pair counts below cover each merged range."""
+    figure = plots.accuracy_by_length({"run": [
+        {"min_length": 0, "max_length": 10, "examples": 400, "accuracy": 0.8},
+        {"min_length": 10, "max_length": 15, "examples": 300, "accuracy": 0.6},
+        {"min_length": 15, "max_length": 25, "examples": 10, "accuracy": 0.1}]}, minimum=50)
+    top, counts = figure.axes
+    centres = list(top.lines[0].get_xdata())
+    assert centres[0] == 5 and centres[1] == pytest.approx((300 * 12.5 + 10 * 20) / 310)
+    spans = [segment for collection in top.collections for segment in collection.get_segments()]
+    assert [(round(s[0][0], 6), round(s[1][0], 6)) for s in spans] == [(0, 10), (10, 25)]
+    steps = counts.patches[0]  # the pair counts, one step per merged bucket
+    assert list(steps.get_path().vertices[:, 0]).count(25) >= 1

@@ -94,14 +94,16 @@ MIN_BUCKET_PAIRS = 50
 
 def merge_small_buckets(buckets, minimum=MIN_BUCKET_PAIRS):
     """Length buckets with at least `minimum` pairs each: a smaller bucket is merged with
-    its neighbours (the tail into the last big enough one), its accuracy weighted by pairs.
-    A source with fewer than `minimum` pairs in all stays one bucket."""
+    its neighbours (the tail into the last big enough one), its accuracy weighted by pairs
+    and its "centre" the pairs' mean length as its buckets tell it (each bucket's pairs at
+    its middle). A source with fewer than `minimum` pairs in all stays one bucket."""
     merged = []
     for bucket in buckets:
+        bucket = {**bucket, "centre": (bucket["min_length"] + bucket["max_length"]) / 2}
         if merged and merged[-1]["examples"] < minimum:
             merged[-1] = _joined(merged[-1], bucket)
         else:
-            merged.append(dict(bucket))
+            merged.append(bucket)
     if len(merged) > 1 and merged[-1]["examples"] < minimum:
         merged[-2:] = [_joined(merged[-2], merged[-1])]
     return merged
@@ -109,10 +111,13 @@ def merge_small_buckets(buckets, minimum=MIN_BUCKET_PAIRS):
 
 def _joined(first, second):
     examples = first["examples"] + second["examples"]
+
+    def mean(key):
+        return (first[key] * first["examples"]
+                + second[key] * second["examples"]) / max(examples, 1)
     return {"min_length": first["min_length"], "max_length": second["max_length"],
-            "examples": examples,
-            "accuracy": (first["accuracy"] * first["examples"]
-                         + second["accuracy"] * second["examples"]) / max(examples, 1)}
+            "examples": examples, "accuracy": mean("accuracy"),
+            "centre": mean("centre") if examples else (first["centre"] + second["centre"]) / 2}
 
 
 def accuracy_by_length(runs, minimum=MIN_BUCKET_PAIRS):
@@ -122,14 +127,17 @@ def accuracy_by_length(runs, minimum=MIN_BUCKET_PAIRS):
     their neighbours, so that no point rests on a handful of pairs."""
     figure, (axis, counts) = plt.subplots(
         2, 1, figsize=(7, 5.2), sharex=True, height_ratios=(2.2, 1), layout="constrained")
-    width = 0.8 * 5 / max(len(runs), 1)
-    for index, (name, buckets) in enumerate(runs.items()):
+    for name, buckets in runs.items():
         buckets = merge_small_buckets(buckets, minimum)
-        centres = [(b["min_length"] + b["max_length"]) / 2 for b in buckets]
-        axis.plot(centres, [100 * b["accuracy"] for b in buckets], marker="o", label=name)
-        offset = (index - (len(runs) - 1) / 2) * width
-        counts.bar([c + offset for c in centres], [b["examples"] for b in buckets],
-                   width=width, label=name)
+        # Each point at its pairs' mean length, its bar spanning the lengths it merged (a
+        # merged bucket's point at its middle hid where most of its pairs were).
+        accuracies = [100 * b["accuracy"] for b in buckets]
+        line, = axis.plot([b["centre"] for b in buckets], accuracies, marker="o", label=name)
+        axis.hlines(accuracies, [b["min_length"] for b in buckets],
+                    [b["max_length"] for b in buckets], colors=line.get_color(), alpha=0.5)
+        counts.stairs([b["examples"] for b in buckets],
+                      [buckets[0]["min_length"], *(b["max_length"] for b in buckets)],
+                      color=line.get_color(), label=name)
     axis.set_ylabel("accuracy (%)")
     axis.grid(alpha=0.3)
     axis.set_title(f"Figure 6: accuracy by sentence length (buckets of fewer than {minimum} "
