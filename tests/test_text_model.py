@@ -472,3 +472,19 @@ def test_a_preprocessor_larger_than_the_embedding_and_a_swapped_backbone_are_ref
                                              r"NLIClassifier\(backbone, preprocessor=...\)"):
         fits.backbone = small.backbone
     fits.backbone = fits.backbone  # the same one: nothing changes
+
+
+def test_no_pairs_predict_to_no_rows_and_a_label_beyond_the_classes_is_one_sentence():
+    """`predict` of no pairs gives float32 [0, 3] (it was `KeyError: 'pop from an empty
+    set'`), in every form that holds text; a class id beyond the classes given to
+    `evaluate` or `fit` is one sentence naming it (a graph traceback from the loss)."""
+    model = _classifier(max_length=12)
+    for empty in (([], []), {"premise": [], "hypothesis": []}):
+        got = model.predict(empty)
+        assert got.shape == (0, 3) and got.dtype == np.float32
+    got, cut = model.predict(([], []), return_truncated=True)
+    assert got.shape == (0, 3) and list(cut["premise"]) == list(cut["hypothesis"]) == []
+    for call in (model.evaluate, model.fit):
+        with pytest.raises(ValueError, match=r"^label 1 is 3; class ids are 0 to 2 "
+                                             r"\(entailment, neutral, contradiction\)\.$"):
+            call((PREMISES[:2], HYPOTHESES[:2]), [0, 3], verbose=0)

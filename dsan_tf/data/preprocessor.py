@@ -13,7 +13,7 @@ import numpy as np
 from dsan_tf.common.frameworks import tf
 
 from dsan_tf.common import atomic
-from dsan_tf.common.labels import LABEL_IDS
+from dsan_tf.common.labels import LABEL_IDS, LABELS
 from dsan_tf.data import PREPROCESSOR_FILE as SETTINGS_FILE, VOCABULARY_FILE
 from dsan_tf.data.examples import DataError
 from dsan_tf.data.pipeline import DEFAULT_MAX_LENGTH, EncodedPairs, EncodeReport
@@ -398,6 +398,10 @@ def label_ids(y, count):
                 raise ValueError(f"label {index} is {value!r}; the labels: "
                                  f"{', '.join(LABEL_IDS)}.")
             value = LABEL_IDS[value]
+        if not 0 <= int(value) < len(LABELS):
+            # The loss would fail in a graph op (TensorFlow) or read garbage (JAX).
+            raise ValueError(f"label {index} is {value!r}; class ids are 0 to "
+                             f"{len(LABELS) - 1} ({', '.join(LABELS)}).")
         ids.append(int(value))
     return np.array(ids, "int32")
 

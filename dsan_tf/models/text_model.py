@@ -96,6 +96,14 @@ def _split(x, y, sample_weight, fraction):
             validation if weights is not None else validation[:2])
 
 
+def _no_pairs(x):
+    """Whether `x` is pairs of text with none in it: ([], []) or {"premise": [],
+    "hypothesis": []} (a form that holds no string to tell text from ids)."""
+    sides = (x.get("premise"), x.get("hypothesis")) if isinstance(x, dict) else x
+    return isinstance(sides, (tuple, list)) and len(sides) == 2 and all(
+        isinstance(side, (list, tuple, np.ndarray)) and len(side) == 0 for side in sides)
+
+
 class _Presets:
     """`cls.presets`: {name: what it is} of the trained presets this package ships, as
     keras-hub's classes list theirs (`dsan_tf.presets()` is the same)."""
@@ -279,6 +287,11 @@ class TextModel:
                              "predict((premises, hypotheses)) or predict({\"premise\": "
                              "[...], \"hypothesis\": [...]}).")
         cut = None
+        if self.preprocessor is not None and _no_pairs(x):
+            # No pairs, no probabilities (Keras' own predict fails on an empty batch).
+            empty = np.zeros((0, self.output_shape[-1]), "float32")
+            nothing = {"premise": np.zeros(0, "int32"), "hypothesis": np.zeros(0, "int32")}
+            return (empty, nothing) if return_truncated else empty
         if self._is_text(x):
             # The last batch filled where steps compile per shape: no program of its own.
             x, cut = self._text_batches(x, None, None, batch_size, fill_last=True)
