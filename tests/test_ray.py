@@ -233,3 +233,37 @@ def test_a_sweep_stops_trials_early_is_killed_restored_and_finished(tmp_path):
         assert (folder / "config.json").exists() and (folder / "best.keras").exists()
     finished = next(p for p in trials.iterdir() if (p / "results.json").exists())
     ok(cli("evaluate", f"--workdir={finished}", "--data=synthetic:word_order/dev"))
+
+
+def test_ray_without_an_address_starts_its_own_not_the_one_ray_start_left(tmp_path):
+    """`--ray_address` left out starts a Ray of the study's own: a head that `ray start`
+    left running on this machine (which `ray.init()` alone would join) is not joined."""
+    import re
+    import threading
+
+    env = dict(ENV, RAY_AUTH_MODE="disabled")
+    head = subprocess.Popen(["ray", "start", "--head", "--port=0", "--num-cpus=0", "--block",
+                             "--include-dashboard=false"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env,
+                            start_new_session=True)
+    try:
+        found = []
+
+        def read():
+            for line in head.stdout:
+                match = re.search(r"--address='([^']+)'", line)
+                if match and not found:
+                    found.append(match.group(1))
+        threading.Thread(target=read, daemon=True).start()
+        deadline = time.time() + 120
+        while not found:
+            assert time.time() < deadline and head.poll() is None, "ray start did not start"
+            time.sleep(0.2)
+        probe = ("from dsan_tf.training import cluster\ncluster.connect()\nimport ray\n"
+                 "print(ray.get_runtime_context().gcs_address)")
+        done = subprocess.run([sys.executable, "-c", probe], env=env, cwd=ROOT,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.strip().splitlines()[-1] != found[0]
+    finally:
+        os.killpg(head.pid, signal.SIGKILL)  # its session: no other Ray on this machine

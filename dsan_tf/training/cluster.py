@@ -53,8 +53,10 @@ def connect(address=None):
     if ray.is_initialized():
         return 0.0
     try:
-        ray.init(address=address, include_dashboard=False, logging_level="warning",
-                 configure_logging=True)
+        # "local": a Ray of its own, not the latest one `ray start` left on this machine
+        # (which ray.init() without an address would join).
+        ray.init(address=address or "local", include_dashboard=False,
+                 logging_level="warning", configure_logging=True)
     except (ConnectionError, RuntimeError, ValueError) as error:
         said = " ".join(str(error).split())[:300]
         raise UsageError(f"no Ray cluster answers at ray_address={address} ({said}); start "
