@@ -488,3 +488,19 @@ def test_no_pairs_predict_to_no_rows_and_a_label_beyond_the_classes_is_one_sente
         with pytest.raises(ValueError, match=r"^label 1 is 3; class ids are 0 to 2 "
                                              r"\(entailment, neutral, contradiction\)\.$"):
             call((PREMISES[:2], HYPOTHESES[:2]), [0, 3], verbose=0)
+
+
+def test_class_weight_keyed_by_label_names_weighs_as_keyed_by_ids():
+    """`class_weight` keyed by the label names trains as keyed by their ids (Keras takes ids
+    only: it failed with `can only concatenate str`); an unknown name is one sentence."""
+    histories = []
+    for weights in ({"entailment": 1.0, "neutral": 3.0, "contradiction": 0.5},
+                    {0: 1.0, 1: 3.0, 2: 0.5}):
+        keras.utils.set_random_seed(0)
+        model = _classifier(max_length=12)
+        histories.append(model.fit((PREMISES, HYPOTHESES), LABELS, class_weight=weights,
+                                   epochs=1, verbose=0, shuffle=False).history["loss"])
+    assert histories[0] == pytest.approx(histories[1])
+    with pytest.raises(ValueError, match=r"class_weight has the key 'maybe'; the labels: "
+                                         r"entailment, neutral, contradiction"):
+        model.fit((PREMISES, HYPOTHESES), LABELS, class_weight={"maybe": 1.0}, verbose=0)

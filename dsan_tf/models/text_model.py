@@ -13,7 +13,7 @@ import sys
 from dsan_tf.common.frameworks import keras
 import numpy as np
 
-from dsan_tf.common.labels import labelled
+from dsan_tf.common.labels import LABEL_IDS, labelled
 from dsan_tf.models import optimizers
 from dsan_tf.models.config import BATCH_SIZE, LEARNING_RATE
 from dsan_tf.speed import steps
@@ -94,6 +94,20 @@ def _split(x, y, sample_weight, fraction):
     validation = ((premises[keep:], hypotheses[keep:]), part(labels, 1), part(weights, 1))
     return ((premises[:keep], hypotheses[:keep]), part(labels, 0), part(weights, 0),
             validation if weights is not None else validation[:2])
+
+
+def _class_ids(class_weight):
+    """`class_weight` keyed by class ids, its label names (`dsan_tf.LABELS`) read as their
+    ids, as labels are (Keras takes ids only); ValueError naming an unknown key."""
+    ids = {}
+    for key, weight in class_weight.items():
+        if isinstance(key, str):
+            if key not in LABEL_IDS:
+                raise ValueError(f"class_weight has the key {key!r}; the labels: "
+                                 f"{', '.join(LABEL_IDS)} (or their ids).")
+            key = LABEL_IDS[key]
+        ids[int(key)] = weight
+    return ids
 
 
 def _no_pairs(x):
@@ -223,6 +237,8 @@ class TextModel:
         "hypothesis": [...]} with `y` labels as ids or names, or a `tf.data.Dataset` of
         such dicts with labels), reshuffled every epoch when in memory."""
         cut = None
+        if kwargs.get("class_weight"):
+            kwargs["class_weight"] = _class_ids(kwargs["class_weight"])
         if kwargs.get("validation_split") and hasattr(x, "element_spec"):
             # Keras splits arrays only (and says so); text in a dataset is no exception.
             raise ValueError("validation_split splits text or arrays in memory, as Keras "
