@@ -670,6 +670,16 @@ def test_tensorboard_holds_the_learning_curves(demo):
     assert [float(r["learning_rate"]) for r in rows] == pytest.approx([3e-3] * 4)
     assert [int(r["steps"]) for r in rows] == [21, 42, 63, 84]
     assert "epoch_steps" not in train and len(train["epoch_learning_rate"]) == 4
+    # The probe sentence's figures share the curves' epoch axis (from 0, as Keras writes it;
+    # they were one epoch ahead).
+    from tensorboard.backend.event_processing import event_accumulator
+
+    probe = event_accumulator.EventAccumulator(str(workdir / "tensorboard/probe"),
+                                               size_guidance={"tensors": 0})
+    probe.Reload()
+    figures = probe.Tags()["tensors"]
+    assert figures and all([event.step for event in probe.Tensors(tag)] == [0, 1, 2, 3]
+                           for tag in figures), figures
 
 
 def test_a_run_directory_never_describes_another_model(demo, tmp_path):

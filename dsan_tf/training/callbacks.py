@@ -180,10 +180,13 @@ class ProbeFigures(keras.callbacks.Callback):
         figures = plots.sentence_figures(self.tokens,
                                          analysis.sentence_analysis(self.model.backbone, self.ids))
         writer = tf.summary.create_file_writer(self.logdir)
-        with writer.as_default():
+        # Recorded whatever Keras' TensorBoard callback set for its own step summaries
+        # (its record_if left every image out).
+        with writer.as_default(), tf.summary.record_if(True):
             for name, figure in figures.items():
                 image = tf.image.decode_png(plots.png_bytes(figure), channels=4)
-                tf.summary.image(name, image[None], step=epoch + 1)
+                # On the epoch axis of the curves: TensorBoard's, from 0 as Keras writes it.
+                tf.summary.image(name, image[None], step=epoch)
         writer.close()  # on disk before the epoch is committed
 
 
