@@ -385,6 +385,13 @@ def test_what_a_keras_hub_user_tries_next_works_or_says_what_to_do():
     pairs = tf.data.Dataset.from_tensor_slices((text, LABELS))
     x, y = next(iter(pairs.map(model.preprocessor).batch(4)))
     assert x["premise"].shape == (4, 12) and y.numpy().tolist() == [0, 2, 0, 2]
+    # keras-hub's form, ((premises, hypotheses), labels): the same ids (an AutoGraph
+    # traceback, `tuple indices must be integers`).
+    keras_hub_form = tf.data.Dataset.from_tensor_slices(((PREMISES, HYPOTHESES), LABELS))
+    x_tuple, y_tuple = next(iter(keras_hub_form.map(model.preprocessor).batch(4)))
+    assert np.array_equal(x_tuple["premise"], x["premise"]) and \
+        np.array_equal(x_tuple["hypothesis"], x["hypothesis"]) and \
+        y_tuple.numpy().tolist() == [0, 2, 0, 2]
     np.testing.assert_allclose(model.predict(x), expected, atol=1e-6)
     by_names = model.evaluate(text, LABELS, verbose=0, return_dict=True)
     mapped = model.evaluate(pairs.map(model.preprocessor).batch(2), verbose=0,

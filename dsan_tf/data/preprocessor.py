@@ -117,7 +117,11 @@ class NLIPreprocessor(keras.layers.Layer):
         """{"premise", "hypothesis"} strings [B] -> int32 ids [B, T]; or one pair of
         scalar strings (an unbatched `tf.data` element, as keras-hub's preprocessors take
         it) -> ids [max_length], padded to the maximum length so that elements batch.
-        Labels `y` given as names or one-hot rows become class ids."""
+        Labels `y` given as names or one-hot rows become class ids. A (premises,
+        hypotheses) tuple stands for the dict, as keras-hub's `((premises, hypotheses),
+        labels)` datasets hold it."""
+        if isinstance(x, (tuple, list)) and len(x) == len(SIDES):
+            x = dict(zip(SIDES, x))
         texts = {side: tf.convert_to_tensor(x[side]) for side in SIDES}
         if all(text.shape.rank == 0 for text in texts.values()):
             ids = {side: self.dense_ids(text[None])[0] for side, text in texts.items()}
