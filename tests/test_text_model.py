@@ -511,3 +511,25 @@ def test_class_weight_keyed_by_label_names_weighs_as_keyed_by_ids():
     with pytest.raises(ValueError, match=r"class_weight has the key 'maybe'; the labels: "
                                          r"entailment, neutral, contradiction"):
         model.fit((PREMISES, HYPOTHESES), LABELS, class_weight={"maybe": 1.0}, verbose=0)
+
+
+def test_unfrozen_word_vectors_stay_unfrozen_through_a_file_and_a_preset(tmp_path):
+    """Word vectors unfrozen on a built model (`backbone.token_embedding.trainable = True`)
+    stay trainable after a `.keras` file (whose optimizer keeps its state: the variables
+    match) and a preset; they were frozen again and the optimizer's state dropped."""
+    vocabulary = Vocabulary.build(PREMISES + HYPOTHESES, lowercase=True)
+    model = dsan_tf.build_model("cbow", dsan_tf.model_config(
+        "cbow", vocab_size=vocabulary.size, embedding_dim=8, trainable_embeddings=False))
+    model.preprocessor = NLIPreprocessor(vocabulary, max_length=12)
+    assert not model.backbone.token_embedding.trainable  # frozen, as built
+    model.backbone.token_embedding.trainable = True
+    model.compile()
+    model.fit((PREMISES, HYPOTHESES), LABELS, batch_size=2, epochs=1, verbose=0)
+    steps = int(model.optimizer.iterations)
+    model.save(tmp_path / "unfrozen.keras")
+    again = keras.saving.load_model(tmp_path / "unfrozen.keras")
+    assert again.backbone.token_embedding.trainable
+    assert int(again.optimizer.iterations) == steps > 0
+    model.save_to_preset(str(tmp_path / "preset"))
+    preset = dsan_tf.NLIClassifier.from_preset(str(tmp_path / "preset"))
+    assert preset.backbone.token_embedding.trainable

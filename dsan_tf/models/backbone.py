@@ -127,10 +127,14 @@ class Backbone(keras.Model):
         return []
 
     def get_config(self):
+        # The word embedding's trainability as it is now: unfrozen after construction
+        # (`backbone.token_embedding.trainable = True`), it stays so in a saved file.
+        embedding = getattr(self, "token_embedding", None)
         return {"name": self.name, "trainable": self.trainable,
                 "dtype": keras.dtype_policies.serialize(self.dtype_policy),
                 "vocabulary_size": self.vocabulary_size, "embedding_dim": self.embedding_dim,
-                "trainable_embeddings": self.trainable_embeddings}
+                "trainable_embeddings": (embedding.trainable if embedding is not None
+                                         else self.trainable_embeddings)}
 
 
 class SentenceEncoderBackbone(Backbone):

@@ -108,7 +108,9 @@ class ModelConfig:
         lower_bound=0.0, upper_bound=0.99)
     trainable_embeddings: bool | None = hyperparameter(
         None, "Fine-tune the word vectors. Unset: trained when there are none to start from "
-        "(random vectors), frozen otherwise (DSAN keeps GloVe frozen).")
+        "(random vectors), frozen otherwise (DSAN keeps GloVe frozen). In Python, "
+        "`backbone.token_embedding.trainable = True` (or `backbone.trainable = True`, every "
+        "layer) unfreezes them on a built model, and a saved file keeps it.")
     layer_norm_epsilon: float = hyperparameter(1e-5, "LayerNorm epsilon.")
     num_classes: int = 3
 
