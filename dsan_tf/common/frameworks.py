@@ -15,7 +15,6 @@ import keras  # noqa: E402  (after the line above: loaded quietly)
 from keras import ops  # noqa: E402
 
 
-
 def __getattr__(name):
     """`tf`: TensorFlow, loaded quietly at its first use (strings, tf.data, TensorBoard and
     SavedModels are TensorFlow's whatever the Keras backend)."""

@@ -1,8 +1,9 @@
 """Keras and TensorFlow loaded without their start-up C++ log lines (oneDNN, CUDA probing,
 CPU features: about nine lines that TensorFlow writes to file descriptor 2 before its logger
-honours TF_CPP_MIN_LOG_LEVEL), for programs and Python use alike: the programs load them
-through `load_frameworks`, and so does `dsan_tf`'s first use of a name that needs Keras
-(`dsan_tf.load`, `dsan_tf.NLIClassifier`, ...). `DSAN_TF_VERBOSE=1` shows them. Plain Python: importing this module loads neither.
+honours TF_CPP_MIN_LOG_LEVEL), for programs and Python use alike: everything loads them
+through `load_frameworks` (the programs, `dsan_tf`'s names, and every module of the package
+through `dsan_tf.common.frameworks`). `DSAN_TF_VERBOSE=1` shows them. Plain Python:
+importing this module loads neither.
 """
 
 import contextlib

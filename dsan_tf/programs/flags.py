@@ -504,19 +504,21 @@ def run_policy(values=FLAGS, base=None):
     """The `RunPolicy` of the flags a program defined (`define_run_flags`,
     `define_step_flags`; `--config`'s values under them, or `base`'s, a `RunPolicy`),
     unresolved: the run decides the unset choices (`RunPolicy.resolved`)."""
-    names = [field.name for field in dataclasses.fields(RunPolicy)]
-    try:  # a flag left unset is its field's default
-        return RunPolicy(**given_values(values, names,
-                                        base.to_dict() if base is not None else None))
-    except ValueError as error:
-        raise flags.ValidationError(as_flags(str(error))) from None
+    return _run_part(RunPolicy, values, base)
 
 
 def run_outputs(values=FLAGS):
     """The `RunOutputs` of the flags a program defined (`define_run_flags`)."""
-    names = [field.name for field in dataclasses.fields(RunOutputs)]
+    return _run_part(RunOutputs, values)
+
+
+def _run_part(part, values, base=None):
+    """`part` (`RunPolicy`, `RunOutputs`) of its fields' flags; a value it refuses is
+    absl's `ValidationError`, naming the flag."""
+    names = [field.name for field in dataclasses.fields(part)]
     try:  # a flag left unset is its field's default
-        return RunOutputs(**given_values(values, names))
+        return part(**given_values(values, names,
+                                   base.to_dict() if base is not None else None))
     except ValueError as error:
         raise flags.ValidationError(as_flags(str(error))) from None
 
@@ -578,8 +580,8 @@ def _help_line(flag, default, help_text=None):
     """A flag on a line or two: its help's (`help_text`'s) first sentence, after its
     default."""
     # The first sentence: a full stop before a capital, not "et al." or "e.g.".
-    text = " ".join((help_text or flag.help).split()).replace(".; repeat this option to specify a "
-                                               "list of values", " (repeatable)")
+    text = " ".join((help_text or flag.help).split()).replace(
+        ".; repeat this option to specify a list of values", " (repeatable)")
     first = re.split(r"(?<!al)(?<!e\.g)\.\s+(?=[A-Z])", text)[0].rstrip(".") + "."
     shown = "" if default is None else f" ({default})"
     return textwrap.wrap(f"--{flag.name}{shown}: {first}", 96, initial_indent="  ",
@@ -616,8 +618,10 @@ def short_help(values=FLAGS, program="this program", model=registry.DEFAULT):
     for topic in [t for t in (MODEL_GROUP, own, *TOPICS[1:], program) if t in groups]:
         lines.append(f"\n{topic}:")
         for flag in groups[topic]:
-            lines += _help_line(flag, _default_text(flag, hyperparameters, model),
-                                hyperparameters.get(flag.name, (0, 0, {}))[2].get(model))
+            # A model flag: the family's own help (absl's holds every family's).
+            family_help = (hyperparameters[flag.name][2].get(model)
+                           if flag.name in hyperparameters else None)
+            lines += _help_line(flag, _default_text(flag, hyperparameters, model), family_help)
     if hidden:
         others = ", ".join(name for name in MODELS if name != model)
         lines += [""] + textwrap.wrap(
