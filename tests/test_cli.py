@@ -738,6 +738,16 @@ def test_a_failed_run_leaves_no_directory(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+def _without_frameworks(folder):
+    """A child's environment in which importing TensorFlow or Keras fails loudly: packages
+    of those names in `folder`, first on its path."""
+    for name in ("tensorflow", "keras"):
+        (folder / name).mkdir()
+        (folder / name / "__init__.py").write_text(
+            f"raise ImportError('{name} was imported before the flags were checked')")
+    return {"PYTHONPATH": str(folder)}
+
+
 @pytest.mark.parametrize("program,flags", [
     ("train", [*DEMO, "--workdir=/tmp/x", "--batch_size=0"]),
     ("evaluate", ["--workdir=.", "--data=synthetic:word_order/dev", "--batch_size=0"]),
@@ -750,11 +760,7 @@ def test_a_failed_run_leaves_no_directory(tmp_path):
 def test_bad_flag_values_are_refused_before_tensorflow_loads(program, flags, tmp_path):
     """A new process in which importing TensorFlow (or Keras) fails loudly: the refusal
     comes first, so the sentence is all the user sees, however busy the machine."""
-    for name in ("tensorflow", "keras"):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "__init__.py").write_text(
-            f"raise ImportError('{name} was imported before the flags were checked')")
-    refused = cli_process(program, *flags, env={"PYTHONPATH": str(tmp_path)})
+    refused = cli_process(program, *flags, env=_without_frameworks(tmp_path))
     assert refused.returncode != 0 and refused.stdout == "", refused.stderr[-2000:]
     assert refused.stderr.startswith("error: flag --") and refused.stderr.count("\n") == 1
 
@@ -777,10 +783,7 @@ def test_a_missing_flag_is_one_sentence_before_tensorflow_loads(program, flags, 
     """A required flag left out is said in one sentence, before TensorFlow or Keras loads
     (importing either fails loudly in this child; --workdir left out of evaluate was a
     TypeError traceback after TensorFlow's start-up)."""
-    for name in ("tensorflow", "keras"):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "__init__.py").write_text(f"raise ImportError('{name} loaded')")
-    refused = cli_process(program, *flags, env={"PYTHONPATH": str(tmp_path)})
+    refused = cli_process(program, *flags, env=_without_frameworks(tmp_path))
     assert refused.returncode == 1 and refused.stdout == "", refused.stderr[-2000:]
     assert refused.stderr.startswith(f"error: {said}") and refused.stderr.count("\n") == 1, \
         refused.stderr[-2000:]

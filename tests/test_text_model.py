@@ -289,7 +289,8 @@ def keras_files(tmp_path_factory):
         paths = []
         vocabulary = Vocabulary.build(PREMISES + HYPOTHESES, lowercase=True)
         for family in registry.names():
-            # Each family's smallest model (its testing.py's `SMALL`; a file each is saved and loaded).
+            # Each family's smallest model (its testing.py's `SMALL`; a file each is saved
+            # and loaded).
             config = dsan_tf.model_config(family, vocab_size=vocabulary.size, embedding_dim=10,
                                           **families.small(family))
             model = dsan_tf.build_model(family, config)

@@ -495,6 +495,7 @@ class RunOutputs:
         None, "Export the best model as a SavedModel in EXPORT_DIR/<next version>/ (TF "
         "Serving's layout) at the end; given on a finished run, it exports that run.",
         topic="output")
+
     def __post_init__(self):
         check_fields(self)
 

@@ -1,8 +1,8 @@
 """A training run, as functions of explicit arguments: `train_run` claims the run directory
 and calls `train`, which calls the steps in order (devices, data, model, callbacks, fit,
 results); the `NLITask` builds the parts. `dsan_tf.programs.train` parses its flags into the
-`ExperimentConfig` (what is trained) and `RunPolicy` (how it runs; `dsan_tf.core.config`)
-these take.
+`ExperimentConfig` (what is trained), `RunPolicy` (how its steps run) and `RunOutputs`
+(what it writes; both `dsan_tf.core.config`) these take.
 """
 
 import dataclasses

@@ -101,9 +101,9 @@ def _shown(value):
 def train_trial(params, config, policy, root):
     """A Tune trial (its function): the run of `config` with the searched `params`, in
     ROOT/trials/<trial_name>, trained one epoch at a time (`train_run`'s
-    `stop_after_epochs`, each call resuming the run's record) and reported to Tune after each epoch (the
-    epochs a run already had, after a restart, first), until the run is finished or ASHA
-    stops the trial."""
+    `stop_after_epochs`, each call resuming the run's record) and reported to Tune after
+    each epoch (the epochs a run already had, after a restart, first), until the run is
+    finished or ASHA stops the trial."""
     from ray import tune
 
     from dsan_tf.training import driver
