@@ -141,6 +141,14 @@ def test_ctrl_c_exits_130_naming_the_command_that_resumes_and_steps_go_on(tmp_pa
     # Every 5th of the 6 x 21 steps, once each (a restart at 0 would repeat 5, 10, ...).
     assert steps == list(range(5, 6 * 21 + 1, 5))
     assert os.path.exists(workdir / "results.json")
+    # train.log keeps both starts: the interrupted one to its last epoch, the resumed one to
+    # the line it ended with (no terminal redraws in it).
+    log = (workdir / "train.log").read_text()
+    first, second = log.split("== started ")[1:]
+    assert f"epoch {done}/6: accuracy" in first and first.endswith("== interrupted (Ctrl-C)\n")
+    assert f"resuming {workdir}: {done} epoch(s) done" in second
+    assert second.rstrip("\n").splitlines()[-1] == resumed.stdout.strip().splitlines()[-1]
+    assert "\r" not in log
 
 
 def test_ctrl_c_that_lands_in_a_finalizer_still_stops_the_run(tmp_path, monkeypatch):

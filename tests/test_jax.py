@@ -3,6 +3,7 @@ feeding a jitted JAX model), and exporting is TensorFlow's."""
 
 import csv
 import json
+import re
 
 import pytest
 
@@ -112,8 +113,9 @@ def test_an_encoded_setting_trains_on_jax_without_tensorflow_into_a_run_director
         assert done.returncode == 0, done.stderr[-3000:]
     assert "TensorBoard: no event files (TensorFlow writes them; it is not installed)" \
         in first.stdout
-    assert first.stdout.strip().splitlines()[-1] == (
-        f"dev accuracy 1.0000 (best epoch 3); model: {workdir / 'best.keras'}")
+    assert re.fullmatch(r"dev accuracy 1\.0000 \(best epoch 3\); 3 epochs, \d:\d\d:\d\d of "
+                        rf"training; model: {re.escape(str(workdir / 'best.keras'))}",
+                        first.stdout.strip().splitlines()[-1])
     config = json.loads((workdir / "config.json").read_text())
     assert config["provenance"]["keras_backend"] == "jax"
     assert config["provenance"]["tensorflow"] is None and config["vocab_size"] == 16

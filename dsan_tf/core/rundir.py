@@ -51,6 +51,7 @@ MODEL, MEMBERS = "model.keras", "members"  # an export's model and ensemble memb
 HISTORY, RESULTS, FLAGFILE = "history.csv", "results.json", "flags.txt"
 CARD, CHECKPOINTS, TENSORBOARD = "MODEL_CARD.md", "checkpoints", "tensorboard"
 LOCK = "lock"
+LOG = "train.log"  # what train printed, each start appended (dsan_tf.common.console)
 # A checkpoint's files (CHECKPOINTS/epoch-N/): the record, the training state (weights and
 # optimizer), the layers' random states and the best model so far.
 RECORD, STATE, SEEDS = "record.json", "state.weights.h5", "seeds.npz"
@@ -59,10 +60,10 @@ LEGACY_BACKUP = "backup"
 # Everything train writes into a run directory (--overwrite removes these, nothing else;
 # the lock stays: another process may be waiting on it).
 RUN_FILES = (FLAGFILE, CONFIG, VOCAB, PREPROCESSOR, BEST, BEST_INFO, HISTORY, RESULTS, CARD,
-             CHECKPOINTS, LEGACY_BACKUP, TENSORBOARD)
+             CHECKPOINTS, LEGACY_BACKUP, TENSORBOARD, LOG)
 # The records a program other than train must never write over (`--output`).
 RECORDS = (FLAGFILE, CONFIG, VOCAB, PREPROCESSOR, BEST, BEST_INFO, HISTORY, RESULTS, CARD,
-           LOCK)
+           LOCK, LOG)
 # The configuration's parts in config.json (`ExperimentConfig.to_dict`); beside them its
 # "policy" (`RunPolicy`, how it ran) and what the run found.
 CONFIG_PARTS = ("model", "model_config", "data", "training")

@@ -69,7 +69,7 @@ def main(argv):
     from dsan_tf.training import driver  # Keras loads here, after --help
 
     try:  # the library gets the flags as objects, read here once
-        outcome = driver.train_run(FLAGS.workdir, config, policy, FLAGS.overwrite, setting,
+        driver.train_run(FLAGS.workdir, config, policy, FLAGS.overwrite, setting,
                                    outputs, FLAGS.stop_after_epochs)
     except KeyboardInterrupt:
         raise program.Interrupted(driver.interrupted_message(
@@ -77,10 +77,6 @@ def main(argv):
     except OSError as error:  # a full disk, a read-only folder
         program.fail(program.system_fault(error, driver.interrupted_message(
             FLAGS.workdir, program.command_line()).rstrip(".")))
-    if outcome.state == "finished":
-        print(f"{outcome.workdir} is a finished run of this configuration: nothing trained "
-              "(add --overwrite to train it again, or a higher --epochs to train on).")
-    print(outcome.summary())
 
 
 def _setting():

@@ -13,7 +13,7 @@ from dsan_tf.common.frameworks import keras
 import numpy as np
 
 from dsan_tf import data
-from dsan_tf.common import progress, quiet
+from dsan_tf.common import console, progress, quiet
 from dsan_tf.common.errors import UsageError, require_tensorflow_backend
 from dsan_tf.common.labels import LABELS, NON_ENTAILMENT_ID
 from dsan_tf.data import batching
@@ -39,7 +39,8 @@ class TrainOutcome:
     results: dict
 
     def summary(self):
-        """The line a run ends with (scripts read it): dev (and test) accuracy, best epoch."""
+        """The line a run ends with (scripts read it): dev (and test) accuracy, best epoch,
+        the epochs trained and their time, the model's file."""
         results = self.results
         if self.state == "stopped":
             return (f"stopped as asked after epoch {results['epochs']}: {self.workdir} keeps "
@@ -47,8 +48,16 @@ class TrainOutcome:
         test = (f", test accuracy {results['test_accuracy']:.4f}"
                 if "test_accuracy" in results else "")
         return (f"dev accuracy {results['dev_accuracy']:.4f} (best epoch "
-                f"{results['best_epoch']}){test}; model: "
+                f"{results['best_epoch']}){test}; {self.trained()}; model: "
                 f"{os.path.join(self.workdir, run_files.BEST)}")
+
+    def trained(self):
+        """"4 epochs, 0:01:32 of training": the run's epochs and their time (history.csv's
+        seconds, summed over every start)."""
+        history = run_files.read_history(os.path.join(self.workdir, run_files.HISTORY))
+        seconds = sum(row.get("seconds", 0.0) for row in history)
+        return (f"{len(history)} epoch{'' if len(history) == 1 else 's'}, "
+                f"{progress.clock(seconds)} of training")
 
 
 def train_run(workdir, config, policy=RunPolicy(), overwrite=False, setting=None,
@@ -123,15 +132,26 @@ def _check(config, outputs, setting):
 def _train_locked(run, asked, overwrite, created, setting):
     """`train_run` in the claimed run directory, holding its lock; `asked`: (config,
     policy, outputs, stop_after_epochs)."""
-    config, policy, outputs, stop_after_epochs = asked
+    config, policy = asked[:2]
     try:
         state = run.claim(config, policy, overwrite=overwrite)
     except BaseException:
         if created:
             run.discard(remove_directory=True)
         raise
+    with console.kept_in(run.path(run_files.LOG)):
+        outcome = _train_claimed(run, state, asked, created, setting)
+        print(outcome.summary())
+    return outcome
+
+
+def _train_claimed(run, state, asked, created, setting):
+    """`_train_locked` once the run directory is claimed for `state`."""
+    config, policy, outputs, stop_after_epochs = asked
     done = run.epochs_done()
     if state == "finished":
+        print(f"{run.workdir} is a finished run of this configuration: nothing trained "
+              "(add --overwrite to train it again, or a higher --epochs to train on).")
         heal_finished(run)
         if outputs.export_dir:
             _export_finished(run, outputs.export_dir)

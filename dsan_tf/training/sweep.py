@@ -126,7 +126,19 @@ def run_sweep(root, config, policy, searches, num_samples, scheduler, resources,
               address=None):
     """Runs (or, where ROOT/tune holds a sweep's state, resumes) the sweep; returns the
     trials' rows (`table_rows`)."""
+    ray = cluster.require_ray()
+    ours = not ray.is_initialized()
     cluster.connect(address)
+    try:
+        _fit(root, config, policy, searches, num_samples, scheduler, resources)
+    finally:
+        if ours:  # the trials' last lines would otherwise print after the sweep's table;
+            ray.shutdown()  # each trial's train.log keeps them all
+    return table_rows(root, config.training.epochs)
+
+
+def _fit(root, config, policy, searches, num_samples, scheduler, resources):
+    """Builds (or restores) the Tuner of the sweep and fits it."""
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler
 
@@ -153,7 +165,6 @@ def run_sweep(root, config, policy, searches, num_samples, scheduler, resources,
                 # A trial whose worker or node died starts again: its run directory resumes.
                 failure_config=tune.FailureConfig(max_failures=cluster.RETRIES)))
     tuner.fit()
-    return table_rows(root, config.training.epochs)
 
 
 def _trial_function(params, config, policy, root):
