@@ -470,3 +470,30 @@ def test_records_of_older_versions_are_read_with_what_ran():
                                   "default", "tpu": "", "logical_cpus": 0,
                                   "pad_to_bucket": False}}
     assert RunPolicy.from_record(older) == RunPolicy(jit_compile=True)
+
+
+def test_dev_subset_scores_the_same_pairs_for_every_seed_and_is_recorded(tmp_path, capsys):
+    """`dev_subset=N`: the run's dev accuracy is its best model's over N pairs, the same N
+    whatever the run's seed, said in the run's output and recorded in config.json and
+    flags.txt."""
+    from dsan_tf import data
+    from dsan_tf.core.task import NLITask
+    from dsan_tf.models import registry
+
+    examples, _ = data.read_examples("synthetic:word_order/dev")
+    for seed in (0, 1):
+        config = _config(1).replace(dev_subset=50, seed=seed)
+        workdir = tmp_path / f"seed{seed}"
+        outcome = driver.train_run(str(workdir), config, _policy())
+        assert "dev_data: a random subset of 50 of the 168 pairs" in capsys.readouterr().out
+        assert json.loads((workdir / "config.json").read_text())["data"]["dev_subset"] == 50
+        assert "--dev_subset=50" in (workdir / "flags.txt").read_text().split()
+        chosen = NLITask(config, log=lambda _: None).subset(examples, "dev")
+        if seed == 0:
+            first = chosen
+        assert len(chosen) == 50 and chosen == first
+        model = registry.load_model(str(workdir / "best.keras"))
+        predicted = np.argmax(model.predict(([e.premise for e in chosen],
+                                             [e.hypothesis for e in chosen])), axis=-1)
+        right = np.mean(predicted == np.array([e.label for e in chosen]))
+        assert outcome.results["dev_accuracy"] == pytest.approx(right, abs=1e-6)

@@ -46,6 +46,10 @@ class DataConfig:
     train_subset: int = hyperparameter(
         0, "Train on a random subset of this many train_data pairs, the same whatever the "
         "seed and model (learning curves); 0: all.", lower_bound=0)
+    dev_subset: int = hyperparameter(
+        0, "Score a random subset of this many dev_data pairs (each epoch's model selection "
+        "and the run's dev accuracy), the same whatever the seed and model; 0: all.",
+        lower_bound=0)
     tfds_data_dir: str | None = hyperparameter(
         None, "TFDS data directory (unset: TFDS's own).")
     lowercase: bool = hyperparameter(

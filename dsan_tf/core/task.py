@@ -109,15 +109,16 @@ class NLITask:
             raise data.DataError(f"--{name}={spec} holds no labelled examples.")
         return examples, report
 
-    def training_subset(self, examples):
-        """The configured `train_subset` of `examples`: a random subset drawn with a fixed
-        seed (0, not the run's), so that every model and seed trains on the same pairs, in
-        their original order. All of them when the subset is 0 or not smaller."""
-        size = self.config.data.train_subset
+    def subset(self, examples, split):
+        """The configured `train_subset` or `dev_subset` (`split`: "train", "dev") of
+        `examples`: a random subset drawn with a fixed seed (0, not the run's), so that every
+        model and seed sees the same pairs, in their original order. All of them when the
+        subset is 0 or not smaller."""
+        size = getattr(self.config.data, f"{split}_subset")
         if not size or size >= len(examples):
             return examples
         chosen = np.sort(np.random.default_rng(0).choice(len(examples), size, replace=False))
-        self.log(f"train_data: a random subset of {size:,} of the {len(examples):,} pairs")
+        self.log(f"{split}_data: a random subset of {size:,} of the {len(examples):,} pairs")
         return [examples[i] for i in chosen]
 
     def vector_file(self):

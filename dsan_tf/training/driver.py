@@ -423,7 +423,8 @@ def prepare_data(task, run, setting=None):
             raise UsageError(f"--{name}_data={getattr(settings, f'{name}_data')} has two-way "
                              "labels (non-entailment, as HANS): evaluate on it with "
                              "dsan-evaluate; the models learn three classes.")
-    splits["train"] = task.training_subset(splits["train"])
+    for name in ("train", "dev"):
+        splits[name] = task.subset(splits[name], name)
     vector_file = task.vector_file()
     vocabulary = None
     if run.exists(run_files.VOCAB):  # a resumed run keeps its ids
