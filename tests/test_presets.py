@@ -259,6 +259,85 @@ def test_from_preset_takes_keras_hubs_arguments_and_honours_the_global_policy():
         np.testing.assert_array_equal(mine.numpy(), theirs)
 
 
+def test_a_new_head_names_its_own_labels_through_training_saving_and_serving(tmp_path):
+    """`from_preset(num_classes=2, label_names=...)`: `classify` reports the new names,
+    `fit` and `evaluate` take them (the NLI names refused in one sentence, as ids past the
+    head), and a `.keras` file, a preset and a SavedModel keep them; without names a head
+    of two names its classes class_0 and class_1. A preprocessor naming more classes than
+    the head has is refused."""
+    import keras
+    import numpy as np
+
+    from dsan_tf.data import NLIPreprocessor
+    from dsan_tf.models import NLIClassifier
+    from dsan_tf.saving import serving
+
+    name = "dsan_snli25k_glove50"
+    text = {"premise": ["A man is playing a guitar on stage.", "A dog runs."] * 4,
+            "hypothesis": ["A man is playing an instrument.", "A cat sleeps."] * 4}
+    names = ["entails", "does not entail"]
+    assert NLIClassifier.from_preset(name, num_classes=2).classify(
+        "A dog runs.", "An animal moves.")["label_names"] == ["class_0", "class_1"]
+    two = NLIClassifier.from_preset(name, num_classes=2, label_names=names)
+    assert two.classify("A dog runs.", "An animal moves.")["label_names"] == names
+    labels = ["entails", "does not entail"] * 4
+    two.fit(text, labels, epochs=1, verbose=0, class_weight={"entails": 2.0,
+                                                             "does not entail": 1.0})
+    assert 0 <= two.evaluate(text, labels, verbose=0, return_dict=True)["accuracy"] <= 1
+    with pytest.raises(ValueError, match="label 1 is 'neutral'; the model's labels: "
+                                         "entails, does not entail."):
+        two.fit(text, ["entails", "neutral"] * 4, epochs=1, verbose=0)
+    with pytest.raises(ValueError, match="class ids are 0 to 1"):
+        two.evaluate(text, [0, 2] * 4, verbose=0)
+    expected = two.predict(text)
+    two.save(tmp_path / "two.keras")
+    two.save_to_preset(str(tmp_path / "preset"))
+    for again in (keras.saving.load_model(tmp_path / "two.keras"),
+                  NLIClassifier.from_preset(str(tmp_path / "preset"))):
+        assert again.label_names == names and again.num_classes == 2
+        np.testing.assert_allclose(again.predict(text), expected, atol=1e-6)
+    if keras.backend.backend() == "tensorflow":
+        serving.export(two, str(tmp_path / "export"), keras_file=False)
+        served = dsan_tf.load(str(tmp_path / "export"), trust_savedmodel=True)
+        result = served.classify(text)
+        assert result["label_names"] == names and set(result["labels"]) <= set(names)
+        assert served.evaluate(text, labels)["pairs"] == 8
+    three = NLIClassifier.from_preset(name)
+    with pytest.raises(ValueError, match="the preprocessor names 3 labels .* head has 2 "
+                                         "classes"):
+        NLIClassifier(three.backbone, num_classes=2, preprocessor=three.preprocessor)
+    with pytest.raises(ValueError, match="give two or more different names"):
+        NLIPreprocessor(three.preprocessor.vocabulary, label_names=["a", "a"])
+
+
+def test_from_preset_takes_the_constructors_arguments_and_reports_its_dtype():
+    """keras-hub passes `from_preset`'s other keyword arguments to the constructor: a
+    preprocessor of None (ids only), another dropout (the trained weights kept: the same
+    predictions), and one sentence naming an argument the model does not take. The task
+    reports the policy its layers run. `NLIEnsemble.from_preset` of one model's preset is
+    refused in one sentence."""
+    import numpy as np
+
+    from dsan_tf.models import NLIClassifier, NLIEnsemble
+
+    name = "dsan_snli25k_glove50"
+    text = {"premise": ["A man is playing a guitar on stage."],
+            "hypothesis": ["A man is playing an instrument."]}
+    trained = NLIClassifier.from_preset(name)
+    assert NLIClassifier.from_preset(name, preprocessor=None).preprocessor is None
+    other = NLIClassifier.from_preset(name, dropout=0.3)
+    assert other.dropout == 0.3 and other.get_config()["dropout"] == 0.3
+    np.testing.assert_allclose(other.predict(text), trained.predict(text), atol=1e-6)
+    with pytest.raises(ValueError, match="NLIClassifier.from_preset takes no activation: "
+                                         "its model's arguments are dropout, "):
+        NLIClassifier.from_preset(name, activation="softmax")
+    half = NLIClassifier.from_preset(name, dtype="bfloat16")
+    assert (half.dtype_policy.name, half.head.dtype_policy.name) == ("bfloat16", "bfloat16")
+    assert trained.dtype_policy.name == "float32"
+    with pytest.raises(ValueError, match=f"{name} holds one NLIClassifier, not an ensemble"):
+        NLIEnsemble.from_preset(name)
+
+
 def test_the_programs_take_a_presets_name_and_its_card_commands_run_anywhere(tmp_path):
     """`--workdir=NAME` of a shipped preset: evaluate scores it (its family from the
     preset's metadata), and the card's "Repeat the evaluation" command names the preset,

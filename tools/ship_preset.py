@@ -44,7 +44,7 @@ def evaluate(name, sources):
     for source in sources:
         examples, report = read_examples(source)
         pairs = ([e.premise for e in examples], [e.hypothesis for e in examples])
-        result = scores(loaded.predict(pairs), [e.label for e in examples])
+        result = scores(loaded.predict(pairs), [e.label for e in examples], loaded.label_names)
         result["dropped"] = dict(report.dropped)
         results[source] = {key: (round(value, 6) if isinstance(value, float) else value)
                            for key, value in result.items()}

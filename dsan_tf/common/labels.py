@@ -4,10 +4,11 @@ LABELS = ("entailment", "neutral", "contradiction")
 LABEL_IDS = {name: index for index, name in enumerate(LABELS)}
 
 
-def labelled(probabilities, **extra):
-    """A task model's `classify` result: `probabilities` [B, C] (`LABELS` order), the
-    label of each row's largest (`labels`), `label_names` and `extra`."""
-    names = list(LABELS)
+def labelled(probabilities, names, **extra):
+    """A task model's `classify` result: `probabilities` [B, C] (in the order of `names`,
+    the model's C label names), the label of each row's largest (`labels`), `label_names`
+    and `extra`."""
+    names = list(names)
     return {"probabilities": probabilities,
             "labels": [names[i] for i in probabilities.argmax(axis=-1)],
             "label_names": names, **extra}

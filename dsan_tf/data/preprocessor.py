@@ -13,7 +13,7 @@ import numpy as np
 from dsan_tf.common.frameworks import tf
 
 from dsan_tf.common import atomic
-from dsan_tf.common.labels import LABEL_IDS, LABELS
+from dsan_tf.common.labels import LABELS
 from dsan_tf.data import PREPROCESSOR_FILE as SETTINGS_FILE, VOCABULARY_FILE
 from dsan_tf.data.examples import DataError
 from dsan_tf.data.pipeline import DEFAULT_MAX_LENGTH, EncodedPairs, EncodeReport
@@ -44,6 +44,9 @@ class NLIPreprocessor(keras.layers.Layer):
         vocabulary: `dsan_tf.data.Vocabulary` (it also fixes lower-casing); None until
             `load_assets` sets it (loading a `.keras` file).
         max_length: truncate sentences to this many tokens; None or 0: never.
+        label_names: the names of the model's C classes, in the order of its outputs
+            (labels given as names become their positions; `classify` reports them):
+            `dsan_tf.LABELS` for NLI's three.
 
     Call arguments:
         x: {"premise": string [B], "hypothesis": string [B]}.
@@ -64,10 +67,17 @@ class NLIPreprocessor(keras.layers.Layer):
     ```
     """
 
-    def __init__(self, vocabulary=None, max_length=DEFAULT_MAX_LENGTH, **kwargs):
+    def __init__(self, vocabulary=None, max_length=DEFAULT_MAX_LENGTH, label_names=LABELS,
+                 **kwargs):
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
         self.max_length = max_length or None
+        names = [label_names] if isinstance(label_names, str) else list(label_names)
+        if len(names) < 2 or len(set(names)) != len(names) or not all(
+                isinstance(name, str) and name for name in names):
+            raise ValueError(f"label_names={label_names!r}: give two or more different "
+                             "names, one per class.")
+        self.label_names = tuple(names)
         self.vocabulary = None
         if vocabulary is not None:
             self.set_vocabulary(vocabulary)
@@ -129,11 +139,11 @@ class NLIPreprocessor(keras.layers.Layer):
                 ids = {side: tf.pad(value, [[0, self.max_length - tf.shape(value)[0]]])
                        for side, value in ids.items()}
             if y is not None:
-                y = _label_tensor(tf.convert_to_tensor(y)[None])[0]
+                y = _label_tensor(tf.convert_to_tensor(y)[None], self.label_names)[0]
         else:
             ids = {side: self.dense_ids(text) for side, text in texts.items()}
             if y is not None:
-                y = _label_tensor(tf.convert_to_tensor(y))
+                y = _label_tensor(tf.convert_to_tensor(y), self.label_names)
         return keras.utils.pack_x_y_sample_weight(ids, y, sample_weight)
 
     def dense_ids(self, texts):
@@ -204,7 +214,8 @@ class NLIPreprocessor(keras.layers.Layer):
         return dataset.prefetch(tf.data.AUTOTUNE), cut.numpy()
 
     def get_config(self):
-        return {**super().get_config(), "max_length": self.max_length}
+        return {**super().get_config(), "max_length": self.max_length,
+                "label_names": list(self.label_names)}
 
     def save_assets(self, dir_path):
         self.vocabulary.save(os.path.join(dir_path, VOCABULARY_FILE))
@@ -216,7 +227,8 @@ class NLIPreprocessor(keras.layers.Layer):
         """Writes `vocab.json` and `preprocessor.json` into `directory` (a run directory)."""
         self.vocabulary.save(os.path.join(directory, VOCABULARY_FILE))
         atomic.write_text(os.path.join(directory, SETTINGS_FILE),
-                          json.dumps({"max_length": self.max_length}))
+                          json.dumps({"max_length": self.max_length,
+                                      "label_names": list(self.label_names)}))
 
     @classmethod
     def load(cls, directory):
@@ -230,7 +242,8 @@ class NLIPreprocessor(keras.layers.Layer):
             if length is not None and (not isinstance(length, int) or isinstance(length, bool)
                                        or length < 1):
                 raise ValueError(f"max_length {length!r} is not a positive integer or null")
-            return cls(vocabulary, length)
+            # Files written before label names were kept: NLI's three.
+            return cls(vocabulary, length, settings.get("label_names", LABELS))
         except FileNotFoundError:
             raise DataError(f"{settings_path} does not exist.") from None
         except (ValueError, KeyError, TypeError, UnicodeDecodeError) as error:
@@ -376,19 +389,22 @@ def pair_texts(x, hypotheses=None):
     return premises, hypotheses, one
 
 
-def label_ids(y, count):
-    """int32 [N] of labels given as ids, as names (`dsan_tf.LABELS`) or one-hot [N, C]."""
+def label_ids(y, count, names):
+    """int32 [N] of labels given as ids, as `names` (the model's C label names) or one-hot
+    [N, C]."""
     if hasattr(y, "to_numpy"):  # a pandas Series
         y = y.to_numpy(dtype=object)
     array = np.asarray(y) if not isinstance(y, (list, tuple)) or (
         y and isinstance(y[0], (list, tuple, np.ndarray))) else None
-    if array is not None and array.ndim == 2 and array.shape[1] == len(LABEL_IDS) \
+    ids_of = {name: index for index, name in enumerate(names)}
+    if array is not None and array.ndim == 2 and array.shape[1] == len(names) \
             and array.dtype.kind in "biuf":
         if array.shape[0] != count:
             raise ValueError(f"{array.shape[0]} one-hot labels for {count} pairs.")
         if not (np.isin(array, (0, 1)).all() and (array.sum(axis=1) == 1).all()):
-            raise ValueError("labels of shape [N, 3] must be one-hot rows (a 1 and two 0s); "
-                             "soft labels need a categorical loss: give class ids instead.")
+            raise ValueError(f"labels of shape [N, {len(names)}] must be one-hot rows (one 1, "
+                             "the rest 0); soft labels need a categorical loss: give class "
+                             "ids instead.")
         return array.argmax(axis=1).astype("int32")
     values = list(y) if isinstance(y, (list, tuple)) else list(np.asarray(y).reshape(-1))
     if len(values) != count:
@@ -398,14 +414,14 @@ def label_ids(y, count):
         if isinstance(value, bytes):
             value = value.decode("utf-8")
         if isinstance(value, str):
-            if value not in LABEL_IDS:
-                raise ValueError(f"label {index} is {value!r}; the labels: "
-                                 f"{', '.join(LABEL_IDS)}.")
-            value = LABEL_IDS[value]
-        if not 0 <= int(value) < len(LABELS):
+            if value not in ids_of:
+                raise ValueError(f"label {index} is {value!r}; the model's labels: "
+                                 f"{', '.join(names)}.")
+            value = ids_of[value]
+        if not 0 <= int(value) < len(names):
             # The loss would fail in a graph op (TensorFlow) or read garbage (JAX).
             raise ValueError(f"label {index} is {value!r}; class ids are 0 to "
-                             f"{len(LABELS) - 1} ({', '.join(LABELS)}).")
+                             f"{len(names) - 1} ({', '.join(names)}).")
         ids.append(int(value))
     return np.array(ids, "int32")
 
@@ -446,7 +462,7 @@ def text_batches(preprocessors, x, y=None, sample_weight=None, batch_size=None,
     cut = {side: values.numpy() for side, values in cut.items()}
     columns = [tuple(many)]
     if y is not None:
-        columns.append(label_ids(y, len(premises)))
+        columns.append(label_ids(y, len(premises), preprocessors[0].label_names))
     if sample_weight is not None:
         columns.append(np.asarray(sample_weight, "float32"))
     dataset = tf.data.Dataset.from_tensor_slices(tuple(columns))
@@ -484,8 +500,8 @@ def _model_ids(many, keys):
     return dense_ids[0] if len(dense_ids) == 1 else dict(zip(keys, dense_ids))
 
 
-def _label_tensor(labels):
-    """int32 labels of a dataset's labels, ids or names (`dsan_tf.LABELS`); an unknown name
+def _label_tensor(labels, names):
+    """int32 labels of a dataset's labels, ids or `names` (the model's); an unknown name
     stops the dataset with an error naming the labels."""
     if labels.dtype != tf.string:
         if labels.shape.rank == 2:  # one-hot [B, C], as in memory (`label_ids`)
@@ -496,10 +512,10 @@ def _label_tensor(labels):
                 return tf.cast(tf.argmax(labels, axis=-1), tf.int32)
         return tf.cast(labels, tf.int32)
     table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
-        list(LABEL_IDS), list(LABEL_IDS.values()), tf.string, tf.int32), -1)
+        list(names), list(range(len(names))), tf.string, tf.int32), -1)
     ids = table.lookup(labels)
     with tf.control_dependencies([tf.debugging.assert_non_negative(
-            ids, message=f"a label is none of {', '.join(LABEL_IDS)}")]):
+            ids, message=f"a label is none of {', '.join(names)}")]):
         return tf.identity(ids)
 
 
@@ -520,7 +536,7 @@ def _dataset_batches(preprocessors, x, batch_size, keys):
 
     def prepare(inputs, *rest):
         if rest:  # (labels[, sample weights]): label names become ids
-            rest = (_label_tensor(rest[0]), *rest[1:])
+            rest = (_label_tensor(rest[0], preprocessors[0].label_names), *rest[1:])
         many, cut = members_ids(preprocessors, inputs)
         counter.assign_add(tf.math.count_nonzero(tf.maximum(cut["premise"], cut["hypothesis"])))
         return (_model_ids(many, keys), *rest) if rest else _model_ids(many, keys)

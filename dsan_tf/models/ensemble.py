@@ -17,7 +17,8 @@ class NLIEnsemble(TextModel, keras.Model):
     family and vocabulary: each reads the text with its own preprocessor.
 
     Args:
-        members: `NLIClassifier`s with the label order `dsan_tf.LABELS`, at least one.
+        members: `NLIClassifier`s with the same label names (`label_names`), at least
+            one.
 
     Call arguments:
         inputs: {"member_<i>": {"premise": int [B, T1], "hypothesis": int [B, T2]}} (each
@@ -43,7 +44,23 @@ class NLIEnsemble(TextModel, keras.Model):
         if not members:
             raise ValueError("an ensemble needs at least one member.")
         self.members = list(members)
+        named = sorted({", ".join(m.label_names) for m in self.members if m.label_names})
+        if len(named) > 1:  # their probabilities would not describe the same classes
+            raise ValueError(f"the members name different labels ({'; '.join(named)}): an "
+                             "ensemble averages probabilities of the same labels.")
         self.built = True  # the members are
+
+    @classmethod
+    def from_preset(cls, preset, compile=True, dtype=None, load_weights=True, **kwargs):
+        """`TextModel.from_preset` of an ensemble's preset, run directory or export;
+        ValueError, one sentence, for one model's."""
+        model = super().from_preset(preset, compile=compile, dtype=dtype,
+                                    load_weights=load_weights, **kwargs)
+        if not isinstance(model, cls):
+            raise ValueError(f"{preset} holds one {type(model).__name__}, not an ensemble: "
+                             f"load it with {type(model).__name__}.from_preset, or make "
+                             f"an {cls.__name__} of such members.")
+        return model
 
     @property
     def preprocessor(self):

@@ -33,7 +33,8 @@ class NLIClassifier(TextModel, keras.Model):
 
     Args:
         backbone: a `dsan_tf.models.Backbone`.
-        num_classes: C (3: entailment, neutral, contradiction, as `dsan_tf.LABELS`).
+        num_classes: C (3: entailment, neutral, contradiction, as `dsan_tf.LABELS`); the
+            preprocessor's `label_names` name as many.
         hidden_units: width of the head's ReLU layer (300).
         dropout: on the head's ReLU layer (0.1).
         input_dropout: on the head's input features (the paper: none).
@@ -100,6 +101,8 @@ class NLIClassifier(TextModel, keras.Model):
             features = MatchingFeatures(name="matching_features", dtype=backbone.dtype_policy)(
                 backbone(inputs["premise"]), backbone(inputs["hypothesis"]))
         super().__init__(inputs=inputs, outputs=head(features), **kwargs)
+        # The task reports the policy its layers run (a Functional model takes no dtype).
+        self.dtype_policy = backbone.dtype_policy
         self.backbone = backbone
         self.head = head
         self.num_classes = num_classes
@@ -130,6 +133,14 @@ class NLIClassifier(TextModel, keras.Model):
                 f"the {backbone.vocabulary_size:,} rows of {backbone.name}'s token "
                 "embedding: give it the vocabulary the backbone was built for, or a backbone "
                 f"of vocabulary_size={value.vocabulary_size}.")
+        names = getattr(value, "label_names", None)
+        if name == "preprocessor" and names is not None and \
+                len(names) != self.__dict__.get("num_classes", len(names)):
+            raise ValueError(
+                f"the preprocessor names {len(names)} labels ({', '.join(names)}) but "
+                f"{self.name}'s head has {self.num_classes} classes: give it "
+                f"label_names of {self.num_classes} (NLIPreprocessor(..., label_names=[...]); "
+                "from_preset(..., num_classes=N, label_names=[...])).")
         if name == "backbone" and backbone is not None and value is not backbone:
             # The backbone is part of the model's graph: a new one would be ignored by
             # `predict`, and the `.keras` file saved after it could not be loaded.

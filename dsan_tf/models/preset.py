@@ -18,6 +18,7 @@ trained preset that ships inside the package by its name: a family's
 """
 
 import datetime
+import inspect
 import json
 import os
 import zipfile
@@ -25,7 +26,6 @@ import zipfile
 from dsan_tf.common.frameworks import keras
 
 from dsan_tf.common.errors import UsageError
-from dsan_tf.common.labels import LABELS
 from dsan_tf.models import registry
 from dsan_tf.common import keras_private
 from dsan_tf.version import __version__
@@ -71,7 +71,7 @@ def save(model, preset_dir, description=""):
     os.makedirs(preset_dir, exist_ok=True)
     metadata = {"class": type(model).__name__, "description": description,
                 "keras_version": keras.__version__,
-                "dsan_tf_version": __version__, "labels": list(LABELS),
+                "dsan_tf_version": __version__, "labels": model.label_names,
                 "parameter_count": int(model.count_params()),
                 "date_saved": datetime.datetime.now(datetime.timezone.utc).strftime(
                     "%Y-%m-%d@%H:%M:%S")}
@@ -159,7 +159,7 @@ def locate(path):
                   f"{hint}: give a preset, a run directory or an export.")
 
 
-def load(path, compile=True, num_classes=None, dtype=None, load_weights=True):
+def load(path, compile=True, dtype=None, load_weights=True, **arguments):
     """The model of a preset (a directory, or the name of a trained preset this package
     ships), a run directory, an export, an ensemble or a `.keras` file, with its
     preprocessor (`TextModel.from_preset`). `NoModel`, a ValueError of one sentence naming
@@ -167,14 +167,19 @@ def load(path, compile=True, num_classes=None, dtype=None, load_weights=True):
 
     Args:
         compile: compiled as it was trained (its optimizer and learning rate; the paper's
-            setup when its files do not say), or not at all (False).
-        num_classes: a new head of this many classes on the trained backbone (fine-tuning
-            to another label set: the head starts untrained, and is compiled with the
-            paper's setup); None keeps the trained head.
-        dtype: the dtype policy of its layers (e.g. "mixed_float16"); None: Keras' global
-            policy where one was set (`keras.mixed_precision.set_global_policy`), as
-            keras-hub casts a saved float dtype to it, else the policy it was saved with.
+            setup when its files do not say, or when its head starts anew), or not at all
+            (False).
+        dtype: the dtype policy of its layers (e.g. "mixed_float16"), which the task model
+            reports too; None: Keras' global policy where one was set
+            (`keras.mixed_precision.set_global_policy`), as keras-hub casts a saved float
+            dtype to it, else the policy it was saved with.
         load_weights: False: the same architecture with fresh weights.
+        **arguments: the task model's constructor arguments that differ from the saved
+            ones, as keras-hub's `from_preset` takes them: `num_classes` (a new,
+            untrained head on the trained backbone), `preprocessor` (None: ids only),
+            `dropout`, `hidden_units`, ...; and `label_names`, the classes' names (the
+            preprocessor's; a head of another size without them names its classes
+            class_0, class_1, ...). The trained head is kept where its weights fit.
     """
     # Its files name the classes Keras looks up: every one registered first (a fresh process
     # may have imported no task model yet, whose module would register them).
@@ -202,45 +207,74 @@ def load(path, compile=True, num_classes=None, dtype=None, load_weights=True):
         raise NoModelFiles(f"{path} holds no model: neither a preset ({METADATA}), a run "
                          f"directory ({MODEL_FILES[0]}), an export ({MODEL_FILES[1]}) nor "
                          f"an ensemble's {MEMBERS}/.")
-    model = _as_asked(model, num_classes, dtype, load_weights)
+    model, head_kept = _as_asked(model, arguments, dtype, load_weights)
     if compile:
-        _compile(model, compile_config if num_classes is None else None)
+        _compile(model, compile_config if head_kept else None)
     return model
 
 
-def _as_asked(model, num_classes, dtype, load_weights):
-    """`model`, or the same model made anew: with the dtype policy asked (or the global
-    one), a head of `num_classes` classes, fresh weights. Weights are copied, so the
-    numbers are the trained ones (at the new policy's precision)."""
+def _as_asked(model, arguments, dtype, load_weights):
+    """(`model`, or the same model made anew: with the dtype policy asked (or the global
+    one), the constructor `arguments` given, fresh weights; whether its trained head was
+    kept). Weights are copied, so the numbers are the trained ones (at the new policy's
+    precision)."""
     policy = keras.dtype_policies.get(dtype) if dtype else keras.config.dtype_policy()
     if not dtype and policy.name == "float32":
         policy = None  # none asked nor set: as saved
     if getattr(model, "members", None) is not None:  # an ensemble: its members are
-        if num_classes is not None:
-            raise ValueError("num_classes: an ensemble averages its members' trained "
-                             "heads; give one member's run or preset for a new head.")
+        if arguments:
+            raise ValueError(f"{', '.join(sorted(arguments))}: an ensemble averages its "
+                             "members' trained models; give one member's run or preset to "
+                             "change its head or preprocessor.")
         if policy is None and load_weights:
-            return model
-        return type(model)([_as_asked(member, None, dtype, load_weights)
-                            for member in model.members], name=model.name)
-    same_head = num_classes in (None, model.num_classes)
+            return model, True
+        return type(model)([_as_asked(member, {}, dtype, load_weights)[0]
+                            for member in model.members], name=model.name), True
     policy = policy or model.backbone.dtype_policy
-    if policy.name == model.backbone.dtype_policy.name and same_head and load_weights:
-        return model
-    config = model.get_config()
+    if policy.name == model.backbone.dtype_policy.name and not arguments and load_weights:
+        return model, True
+    config = _task_arguments(model, dict(arguments))
     backbone_config = dict(config.pop("backbone"))
     backbone_config["config"] = {**backbone_config["config"],
                                  "dtype": keras.dtype_policies.serialize(policy)}
-    config.pop("preprocessor")
-    if not same_head:
-        config["num_classes"] = num_classes
-    made = type(model)(keras.layers.deserialize(backbone_config),
-                       preprocessor=model.preprocessor, compile=False, **config)
+    made = type(model)(keras.layers.deserialize(backbone_config), compile=False, **config)
     if load_weights:
         made.backbone.set_weights(model.backbone.get_weights())
-        if same_head:
-            made.head.set_weights(model.head.get_weights())
-    return made
+    head_kept = load_weights and [w.shape for w in made.head.weights] == [
+        w.shape for w in model.head.weights]
+    if head_kept:
+        made.head.set_weights(model.head.get_weights())
+    return made, head_kept
+
+
+def _task_arguments(model, arguments):
+    """The constructor arguments of a `model` made anew with `arguments` (`load`'s), its
+    preprocessor named for its classes; ValueError naming an argument it does not take."""
+    task = type(model)
+    taken = sorted(set(inspect.signature(task.__init__).parameters)
+                   - {"self", "backbone", "compile", "kwargs"})
+    unknown = sorted(set(arguments) - set(taken) - {"label_names"})
+    if unknown:
+        raise ValueError(f"{task.__name__}.from_preset takes no {', '.join(unknown)}: its "
+                         f"model's arguments are {', '.join(taken)} (and label_names, dtype, "
+                         "compile, load_weights).")
+    config = model.get_config()
+    config.update(preprocessor=model.preprocessor)
+    names = arguments.pop("label_names", None)
+    config.update(arguments)
+    preprocessor = config["preprocessor"]
+    if names is None and preprocessor is not None and \
+            len(preprocessor.label_names) != config["num_classes"]:
+        names = [f"class_{index}" for index in range(config["num_classes"])]
+    if names is not None:
+        if preprocessor is None:
+            raise ValueError("label_names are a preprocessor's: give one beside them (the "
+                             "model has none, or preprocessor=None was given).")
+        relabelled = type(preprocessor).from_config(
+            {**preprocessor.get_config(), "label_names": list(names)})
+        relabelled.set_vocabulary(preprocessor.vocabulary)
+        config["preprocessor"] = relabelled
+    return config
 
 
 def _compile(model, compile_config):

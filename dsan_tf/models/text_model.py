@@ -13,7 +13,7 @@ import sys
 from dsan_tf.common.frameworks import keras
 import numpy as np
 
-from dsan_tf.common.labels import LABEL_IDS, labelled
+from dsan_tf.common.labels import labelled
 from dsan_tf.models import optimizers
 from dsan_tf.models.config import BATCH_SIZE, LEARNING_RATE
 from dsan_tf.speed import steps
@@ -77,9 +77,10 @@ def _free_shapes(data):
         tf.data.experimental.assert_cardinality(len(data))).prefetch(2)
 
 
-def _split(x, y, sample_weight, fraction):
+def _split(x, y, sample_weight, fraction, names):
     """Text in memory split as Keras' `validation_split` splits arrays: the last
-    `fraction` of the pairs (before any shuffling) for validation. Returns (x, y,
+    `fraction` of the pairs (before any shuffling) for validation; labels as ids or the
+    model's label `names`. Returns (x, y,
     sample_weight, validation_data)."""
     text = _text_module()
     premises, hypotheses, _ = text.pair_texts(x)
@@ -87,7 +88,7 @@ def _split(x, y, sample_weight, fraction):
     if not 0 < keep < len(premises):
         raise ValueError(f"validation_split={fraction} leaves no pairs on one side of "
                          f"{len(premises)}.")
-    labels = text.label_ids(y, len(premises)) if y is not None else None
+    labels = text.label_ids(y, len(premises), names) if y is not None else None
     weights = np.asarray(sample_weight, "float32") if sample_weight is not None else None
     part = lambda values, side: None if values is None else (  # noqa: E731
         values[:keep] if side == 0 else values[keep:])
@@ -96,16 +97,20 @@ def _split(x, y, sample_weight, fraction):
             validation if weights is not None else validation[:2])
 
 
-def _class_ids(class_weight):
-    """`class_weight` keyed by class ids, its label names (`dsan_tf.LABELS`) read as their
-    ids, as labels are (Keras takes ids only); ValueError naming an unknown key."""
+def _class_ids(class_weight, names):
+    """`class_weight` keyed by class ids, the model's label `names` read as their ids, as
+    labels are (Keras takes ids only); ValueError naming an unknown key."""
     ids = {}
     for key, weight in class_weight.items():
         if isinstance(key, str):
-            if key not in LABEL_IDS:
-                raise ValueError(f"class_weight has the key {key!r}; the labels: "
-                                 f"{', '.join(LABEL_IDS)} (or their ids).")
-            key = LABEL_IDS[key]
+            if names is None:
+                raise ValueError(f"class_weight has the key {key!r}: label names are a "
+                                 "preprocessor's (its label_names); this model has none, "
+                                 "so give class ids.")
+            if key not in names:
+                raise ValueError(f"class_weight has the key {key!r}; the model's labels: "
+                                 f"{', '.join(names)} (or their ids).")
+            key = names.index(key)
         ids[int(key)] = weight
     return ids
 
@@ -216,6 +221,13 @@ class TextModel:
         return [self.preprocessor]
 
     @property
+    def label_names(self):
+        """The names of the C classes, in the order of the outputs: the preprocessor's
+        `label_names` (an ensemble's members share them); None without a preprocessor."""
+        preprocessor = self.preprocessors()[0]
+        return None if preprocessor is None else list(preprocessor.label_names)
+
+    @property
     def max_length(self):
         """The tokens a sentence is cut to, when every preprocessor cuts alike; else None."""
         limits = {p.max_length for p in self.preprocessors() if p is not None}
@@ -238,7 +250,7 @@ class TextModel:
         such dicts with labels), reshuffled every epoch when in memory."""
         cut = None
         if kwargs.get("class_weight"):
-            kwargs["class_weight"] = _class_ids(kwargs["class_weight"])
+            kwargs["class_weight"] = _class_ids(kwargs["class_weight"], self.label_names)
         if kwargs.get("validation_split") and hasattr(x, "element_spec"):
             # Keras splits arrays only (and says so); text in a dataset is no exception.
             raise ValueError("validation_split splits text or arrays in memory, as Keras "
@@ -249,7 +261,7 @@ class TextModel:
                 if validation_data is not None:
                     raise ValueError("give validation_split or validation_data, not both.")
                 x, y, sample_weight, validation_data = _split(
-                    x, y, sample_weight, kwargs.pop("validation_split"))
+                    x, y, sample_weight, kwargs.pop("validation_split"), self.label_names)
             x, cut = self._text_batches(x, y, sample_weight, batch_size or BATCH_SIZE,
                                         kwargs.get("shuffle", True))
             y = sample_weight = batch_size = None
@@ -349,8 +361,8 @@ class TextModel:
         premises, hypotheses, _ = _text_module().pair_texts(premises, hypotheses)
         probabilities, cut = self.predict({"premise": premises, "hypothesis": hypotheses},
                                           return_truncated=True)
-        return labelled(probabilities, **{f"{side}_truncated": values
-                                          for side, values in cut.items()})
+        return labelled(probabilities, self.label_names,
+                        **{f"{side}_truncated": values for side, values in cut.items()})
 
     def predict_on_batch(self, x):
         """Class probabilities float32 [B, C] of one batch of ids (or of text)."""
@@ -369,20 +381,24 @@ class TextModel:
         preset.save(self, preset_dir, description)
 
     @classmethod
-    def from_preset(cls, preset, compile=True, num_classes=None, dtype=None,
-                    load_weights=True):
+    def from_preset(cls, preset, compile=True, dtype=None, load_weights=True, **kwargs):
         """The model of a preset: the name of a trained one this package ships
         (`cls.presets`) or a directory (`save_to_preset`); or of a run directory of
         `dsan-train`, or an export (EXPORT_DIR or one of its versions; an ensemble's gives
         an `NLIEnsemble` of its members), with its preprocessor.
 
         Args:
-            compile: compiled as it was trained; False: not compiled.
-            num_classes: a new, untrained head of this many classes on the trained
-                backbone (compiled with the paper's setup).
-            dtype: its layers' dtype policy; None: the global policy where one was set
-                (`keras.mixed_precision.set_global_policy`), else the saved one.
+            compile: compiled as it was trained (a new head: with the paper's setup);
+                False: not compiled.
+            dtype: its layers' dtype policy, which the model reports too; None: the global
+                policy where one was set (`keras.mixed_precision.set_global_policy`), else
+                the saved one.
             load_weights: False: the architecture with fresh weights.
+            **kwargs: constructor arguments that replace the saved ones, as keras-hub's
+                `from_preset` takes them: `num_classes` (a new, untrained head on the
+                trained backbone), `preprocessor` (None: ids only), `dropout`, ...; and
+                `label_names` for the classes (without them, a head of another size names
+                its classes class_0, class_1, ...).
 
         Examples:
         ```python
@@ -390,10 +406,11 @@ class TextModel:
 
         model = NLIClassifier.from_preset("dsan_snli25k_glove50")
         model.predict({"premise": ["A man sleeps."], "hypothesis": ["A man rests."]})
-        binary = NLIClassifier.from_preset("dsan_snli25k_glove50", num_classes=2)
+        binary = NLIClassifier.from_preset("dsan_snli25k_glove50", num_classes=2,
+                                           label_names=["entailment", "not entailment"])
         ```
         """
         from dsan_tf.models import preset as presets
 
-        return presets.load(preset, compile=compile, num_classes=num_classes, dtype=dtype,
-                            load_weights=load_weights)
+        return presets.load(preset, compile=compile, dtype=dtype, load_weights=load_weights,
+                            **kwargs)

@@ -39,7 +39,7 @@ def _serving_outputs(model, premise, hypothesis):
     keys = model.input_keys()
     logits = model(inputs[0] if keys is None else dict(zip(keys, inputs)), training=False)
     probabilities = tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1)
-    names = tf.constant(LABELS)
+    names = tf.constant(model.label_names)
     return {"probabilities": probabilities,
             "label": tf.gather(names, tf.argmax(probabilities, axis=-1)),
             "label_names": names,
@@ -144,38 +144,43 @@ class SavedModelClassifier:
         """As the task model's `classify` (`TextModel.classify`); the tokens cut are there
         when the SavedModel exports them."""
         premises, hypotheses, _ = pair_texts(premises, hypotheses)
-        probabilities, cut = self._signature_predict(premises, hypotheses)
-        return labelled(probabilities, **cut)
+        probabilities, cut, names = self._signature_predict(premises, hypotheses)
+        return labelled(probabilities, names, **cut)
 
     def evaluate(self, x, y):
         """Accuracy and loss on labelled pairs.
 
         Args:
             x: the pairs, as `predict` takes them.
-            y: their labels, as ids or names (`dsan_tf.LABELS`).
+            y: their labels, as ids or the model's label names.
 
         Returns:
             dict: `accuracy` (of the argmax) and `loss` (mean cross-entropy of the
             probabilities), floats; `pairs`, how many.
         """
-        return scores(self.predict(x), y)
+        premises, hypotheses, _ = pair_texts(x)
+        probabilities, _, names = self._signature_predict(premises, hypotheses)
+        return scores(probabilities, y, names)
 
     def _signature_predict(self, premises, hypotheses):
-        classify, parts = self.signatures["serving_default"], {}
+        """(probabilities [N, C], {side_truncated: int [N]} where exported, the C label
+        names the SavedModel gives; NLI's three when it was given no pair)."""
+        classify, parts, names = self.signatures["serving_default"], {}, LABELS
         for start in range(0, len(premises), PREDICTION_BATCH_SIZE):
             out = classify(premise=tf.constant(premises[start:start + PREDICTION_BATCH_SIZE]),
                            hypothesis=tf.constant(hypotheses[start:start +
                                                              PREDICTION_BATCH_SIZE]))
+            names = [name.decode("utf-8") for name in np.asarray(out["label_names"])]
             for key in ("probabilities", "premise_truncated", "hypothesis_truncated"):
                 if key in out:
                     parts.setdefault(key, []).append(np.asarray(out[key]))
         result = {key: np.concatenate(chunks) for key, chunks in parts.items()}
-        probabilities = result.pop("probabilities", np.zeros((0, len(LABELS)), "float32"))
+        probabilities = result.pop("probabilities", np.zeros((0, len(names)), "float32"))
         if result:
             warn_truncated({key.split("_")[0]: values for key, values in result.items()},
                            "pairs", None, "premise_truncated and hypothesis_truncated count "
                            "the tokens cut")
-        return probabilities, result
+        return probabilities, result, list(names)
 
     def encode(self, sentences, return_truncated=False):
         """Sentence vectors (sentence encoders: DSAN, DiSAN, CBOW), in batches of
@@ -206,10 +211,11 @@ class SavedModelClassifier:
         return (vectors, cut) if return_truncated else vectors
 
 
-def scores(probabilities, y):
+def scores(probabilities, y, names):
     """{"accuracy", "loss", "pairs"} of class probabilities [B, C] against labels `y` (ids
-    or names): the argmax's accuracy and the mean cross-entropy, as floats."""
-    labels = label_ids(y, len(probabilities))
+    or the C label `names`): the argmax's accuracy and the mean cross-entropy, as
+    floats."""
+    labels = label_ids(y, len(probabilities), names)
     chosen = probabilities[np.arange(len(labels)), labels]
     return {"accuracy": float(np.mean(probabilities.argmax(axis=-1) == labels))
             if len(labels) else 0.0,
