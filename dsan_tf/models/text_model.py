@@ -210,10 +210,12 @@ class TextModel:
         return self.preprocessor is not None and _text_module().is_text(x)
 
     def _text_batches(self, x, y, sample_weight, batch_size, shuffle=False, fill_last=False):
-        """(batches of ids, cut) of raw text (`dsan_tf.data.preprocessor.text_batches`)."""
-        return _text_module().text_batches(self.preprocessors(), x, y, sample_weight,
-                                           batch_size, shuffle, keys=self.input_keys(),
-                                           fill_last=fill_last)
+        """(batches of ids, cut) of raw text (`dsan_tf.data.preprocessor.text_batches`),
+        their lengths bounded where this model's step compiles per shape (XLA included)."""
+        text = _text_module()
+        return text.text_batches(self.preprocessors(), x, y, sample_weight, batch_size,
+                                 shuffle, keys=self.input_keys(), fill_last=fill_last,
+                                 bounded=text.compiled_per_shape(self.jit_compile))
 
     def preprocessors(self):
         """The `NLIPreprocessor`s whose ids the model takes (one; an ensemble's members'
@@ -298,7 +300,7 @@ class TextModel:
         return result
 
     def predict(self, x, batch_size=None, return_truncated=False, **kwargs):
-        """Class probabilities float32 [N, C] (`dsan_tf.LABELS` order) of ids or, with a
+        """Class probabilities float32 [N, C] (`label_names` order) of ids or, with a
         preprocessor, of text: {"premise": [...], "hypothesis": [...]}, (premises,
         hypotheses) or a `tf.data.Dataset` of such dicts, batched by
         `PREDICTION_BATCH_SIZE` unless `batch_size` says otherwise.
