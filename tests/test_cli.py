@@ -974,3 +974,65 @@ def test_visualize_reads_a_run_says_when_it_is_unfinished_and_leaves_no_empty_fo
     assert f"note: {stopped} stopped before its end (it has no results.json); this is its " \
         "best model so far." in drawn.stderr
     assert sorted(path.name for path in figures.iterdir())[:1] == ["fig07_attention.png"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("save_predictions", [False, True])
+@pytest.mark.parametrize("group_by", [False, True])
+def test_evaluate_outputs_line_up_with_the_file_whatever_order_batches_take(
+        tmp_path, save_predictions, group_by):
+    """dsan-evaluate of the shipped model on 300 SNLI dev pairs of varied lengths (its
+    batches group pairs by length, not in file order), under each combination of the flags
+    that decide that order (--save_predictions, --group_by): the accuracy, each class's
+    scores, the accuracy by length, the truncation counts, each group's accuracy and the
+    saved predictions are those of the model's own predictions pair by pair, in file order."""
+    import gzip
+
+    import dsan_tf
+    from dsan_tf.evaluation import metrics
+
+    source = ROOT / "../shared/data/snli/snli_1.0_dev.jsonl.gz"
+    if not source.exists():
+        pytest.skip(f"{source} is not here (../shared/data beside the clone)")
+    records = []
+    with gzip.open(source, "rt", encoding="utf-8") as stream:
+        for line in stream:
+            record = json.loads(line)
+            if record["gold_label"] != "-":
+                records.append({"sentence1": record["sentence1"],
+                                "sentence2": record["sentence2"],
+                                "gold_label": record["gold_label"],
+                                "shard": f"s{len(records) % 4}"})
+            if len(records) == 300:
+                break
+    data = tmp_path / "dev300.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in records))
+    model = dsan_tf.load("dsan_snli25k_glove50")
+    premises = [r["sentence1"] for r in records]
+    hypotheses = [r["sentence2"] for r in records]
+    predicted = np.argmax(model.predict((premises, hypotheses)), axis=-1)
+    gold = np.array([dsan_tf.LABELS.index(r["gold_label"]) for r in records])
+    length = lambda text: min(len(model.preprocessor.tokens(text)),  # noqa: E731
+                              model.max_length)
+    assert len({length(p) for p in premises}) > 10  # lengths vary: batches reorder
+    expected = metrics.classification_report(gold, predicted, [length(p) for p in premises],
+                                             [length(h) for h in hypotheses])
+    flags = [*(["--save_predictions"] if save_predictions else []),
+             *(["--group_by=shard"] if group_by else [])]
+    output = tmp_path / "report.json"
+    ok(cli("evaluate", "--workdir=dsan_snli25k_glove50", f"--data={data}",
+           f"--output={output}", *flags))
+    result = json.loads(output.read_text())["sources"][str(data)]
+    for key in ("accuracy", "per_class", "confusion_matrix", "accuracy_by_length"):
+        assert json.dumps(result[key]) == json.dumps(expected[key]), key
+    assert result["tokens"]["truncated_premises"] == sum(
+        len(model.preprocessor.tokens(p)) > model.max_length for p in premises)
+    if save_predictions:
+        assert result["predictions"] == "".join(map(str, predicted.tolist()))
+        assert result["labels"] == "".join(map(str, gold.tolist()))
+    if group_by:
+        for shard in range(4):
+            chosen = np.arange(len(records)) % 4 == shard
+            assert result["groups"]["shard"][f"s{shard}"] == pytest.approx(
+                {"examples": int(chosen.sum()),
+                 "accuracy": float(np.mean(predicted[chosen] == gold[chosen]))})
