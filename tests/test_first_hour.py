@@ -179,6 +179,28 @@ def test_ctrl_c_that_lands_in_a_finalizer_still_stops_the_run(tmp_path, monkeypa
                         r"from epoch 2\.", done.stderr.strip().splitlines()[-1])
 
 
+def test_ctrl_c_while_tensorflow_traces_an_export_ends_as_interrupted(trained, tmp_path,
+                                                                       monkeypatch):
+    """Ctrl-C while the SavedModel's signature is traced: TensorFlow's clean-up raises
+    another error over the KeyboardInterrupt (a `SystemError` from its list of control
+    dependencies, seen in a 60-line traceback with status 1). The program ends as any
+    Ctrl-C does: "interrupted." and 130, no traceback, no export left."""
+    from dsan_tf.saving import serving
+
+    def traced(*args):
+        try:
+            raise KeyboardInterrupt  # SIGINT, landing in the traced Python code
+        except KeyboardInterrupt:
+            raise SystemError("Objects/listobject.c:338: bad argument to internal "
+                              "function") from None  # noqa: B904 - as TensorFlow's exit
+
+    monkeypatch.setattr(serving, "_serving_outputs", traced)
+    done = cli("export", f"--workdir={trained}", f"--export_dir={tmp_path / 'export'}")
+    assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert done.stderr.strip().splitlines()[-1] == "interrupted."
+    assert not list((tmp_path / "export").glob("*/saved_model.pb"))
+
+
 @pytest.fixture
 def trained(demo):
     """A finished demo run (tests/conftest.py's, shared): what predict reads."""

@@ -6,6 +6,8 @@ Keras run many while training), the exception cannot leave it: Python prints "Ex
 ignored in ..." with a traceback and the program goes on, as if Ctrl-C was never pressed.
 `install` keeps such an interrupt instead, and `check` raises it again where the program
 can stop (a Keras callback after each batch: `dsan_tf.training.callbacks.Interruptible`).
+Where the interrupt lands in TensorFlow's tracing (a SavedModel's export), TensorFlow's
+clean-up raises another error over it (a `SystemError`): `behind` tells such an error.
 """
 
 import sys
@@ -38,3 +40,19 @@ def check():
     if _pending:
         _pending = False
         raise KeyboardInterrupt
+
+
+def behind(error):
+    """Whether `error` came of a Ctrl-C: a KeyboardInterrupt in its chain of causes (an
+    error raised while handling it), or one a finalizer swallowed (then no longer kept)."""
+    global _pending
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    if _pending:
+        _pending = False
+        return True
+    return False

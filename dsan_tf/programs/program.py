@@ -133,17 +133,29 @@ def main(function=None, *, tensorflow=True, required=None, check=None):
                 check()
             _load_backend(tensorflow)
             return function(argv)
+        except (KeyboardInterrupt, Interrupted) as error:
+            _interrupted(error)
         except (UsageError, DataError, flags.ValidationError) as error:
+            if interrupt.behind(error):
+                _interrupted(error)
             # The library names configuration fields; here they are flags.
             fail(project_flags.as_flags(str(error), getattr(error, "fields", ())))
         except OSError as error:  # a full disk, a read-only folder, a file gone meanwhile
+            if interrupt.behind(error):
+                _interrupted(error)
             fail(system_fault(error))
-        except (KeyboardInterrupt, Interrupted) as error:
-            # Ctrl-C: one line, no traceback, the shell's status for SIGINT.
-            print(f"interrupted{': ' + str(error) if str(error) else '.'}", file=sys.stderr,
-                  flush=True)
-            sys.exit(130)
+        except Exception as error:
+            if interrupt.behind(error):  # TensorFlow's error over a Ctrl-C in its tracing
+                _interrupted(error)
+            raise
     return wrapper
+
+
+def _interrupted(error):
+    """Ctrl-C: one line, no traceback, the shell's status for SIGINT."""
+    said = str(error) if isinstance(error, Interrupted) else ""
+    print(f"interrupted{': ' + said if said else '.'}", file=sys.stderr, flush=True)
+    sys.exit(130)
 
 
 def parse_flags(argv, doc=""):
