@@ -559,3 +559,50 @@ def test_text_for_an_xla_step_on_tensorflow_is_padded_to_bounded_lengths():
     assert widths[True] <= set(BOUNDED_LENGTHS) and len(widths[True]) <= 6, widths[True]
     np.testing.assert_allclose(widths[True, "probabilities"], widths[False, "probabilities"],
                                atol=1e-5)
+
+
+CACHED_FIT = """
+import os, sys, json
+import jax, keras
+if sys.argv[2] == "own":
+    jax.config.update("jax_compilation_cache_dir", sys.argv[3])
+elif sys.argv[2] == "off":
+    jax.config.update("jax_enable_compilation_cache", False)
+from dsan_tf import NLIClassifier
+m = keras.saving.load_model(sys.argv[1])
+m.compile()
+m.fit((sys.argv[4:8], sys.argv[8:12]), [0, 1, 2, 0], epochs=1, verbose=0)
+print(json.dumps([jax.config.jax_compilation_cache_dir, jax.config.jax_enable_compilation_cache]))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.jax
+def test_a_task_model_keeps_jaxs_compiled_steps_from_python_too(tmp_path):
+    """On JAX a task model's `compile` turns JAX's persistent compilation cache on in
+    ~/.cache/dsan_tf/jax, as dsan-train does (from Python, a fresh process's first text `fit`
+    compiled every step again: 2.1x TensorFlow's time, 4x under load): the first process
+    fills it, a second one loads its steps from it and adds nothing. A cache folder the
+    process set itself, or JAX's switch turned off, is left as chosen."""
+    model = _classifier(max_length=16)
+    model.save(tmp_path / "m.keras")
+    home = tmp_path / "home"
+    cache = home / ".cache" / "dsan_tf" / "jax"
+
+    def fit(choice="default", own=""):
+        done = subprocess.run(
+            [sys.executable, "-c", CACHED_FIT, str(tmp_path / "m.keras"), choice, own,
+             *PREMISES, *HYPOTHESES], cwd=ROOT, capture_output=True, text=True, timeout=600,
+            env={**__import__("os").environ, "KERAS_BACKEND": "jax", "HOME": str(home)})
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    assert fit() == [str(cache), True]
+    kept = sorted(path.name for path in cache.iterdir())
+    assert kept  # the steps compiled, kept
+    assert fit() == [str(cache), True]
+    assert sorted(path.name for path in cache.iterdir()) == kept  # loaded, none new
+    own = tmp_path / "own"
+    assert fit("own", str(own)) == [str(own), True] and any(own.iterdir())
+    assert fit("off")[1] is False
+    assert sorted(path.name for path in cache.iterdir()) == kept

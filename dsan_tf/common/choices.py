@@ -12,3 +12,7 @@ FUSIONS = ("projected", "raw")  # what the fusion gate reads (dsan_tf.layers.Fus
 INITIALIZATIONS = ("glorot", "san4nli")
 # Max pooling over real tokens only, or over the padded sentence with padding as 0 (SAN4NLI's).
 MAX_POOL_PADDINGS = ("masked", "zeros")
+# Where the project keeps what it makes once per machine (word-vector matrices, JAX's
+# compiled steps): `DataConfig.embeddings_cache_dir`'s default, and the cache of a task
+# model's compiled steps from Python (dsan_tf.speed.compilation.default_jax_cache).
+CACHE_DIR = "~/.cache/dsan_tf"

@@ -6,6 +6,7 @@ without loading either.
 
 import dataclasses
 
+from dsan_tf.common.choices import CACHE_DIR
 from dsan_tf.models import registry
 from dsan_tf.models.config import (
     BATCH_SIZE, LEARNING_RATE, ModelConfig, check_fields, documented, hyperparameter,
@@ -80,7 +81,7 @@ class DataConfig:
         "(downloaded once into embeddings_cache_dir) or random (trained from scratch).",
         exists="file", prefixes=("glove:",), values=("random",))
     embeddings_cache_dir: str = hyperparameter(
-        "~/.cache/dsan_tf", "Cache of embedding matrices read from vector files (and JAX's "
+        CACHE_DIR, "Cache of embedding matrices read from vector files (and JAX's "
         "compiled steps).")
     extend_vocabulary: bool = hyperparameter(
         True, "Give ids to the dev/test words that the embeddings have a vector for (they "

@@ -16,7 +16,7 @@ import numpy as np
 from dsan_tf.common.labels import labelled
 from dsan_tf.models import optimizers
 from dsan_tf.models.config import BATCH_SIZE, LEARNING_RATE
-from dsan_tf.speed import steps
+from dsan_tf.speed import compilation, steps
 
 
 def paper_loss():
@@ -164,7 +164,10 @@ class TextModel:
 
         `sentence_programs` (JAX): the steps as programs per sentence length
         (`dsan_tf.speed.sentence_programs`): True, False, or None (where the step runs on a
-        CPU). The steps that apply fill Keras' step-function slots (`speed.steps.attach`)."""
+        CPU). The steps that apply fill Keras' step-function slots (`speed.steps.attach`).
+        On JAX, compiled steps are kept in JAX's persistent cache
+        (`speed.compilation.default_jax_cache`: ~/.cache/dsan_tf/jax unless the process
+        chose its own, or turned it off)."""
         if optimizer == "auto":
             optimizer = optimizers.Adam(LEARNING_RATE)
         if loss == "auto":
@@ -176,6 +179,7 @@ class TextModel:
         build_optimizer = kwargs.pop("build_optimizer", True)
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
                         weighted_metrics=weighted_metrics, **kwargs)
+        compilation.default_jax_cache()
         steps.attach(self, sentence_programs=sentence_programs)
         if build_optimizer and self.built and not self.optimizer.built:
             # Keras would create the optimizer's variables inside the first training step,

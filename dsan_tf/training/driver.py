@@ -297,10 +297,11 @@ def train(config, run, policy, setting=None, train_epochs=True, outputs=RunOutpu
     results.json holds."""
     print(policy.describe())
     set_up(config)
-    if policy.compilation_cache:
-        cache = compilation.enable_jax_cache(config.data.embeddings_cache_dir)
-        if cache:
-            print(f"JAX compilation cache: {cache}")
+    # Off as asked: JAX's own switch, which the model's compile then honours.
+    cache = compilation.enable_jax_cache(config.data.embeddings_cache_dir,
+                                         policy.compilation_cache)
+    if cache:
+        print(f"JAX compilation cache: {cache}")
     task = NLITask(config, policy)
     prepared = prepare_data(task, run, setting)
     inputs = make_inputs(task, prepared)
