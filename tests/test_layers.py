@@ -164,6 +164,21 @@ def test_one_token_sentences_are_finite(rng, policy):
     assert np.isfinite(np.asarray(one_token, "float32")).all()
 
 
+def test_max_pooling_after_a_masked_lstm_says_nothing_and_passes_no_mask_on():
+    """An LSTM given a mask attaches it to its output (a new family reading with LSTMs, as
+    AF-DMN does): the pooling reads the mask as its padding_mask, warns of no "destroyed"
+    mask, and its [B, D] vector carries none."""
+    import warnings
+
+    x = np.random.default_rng(0).random((2, 5, 4)).astype("float32")
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
+    states = keras.layers.LSTM(3, return_sequences=True)(x, mask=mask)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pooled = made(layers.MaskedMaxPooling)(states, padding_mask=mask)
+    assert pooled.shape == (2, 3) and getattr(pooled, "_keras_mask", None) is None
+
+
 def test_max_pooling_ignores_padding():
     x = -np.ones((1, 4, 3), "float32") * np.array([[[1], [2], [3], [4]]], "float32")
     pooled = made(layers.MaskedMaxPooling)(x, padding_mask=np.array([[0, 1, 1, 0]], bool))

@@ -142,6 +142,10 @@ class MaskedMaxPooling(keras.layers.Layer):
         if padding not in MAX_POOL_PADDINGS:
             raise ValueError(f"padding must be one of {MAX_POOL_PADDINGS}, got {padding!r}.")
         self.padding = padding
+        # After a layer that attaches Keras' mask (an LSTM given one): it is read here as
+        # `padding_mask`, and the pooled vector has no time axis to carry it on. Without
+        # this, Keras warned that the layer "will destroy the mask information".
+        self.supports_masking = True
 
     def call(self, inputs, padding_mask=None):
         token_mask = _token_mask(inputs, padding_mask)
@@ -154,6 +158,9 @@ class MaskedMaxPooling(keras.layers.Layer):
 
     def compute_output_shape(self, inputs_shape):
         return (inputs_shape[0], inputs_shape[-1])
+
+    def compute_mask(self, inputs, mask=None):
+        return None  # one vector per sentence: no token left to mask
 
     def get_config(self):
         return dict(super().get_config(), padding=self.padding)
