@@ -73,7 +73,7 @@ MUTANTS = [
      "sentences read one token beyond max_length while the counts say they were cut",
      ["tests/test_text_model.py::test_truncation_is_counted_for_text_in_memory_and_in_a_dataset",
       "tests/test_user_facing.py"]),
-    ("dsan_tf/data/preprocessor.py", "            value = LABEL_IDS[value]",
+    ("dsan_tf/data/preprocessor.py", "            value = ids_of[value]",
      "            value = 0",
      "labels given as names all train as entailment",
      ["tests/test_text_model.py::test_text_in_fit_evaluate_and_predict_in_every_form_a_keras_user_writes"]),

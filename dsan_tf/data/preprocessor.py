@@ -446,8 +446,7 @@ def text_batches(preprocessors, x, y=None, sample_weight=None, batch_size=None,
             keeps its batches).
         shuffle: reshuffle the pairs every pass (text in memory; seeded with `seed`).
         fill_last: (text in memory, no labels, `bounded`) the last batch filled to
-            `batch_size` with rows of padding, so that it needs no program of its own: the
-            caller drops the outputs past the N pairs.
+            `batch_size` with padding rows (no program of its own); the caller drops them.
         bounded: pad each batch to the least of `BOUNDED_LENGTHS` that holds it (the
             model's step compiles per shape: `compiled_per_shape`), else to its longest.
 

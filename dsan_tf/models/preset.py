@@ -166,13 +166,11 @@ def load(path, compile=True, dtype=None, load_weights=True, **arguments):
     `path`, when it holds none.
 
     Args:
-        compile: compiled as it was trained (its optimizer and learning rate; the paper's
-            setup when its files do not say, or when its head starts anew), or not at all
-            (False).
-        dtype: the dtype policy of its layers (e.g. "mixed_float16"), which the task model
-            reports too; None: Keras' global policy where one was set
-            (`keras.mixed_precision.set_global_policy`), as keras-hub casts a saved float
-            dtype to it, else the policy it was saved with.
+        compile: compiled as it was trained (the paper's setup where its files do not
+            say, or its head starts anew), or not at all (False).
+        dtype: its layers' (and the task's) dtype policy, e.g. "mixed_float16"; None:
+            Keras' global policy where one was set, as keras-hub casts a saved float dtype
+            to it, else the policy it was saved with.
         load_weights: False: the same architecture with fresh weights.
         **arguments: the task model's constructor arguments that differ from the saved
             ones, as keras-hub's `from_preset` takes them: `num_classes` (a new,
