@@ -546,17 +546,20 @@ def test_text_for_an_xla_step_on_tensorflow_is_padded_to_bounded_lengths():
     words = " ".join(PREMISES).split()
     grown = [" ".join((words * 4)[:n]) for n in range(1, 41)]
     text = (grown, grown[::-1])
-    widths = {}
+    widths, compiled = {}, None
     for jit in (False, True):
         model = _classifier(max_length=64)
         model.compile(jit_compile=jit)
         batches, _ = model._text_batches(text, None, None, 4)
         widths[jit] = {int(ids["premise"].shape[1]) for ids in batches}
-        model.compile(jit_compile=jit)
         widths[jit, "probabilities"] = model.predict(text, batch_size=4)
+        compiled = model.jit_compile
     if keras.backend.backend() == "tensorflow":
         assert len(widths[False]) == 10  # each batch its own longest sentence
-    assert widths[True] <= set(BOUNDED_LENGTHS) and len(widths[True]) <= 6, widths[True]
+    if compiled:
+        assert widths[True] <= set(BOUNDED_LENGTHS) and len(widths[True]) <= 6, widths[True]
+    else:  # Keras turns XLA off once TensorFlow's op determinism is on (an earlier run)
+        assert widths[True] == widths[False]
     np.testing.assert_allclose(widths[True, "probabilities"], widths[False, "probabilities"],
                                atol=1e-5)
 
