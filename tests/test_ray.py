@@ -231,6 +231,9 @@ def test_a_sweep_stops_trials_early_is_killed_restored_and_finished(tmp_path):
     assert "--stop_after_epochs" not in best
     for folder in trials.iterdir():
         assert (folder / "config.json").exists() and (folder / "best.keras").exists()
+        # The trial's own console, whole (its lines after the table are not printed).
+        log = (folder / "train.log").read_text()
+        assert "epoch 1/4: accuracy" in log and log.count("== started ") >= 1
     finished = next(p for p in trials.iterdir() if (p / "results.json").exists())
     ok(cli("evaluate", f"--workdir={finished}", "--data=synthetic:word_order/dev"))
 
