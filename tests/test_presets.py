@@ -379,3 +379,18 @@ def test_a_preset_loads_by_name_in_a_fresh_process_through_any_entry():
                             "--hypothesis=A person rests.")
     assert predicted.returncode == 0 and "entailment" in predicted.stdout, \
         predicted.stderr[-2000:]
+
+
+def test_an_ensemble_comes_compiled_as_a_classifier_does():
+    """`NLIEnsemble(members)` is compiled when built, as `NLIClassifier` is: `evaluate` on
+    labelled text works at once (it said "You must call `compile()`"); `compile=False` and
+    `from_preset(..., compile=False)` leave it uncompiled."""
+    from dsan_tf.models import NLIClassifier, NLIEnsemble
+
+    member = NLIClassifier.from_preset("dsan_snli25k_glove50", compile=False)
+    ensemble = NLIEnsemble([member, member])
+    text = (["A man sleeps.", "A dog runs."], ["A man rests.", "A cat sleeps."])
+    scores = ensemble.evaluate(text, ["entailment", "contradiction"], verbose=0,
+                               return_dict=True)
+    assert ensemble.compiled and 0 <= scores["accuracy"] <= 1
+    assert not NLIEnsemble([member], compile=False).compiled

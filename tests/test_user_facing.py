@@ -220,3 +220,48 @@ def test_figure_6_puts_a_merged_bucket_where_its_pairs_are_and_spans_its_lengths
     assert [(round(s[0][0], 6), round(s[1][0], 6)) for s in spans] == [(0, 10), (10, 25)]
     steps = counts.patches[0]  # the pair counts, one step per merged bucket
     assert list(steps.get_path().vertices[:, 0]).count(25) >= 1
+
+
+RETRACING = """
+import numpy as np
+import tensorflow as tf
+import dsan_tf
+from dsan_tf import NLIEnsemble
+model = dsan_tf.load("dsan_snli25k_glove50")
+ensemble = NLIEnsemble([model, dsan_tf.load("dsan_snli25k_glove50")])
+words = "a man in a red shirt plays the guitar on a busy street near the old market".split()
+for n in (1, 3, 17, 64):
+    premises = [" ".join(words[: 2 + i % 15]) for i in range(n)]
+    hypotheses = [" ".join(words[i % 5: 6 + i % 11]) for i in range(n)]
+    labels = ["entailment", "neutral", "contradiction"] * n
+    model.predict((premises, hypotheses), batch_size=max(1, n // 3))
+    model.evaluate((premises, hypotheses), labels[:n], verbose=0)
+    model.classify(premises, hypotheses)
+    model.encode(premises)
+    ensemble.predict((premises, hypotheses))
+    ensemble.evaluate((premises, hypotheses), labels[:n], verbose=0)
+
+@tf.function
+def probe(x, n):
+    return x * n
+
+for n in range(8):  # what TensorFlow says of a function that retraces: seen here
+    probe(tf.constant(1.0), n)
+"""
+
+
+@pytest.mark.slow
+def test_ordinary_predict_and_evaluate_never_retrace():
+    """Text predicted, evaluated, classified and encoded in batches of every size, by a
+    model and an ensemble: TensorFlow's "triggered tf.function retracing" warning never
+    comes (it comes, in the same process, for a function that does retrace)."""
+    import subprocess
+    import sys
+
+    from helpers import ROOT
+
+    done = subprocess.run([sys.executable, "-c", RETRACING], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = [line for line in done.stderr.splitlines() if "retracing" in line]
+    assert said and all("probe" in line for line in said), said

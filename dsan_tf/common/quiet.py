@@ -1,12 +1,14 @@
 """Keras and TensorFlow loaded without their start-up C++ log lines (oneDNN, CUDA probing,
 CPU features: about nine lines that TensorFlow writes to file descriptor 2 before its logger
-honours TF_CPP_MIN_LOG_LEVEL), for programs and Python use alike: everything loads them
-through `load_frameworks` (the programs, `dsan_tf`'s names, and every module of the package
-through `dsan_tf.common.frameworks`). `DSAN_TF_VERBOSE=1` shows them. Plain Python:
+honours TF_CPP_MIN_LOG_LEVEL) and TensorFlow's false alarm of retracing about Keras' step
+functions (`hush_keras_step_retracing`), for programs and Python use alike: everything loads
+them through `load_frameworks` (the programs, `dsan_tf`'s names, and every module of the
+package through `dsan_tf.common.frameworks`). `DSAN_TF_VERBOSE=1` shows them. Plain Python:
 importing this module loads neither.
 """
 
 import contextlib
+import logging
 import os
 import sys
 import tempfile
@@ -33,6 +35,28 @@ def stderr_swallowed():
             os.close(saved)
 
 
+class _KerasStepRetracing:
+    """A `logging` filter that drops TensorFlow's "triggered tf.function retracing" warning
+    about Keras' own step functions (`TensorFlowTrainer.make_train_function`,
+    `make_test_function`, `make_predict_function`). TensorFlow counts traces by a
+    function's code, so every Keras model's predict step counts as one function: a process
+    holding a task model, its backbone (`encode`) and an ensemble crossed its threshold of 5
+    traces with each model tracing 2 to 4 shapes (`reduce_retracing`), and the warning
+    named no fault. Any other function's warning passes."""
+
+    def filter(self, record):
+        text = record.getMessage()
+        return not ("triggered tf.function retracing" in text
+                    and "TensorFlowTrainer.make_" in text)
+
+
+def hush_keras_step_retracing():
+    """Puts `_KerasStepRetracing` on TensorFlow's Python logger (imports nothing; once)."""
+    logger = logging.getLogger("tensorflow")
+    if not any(isinstance(f, _KerasStepRetracing) for f in logger.filters):
+        logger.addFilter(_KerasStepRetracing())
+
+
 def load_frameworks(tensorflow=None, verbose=None):
     """Imports Keras and, when it is the backend (or `tensorflow` is True), TensorFlow,
     without their start-up lines unless `verbose` (default: `DSAN_TF_VERBOSE` is set). A
@@ -40,6 +64,8 @@ def load_frameworks(tensorflow=None, verbose=None):
     shown from level 3 (fatal) on. Nothing happens once what it would import is loaded."""
     if verbose is None:
         verbose = bool(os.environ.get("DSAN_TF_VERBOSE"))
+    if not verbose:
+        hush_keras_step_retracing()
     if tensorflow is None:
         tensorflow = os.environ.get("KERAS_BACKEND", "tensorflow") == "tensorflow"
     if "tensorflow" in sys.modules or (not tensorflow and "keras" in sys.modules):

@@ -19,6 +19,8 @@ class NLIEnsemble(TextModel, keras.Model):
     Args:
         members: `NLIClassifier`s with the same label names (`label_names`), at least
             one.
+        compile: compile it with the paper's setup, as an `NLIClassifier` comes (its
+            `evaluate` and `fit` work at once); False leaves it uncompiled.
 
     Call arguments:
         inputs: {"member_<i>": {"premise": int [B, T1], "hypothesis": int [B, T2]}} (each
@@ -39,7 +41,7 @@ class NLIEnsemble(TextModel, keras.Model):
     ```
     """
 
-    def __init__(self, members, **kwargs):
+    def __init__(self, members, compile=True, **kwargs):
         super().__init__(**kwargs)
         if not members:
             raise ValueError("an ensemble needs at least one member.")
@@ -49,6 +51,8 @@ class NLIEnsemble(TextModel, keras.Model):
             raise ValueError(f"the members name different labels ({'; '.join(named)}): an "
                              "ensemble averages probabilities of the same labels.")
         self.built = True  # the members are
+        if compile:
+            self.compile(build_optimizer=False)
 
     @classmethod
     def from_preset(cls, preset, compile=True, dtype=None, load_weights=True, **kwargs):
@@ -97,7 +101,8 @@ class NLIEnsemble(TextModel, keras.Model):
     def from_config(cls, config):
         config = dict(config)
         config["members"] = [keras.layers.deserialize(member) for member in config["members"]]
-        return cls(**config)
+        # Keras' loaders compile it from the file's own compile config when asked.
+        return cls(**config, compile=False)
 
 
 # A task model holds any family's backbone: importing it registers every Keras class of the

@@ -227,7 +227,8 @@ def _as_asked(model, arguments, dtype, load_weights):
         if policy is None and load_weights:
             return model, True
         return type(model)([_as_asked(member, {}, dtype, load_weights)[0]
-                            for member in model.members], name=model.name), True
+                            for member in model.members], name=model.name,
+                           compile=False), True
     policy = policy or model.backbone.dtype_policy
     if policy.name == model.backbone.dtype_policy.name and not arguments and load_weights:
         return model, True
@@ -288,7 +289,7 @@ def _ensemble(path):
     folder = os.path.join(path, MEMBERS)
     numbers = sorted(int(name) for name in os.listdir(folder) if name.isdigit())
     return _task_class(ENSEMBLE)([load(os.path.join(folder, str(number)), compile=False)
-                                  for number in numbers])
+                                  for number in numbers], compile=False)
 
 
 def _load_preset(path):

@@ -240,7 +240,7 @@ def export_runs(runs, export_dir, version=None, unfinished=False, results=None):
             _copy_model_files(run, folder)
         atomic.write_point("export_savedmodel")
         models = [preset.load(folder, compile=False) for folder in folders]
-        export(models[0] if len(models) == 1 else NLIEnsemble(models), partial,
+        export(models[0] if len(models) == 1 else NLIEnsemble(models, compile=False), partial,
                keras_file=False)
 
     return _build(export_dir, version, write)
