@@ -228,9 +228,10 @@ class NLIPreprocessor(keras.layers.Layer):
     def save(self, directory):
         """Writes `vocab.json` and `preprocessor.json` into `directory` (a run directory)."""
         self.vocabulary.save(os.path.join(directory, VOCABULARY_FILE))
-        atomic.write_text(os.path.join(directory, SETTINGS_FILE),
-                          json.dumps({"max_length": self.max_length,
-                                      "label_names": list(self.label_names)}))
+        settings = {"max_length": self.max_length}
+        if self.label_names != LABELS:  # a run's are NLI's, as its config.json says
+            settings["label_names"] = list(self.label_names)
+        atomic.write_text(os.path.join(directory, SETTINGS_FILE), json.dumps(settings))
 
     @classmethod
     def load(cls, directory):
