@@ -113,4 +113,18 @@ def ray_alone():
 
     with open(os.path.join(tempfile.gettempdir(), "dsan_tf_tests_ray.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        _ray_reads_its_auth_mode_again()
         yield
+        _ray_reads_its_auth_mode_again()  # after monkeypatch put RAY_AUTH_MODE back
+
+
+def _ray_reads_its_auth_mode_again():
+    """Ray keeps the authentication mode it read first in a process: after a test that ran
+    Ray with RAY_AUTH_MODE=disabled (a node joined by `ray start`), a later test's driver
+    sent no token to a head that wanted one ("Missing authorization header", then "Failed
+    to start GCS"). Ray's own tests reset it so (`reset_auth_token_state`)."""
+    try:
+        from ray._private.authentication_test_utils import reset_auth_token_state
+    except ImportError:  # no Ray (its tests skip), or a Ray without token authentication
+        return
+    reset_auth_token_state()
