@@ -135,18 +135,14 @@ def main(function=None, *, tensorflow=True, required=None, check=None):
             return function(argv)
         except (KeyboardInterrupt, Interrupted) as error:
             _interrupted(error)
-        except (UsageError, DataError, flags.ValidationError) as error:
-            if interrupt.behind(error):
-                _interrupted(error)
-            # The library names configuration fields; here they are flags.
-            fail(project_flags.as_flags(str(error), getattr(error, "fields", ())))
-        except OSError as error:  # a full disk, a read-only folder, a file gone meanwhile
-            if interrupt.behind(error):
-                _interrupted(error)
-            fail(system_fault(error))
         except Exception as error:
-            if interrupt.behind(error):  # TensorFlow's error over a Ctrl-C in its tracing
-                _interrupted(error)
+            if interrupt.behind(error):  # an error raised over a Ctrl-C (TensorFlow's
+                _interrupted(error)      # clean-up after one in its tracing)
+            if isinstance(error, (UsageError, DataError, flags.ValidationError)):
+                # The library names configuration fields; here they are flags.
+                fail(project_flags.as_flags(str(error), getattr(error, "fields", ())))
+            if isinstance(error, OSError):  # a full disk, a read-only folder, a file gone
+                fail(system_fault(error))
             raise
     return wrapper
 

@@ -69,8 +69,8 @@ def main(argv):
     from dsan_tf.training import driver  # Keras loads here, after --help
 
     try:  # the library gets the flags as objects, read here once
-        driver.train_run(FLAGS.workdir, config, policy, FLAGS.overwrite, setting,
-                                   outputs, FLAGS.stop_after_epochs)
+        driver.train_run(FLAGS.workdir, config, policy, FLAGS.overwrite, setting, outputs,
+                         FLAGS.stop_after_epochs)
     except KeyboardInterrupt:
         raise program.Interrupted(driver.interrupted_message(
             FLAGS.workdir, program.command_line())) from None
