@@ -34,6 +34,7 @@ import keras
 from dsan_tf.core import rundir
 from dsan_tf.core.config import PRECISIONS, ExperimentConfig, RunPolicy
 from dsan_tf.data.batching import IdPairs
+from dsan_tf.core.task import NLITask
 from dsan_tf.training import driver
 from dsan_tf.training.setting import EncodedSetting
 from benchmarks import backends, program_size
@@ -59,7 +60,7 @@ def train(setting, epochs=None, patience=None, stop_after_epochs=0):
     outer = keras.config.dtype_policy()
     try:
         with tempfile.TemporaryDirectory() as workdir:
-            outcome = driver.train_run(workdir, config, policy, setting=setting,
+            outcome = driver.train_run(workdir, NLITask(config, policy), setting=setting,
                                        stop_after_epochs=stop_after_epochs)
             history = rundir.read_history(os.path.join(workdir, rundir.HISTORY))
         precision = keras.config.dtype_policy().name

@@ -37,7 +37,7 @@ import keras, numpy as np
 from dsan_tf.core.config import MODELS, model_config
 from dsan_tf.core.task import NLITask
 import dsan_tf.models
-from dsan_tf.models import build_model
+from dsan_tf.core.task import build_model
 
 from dsan_tf.models import registry
 

@@ -79,10 +79,11 @@ def observed(workdir):
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     """The run never interrupted (its directory: tests that change it work on a copy)."""
+    from dsan_tf.core.task import NLITask
     from dsan_tf.training import driver
 
     workdir = tmp_path_factory.mktemp("whole") / "run"
-    driver.train_run(str(workdir), _config(), _options(), outputs=_outputs())
+    driver.train_run(str(workdir), NLITask(_config(), _options()), outputs=_outputs())
     return workdir
 
 
@@ -139,6 +140,7 @@ def test_a_kill_at_every_write_point_resumes_to_the_uninterrupted_run(
     """Killed at every point of an epoch's commit sequence in turn, each time resumed by
     the same call: the run ends exactly as the one never interrupted, with each epoch's
     row and point once, and after each kill the record says what is done."""
+    from dsan_tf.core.task import NLITask
     from dsan_tf.training import driver
 
     workdir = str(tmp_path / "run")
@@ -148,7 +150,7 @@ def test_a_kill_at_every_write_point_resumes_to_the_uninterrupted_run(
         previous = atomic.set_fault_hook(_kill_in_process(point, 2 if number == 0 else 1))
         try:
             with pytest.raises(Killed):
-                driver.train_run(workdir, _config(), _options(), outputs=_outputs())
+                driver.train_run(workdir, NLITask(_config(), _options()), outputs=_outputs())
         finally:
             atomic.set_fault_hook(previous)
         close()
@@ -157,7 +159,7 @@ def test_a_kill_at_every_write_point_resumes_to_the_uninterrupted_run(
         assert run.holder() is None  # the lock went with the process
         # Ctrl-C or any exception leaves the views as the record says at once.
         assert len(rundir.read_history(run.path("history.csv"))) == committed
-    driver.train_run(workdir, _config(), _options(), outputs=_outputs())
+    driver.train_run(workdir, NLITask(_config(), _options()), outputs=_outputs())
     assert observed(workdir) == uninterrupted
 
 
@@ -173,8 +175,9 @@ def test_a_sigkill_resumes_to_the_uninterrupted_run(uninterrupted, tmp_path):
         from test_crash_safety import _config, _options, _outputs
         if len(sys.argv) > 1:
             atomic.set_fault_hook(atomic.kill_at(sys.argv[1], int(sys.argv[2])))
+        from dsan_tf.core.task import NLITask
         from dsan_tf.training import driver
-        driver.train_run({workdir!r}, _config(), _options(), outputs=_outputs())
+        driver.train_run({workdir!r}, NLITask(_config(), _options()), outputs=_outputs())
         """)
     runs = [subprocess.run([sys.executable, "-c", child, *kill], cwd=ROOT, env=ENV,
                            capture_output=True, text=True, timeout=300)
@@ -194,11 +197,12 @@ def test_a_second_training_of_a_run_is_refused_naming_the_first(tmp_path):
          "time.sleep(60)"], cwd=ROOT, env=ENV, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"
+        from dsan_tf.core.task import NLITask
         from dsan_tf.training import driver
 
         with pytest.raises(UsageError, match=rf"workdir {workdir} is being trained by "
                                              rf"process {holder.pid} \("):
-            driver.train_run(str(workdir), _config(1), _options(), outputs=_outputs())
+            driver.train_run(str(workdir), NLITask(_config(1), _options()), outputs=_outputs())
         assert rundir.RunDirectory(str(workdir)).holder().startswith(f"process {holder.pid}")
     finally:
         holder.kill()
@@ -350,6 +354,7 @@ def test_a_damaged_checkpoint_falls_back_to_the_previous_and_cut_views_are_rewri
     is cut mid-row: the resumed run says it falls back to epoch 1's checkpoint (keeping
     the damaged one aside), trains epochs 2 and 3 again, and ends as the run never
     interrupted."""
+    from dsan_tf.core.task import NLITask
     from dsan_tf.training import driver
 
     workdir = tmp_path / "run"
@@ -357,7 +362,7 @@ def test_a_damaged_checkpoint_falls_back_to_the_previous_and_cut_views_are_rewri
     previous = atomic.set_fault_hook(_kill_in_process("prune", 2))
     try:
         with pytest.raises(Killed):
-            driver.train_run(str(workdir), _config(), _options(), outputs=_outputs())
+            driver.train_run(str(workdir), NLITask(_config(), _options()), outputs=_outputs())
     finally:
         atomic.set_fault_hook(previous)
     close()
@@ -366,7 +371,7 @@ def test_a_damaged_checkpoint_falls_back_to_the_previous_and_cut_views_are_rewri
     history = workdir / "history.csv"
     history.write_text(history.read_text()[:-40])
     capsys.readouterr()
-    driver.train_run(str(workdir), _config(), _options(), outputs=_outputs())
+    driver.train_run(str(workdir), NLITask(_config(), _options()), outputs=_outputs())
     printed = capsys.readouterr().out
     assert (f"checkpoint {weights.parent} is damaged (state.weights.h5 is not the file its "
             f"record.json lists); moved to {weights.parent}.damaged, and the run goes on from "

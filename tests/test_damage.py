@@ -366,6 +366,7 @@ def test_an_export_is_readable_as_its_folder_and_the_card_quotes_its_commands(
 
 
 def test_interrupted_after_its_last_epoch_says_it_finishes(finished, tmp_path):
+    from dsan_tf.core.task import NLITask
     from dsan_tf.training import driver
 
     workdir = _copy(finished, tmp_path / "run")
@@ -461,6 +462,7 @@ def test_a_kill_while_views_are_healed_is_healed_by_the_next_run(
     card written again) killed half-way: the next run repairs what is left."""
     import importlib
 
+    from dsan_tf.core.task import NLITask
     from dsan_tf.training import driver
 
     workdir = _copy(finished, tmp_path / "run")
@@ -474,8 +476,8 @@ def test_a_kill_while_views_are_healed_is_healed_by_the_next_run(
 
     monkeypatch.setattr(target, writer, killed)
     with pytest.raises(Killed):
-        driver.train_run(str(workdir), _config(), _options(), outputs=_outputs())
+        driver.train_run(str(workdir), NLITask(_config(), _options()), outputs=_outputs())
     monkeypatch.undo()
-    driver.train_run(str(workdir), _config(), _options(), outputs=_outputs())
+    driver.train_run(str(workdir), NLITask(_config(), _options()), outputs=_outputs())
     _same_as_uninterrupted(workdir, uninterrupted)
     assert (workdir / "MODEL_CARD.md").read_text().startswith("# Model card: cbow")

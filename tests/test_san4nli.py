@@ -12,7 +12,8 @@ from helpers import made
 
 from dsan_tf import layers
 from dsan_tf.core.config import ExperimentConfig
-from dsan_tf.models import build_model, dsan
+from dsan_tf.core.task import build_model
+from dsan_tf.models import dsan
 from dsan_tf.models.dsan.config import DSANConfig
 
 WIDTH, HEADS, T = 20, 4, 6

@@ -20,6 +20,7 @@ import dsan_tf
 from dsan_tf.common.errors import UsageError
 from dsan_tf.core.config import (DataConfig, ExperimentConfig, RunOutputs, RunPolicy,
                                  TrainingConfig)
+from dsan_tf.core.task import NLITask
 from dsan_tf.training import driver
 from helpers import ROOT
 
@@ -49,13 +50,13 @@ def _history(workdir):
 
 def test_a_run_is_its_configuration_not_trained_twice_and_trained_on_with_more_epochs(
         tmp_path):
-    """`train_run(workdir, config)`: no flag text. config.json records the whole resolved
+    """`train_run(workdir, NLITask(config))`: no flag text. config.json records the whole resolved
     configuration; the same configuration finds the finished run; another is refused
     naming each field with both values; more epochs train the finished run on from its
     last epoch, to exactly the history of a run trained that long at once (NumPy batches
     draw the pass of that epoch, and dropout's random states come back with the weights)."""
     workdir = tmp_path / "run"
-    outcome = driver.train_run(str(workdir), _config(2), _policy())
+    outcome = driver.train_run(str(workdir), NLITask(_config(2), _policy()))
     assert outcome.state == "new"
     assert json.loads((workdir / "results.json").read_text()) == outcome.results
     assert outcome.results["epochs"] == 2 and 0 <= outcome.results["dev_accuracy"] <= 1
@@ -76,24 +77,24 @@ def test_a_run_is_its_configuration_not_trained_twice_and_trained_on_with_more_e
     assert {"--nojit_compile", "--bounded_shapes", "--noone_pass"} <= set(lines)
     assert "--embedding_dim=16" in lines and not any("num_heads" in l for l in lines)
 
-    again = driver.train_run(str(workdir), _config(2), _policy())
+    again = driver.train_run(str(workdir), NLITask(_config(2), _policy()))
     assert again.state == "finished" and again.results == outcome.results
     other = _config(2).replace(learning_rate=1e-3, batch_size=16)
     with pytest.raises(UsageError, match=r"batch_size: 32 there, 16 now; "
                                          r"learning_rate: 0.003 there, 0.001 now\)") as refused:
-        driver.train_run(str(workdir), other, _policy())
+        driver.train_run(str(workdir), NLITask(other, _policy()))
     assert {"learning_rate", "batch_size"} <= set(refused.value.fields)
     # How it runs may change but the batches it draws: those are the run's.
     with pytest.raises(UsageError, match=r"another configuration \(bounded_shapes: True "
                                          r"there, False now\)"):
-        driver.train_run(str(workdir), _config(2), _policy(bounded_shapes=False))
-    assert driver.train_run(str(workdir), _config(2), _policy(
-        steps_per_execution=2, compile_ahead=False)).state == "finished"
+        driver.train_run(str(workdir), NLITask(_config(2), _policy(bounded_shapes=False)))
+    assert driver.train_run(str(workdir), NLITask(_config(2), _policy(
+        steps_per_execution=2, compile_ahead=False))).state == "finished"
 
-    longer = driver.train_run(str(workdir), _config(3), _policy())
+    longer = driver.train_run(str(workdir), NLITask(_config(3), _policy()))
     assert longer.state == "extend" and longer.results["epochs"] == 3
     at_once = tmp_path / "at_once"
-    driver.train_run(str(at_once), _config(3), _policy())
+    driver.train_run(str(at_once), NLITask(_config(3), _policy()))
     assert _history(workdir) == _history(at_once)
     assert [row[0] for row in _history(workdir)] == ["epoch", "1", "2", "3"]
     assert json.loads((workdir / "config.json").read_text())["training"]["epochs"] == 3
@@ -110,9 +111,9 @@ def test_tf_data_batches_resume_in_the_order_of_a_run_from_the_start(tmp_path,
         return _config(epochs).replace(schedule_epoch_pairs=schedule_epoch_pairs)
 
     tf_data = _policy(bounded_shapes=False)
-    driver.train_run(str(tmp_path / "run"), config(1), tf_data)
-    assert driver.train_run(str(tmp_path / "run"), config(3), tf_data).state == "extend"
-    driver.train_run(str(tmp_path / "at_once"), config(3), tf_data)
+    driver.train_run(str(tmp_path / "run"), NLITask(config(1), tf_data))
+    assert driver.train_run(str(tmp_path / "run"), NLITask(config(3), tf_data)).state == "extend"
+    driver.train_run(str(tmp_path / "at_once"), NLITask(config(3), tf_data))
     assert _history(tmp_path / "run") == _history(tmp_path / "at_once")
 
 
@@ -136,12 +137,12 @@ def test_a_run_interrupted_mid_epoch_resumes_to_the_uninterrupted_result(
     monkeypatch.setattr(driver, "make_callbacks", lambda *args, **kwargs: (
         lambda made: ([*made[0], CtrlC()], *made[1:]))(make_callbacks(*args, **kwargs)))
     with pytest.raises(KeyboardInterrupt):
-        driver.train_run(str(tmp_path / "run"), config, policy)
+        driver.train_run(str(tmp_path / "run"), NLITask(config, policy))
     assert len(_history(tmp_path / "run")) == 2  # the header and epoch 1
     monkeypatch.setattr(driver, "make_callbacks", make_callbacks)
-    resumed = driver.train_run(str(tmp_path / "run"), config, policy)
+    resumed = driver.train_run(str(tmp_path / "run"), NLITask(config, policy))
     assert resumed.state == "resume"
-    whole = driver.train_run(str(tmp_path / "at_once"), config, policy)
+    whole = driver.train_run(str(tmp_path / "at_once"), NLITask(config, policy))
     assert _history(tmp_path / "run") == _history(tmp_path / "at_once")
     assert resumed.results["best_weights_sha256"] == whole.results["best_weights_sha256"]
     assert resumed.results["dev_accuracy"] == whole.results["dev_accuracy"]
@@ -198,7 +199,7 @@ def test_best_keras_holds_the_best_epoch_not_the_last(tmp_path):
     """best.keras and best.json hold the best epoch's model (the weights' SHA-256 that
     results.json records)."""
     workdir = tmp_path / "run"
-    outcome = driver.train_run(str(workdir), _config(4).replace(learning_rate=0.05), _policy())
+    outcome = driver.train_run(str(workdir), NLITask(_config(4).replace(learning_rate=0.05), _policy()))
     rows = driver.run_files.read_history(str(workdir / "history.csv"))
     accuracies = [row["val_accuracy"] for row in rows]
     best = accuracies.index(max(accuracies))
@@ -214,8 +215,8 @@ def test_best_keras_holds_the_best_epoch_not_the_last(tmp_path):
 
 def test_a_finished_run_is_exported_when_asked(tmp_path):
     workdir, exports = tmp_path / "run", tmp_path / "exports"
-    driver.train_run(str(workdir), _config(1), _policy())
-    outcome = driver.train_run(str(workdir), _config(1), _policy(),
+    driver.train_run(str(workdir), NLITask(_config(1), _policy()))
+    outcome = driver.train_run(str(workdir), NLITask(_config(1), _policy()),
                                outputs=RunOutputs(export_dir=str(exports)))
     assert outcome.state == "finished"
     assert (exports / "1" / "saved_model.pb").stat().st_size > 0
@@ -225,7 +226,7 @@ def test_a_finished_run_is_exported_when_asked(tmp_path):
 def test_probe_sentence_is_refused_for_a_family_that_cannot_show_it(tmp_path):
     with pytest.raises(UsageError, match="probe_sentence needs a model that shows a "
                                          "sentence's attention \\(dsan, disan\\), not cbow"):
-        driver.train_run(str(tmp_path / "run"), _config(), _policy(),
+        driver.train_run(str(tmp_path / "run"), NLITask(_config(), _policy()),
                          outputs=RunOutputs(probe_sentence="A man."))
     assert not (tmp_path / "run").exists()  # refused before anything was written
 
@@ -339,11 +340,11 @@ def test_an_interrupted_first_epoch_leaves_no_directory(tmp_path, monkeypatch):
     monkeypatch.setattr(callbacks.EpochLog, "on_train_batch_end", interrupt, raising=False)
     workdir = tmp_path / "run"
     with pytest.raises(KeyboardInterrupt):
-        driver.train_run(str(workdir), _config(2), _policy())
+        driver.train_run(str(workdir), NLITask(_config(2), _policy()))
     assert not workdir.exists()
     monkeypatch.undo()
     other = _config(1)  # another configuration: not refused
-    assert driver.train_run(str(workdir), other, _policy()).state == "new"
+    assert driver.train_run(str(workdir), NLITask(other, _policy())).state == "new"
 
 
 def test_an_extension_stopped_early_finishes_as_asked_and_no_run_is_shortened(
@@ -355,18 +356,18 @@ def test_an_extension_stopped_early_finishes_as_asked_and_no_run_is_shortened(
     from dsan_tf.training import callbacks
 
     workdir = tmp_path / "run"
-    driver.train_run(str(workdir), _config(2), _policy())
+    driver.train_run(str(workdir), NLITask(_config(2), _policy()))
 
     def interrupt(self, batch, logs=None):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(callbacks.EpochLog, "on_train_batch_end", interrupt, raising=False)
     with pytest.raises(KeyboardInterrupt):
-        driver.train_run(str(workdir), _config(4), _policy())
+        driver.train_run(str(workdir), NLITask(_config(4), _policy()))
     monkeypatch.undo()
     assert not (workdir / "results.json").exists()  # the extension took the 2-epoch results
     capsys.readouterr()
-    outcome = driver.train_run(str(workdir), _config(2), _policy())
+    outcome = driver.train_run(str(workdir), NLITask(_config(2), _policy()))
     printed = capsys.readouterr().out
     assert f"finishing {workdir}: 2 epoch(s) done, as many as asked; nothing to train" in printed
     assert "training from epoch" not in printed
@@ -374,7 +375,7 @@ def test_an_extension_stopped_early_finishes_as_asked_and_no_run_is_shortened(
     assert json.loads((workdir / "results.json").read_text())["epochs"] == 2
     with pytest.raises(UsageError, match=r"holds 2 trained epoch\(s\): epochs=1 asks for "
                                          r"fewer, and a run cannot be made shorter"):
-        driver.train_run(str(workdir), _config(1), _policy())
+        driver.train_run(str(workdir), NLITask(_config(1), _policy()))
 
 
 def test_an_export_on_another_backend_is_refused_before_training(tmp_path, monkeypatch):
@@ -392,7 +393,7 @@ def test_an_export_on_another_backend_is_refused_before_training(tmp_path, monke
     monkeypatch.setattr(costs, "device_platform", lambda: "cpu")
     workdir = tmp_path / "run"
     with pytest.raises(UsageError) as refused:
-        driver.train_run(str(workdir), _config(1), _policy(),
+        driver.train_run(str(workdir), NLITask(_config(1), _policy()),
                          outputs=RunOutputs(export_dir=str(tmp_path / "e")))
     assert str(refused.value).startswith(
         "export_dir writes a TensorFlow SavedModel, which needs KERAS_BACKEND=tensorflow "
@@ -484,7 +485,7 @@ def test_dev_subset_scores_the_same_pairs_for_every_seed_and_is_recorded(tmp_pat
     for seed in (0, 1):
         config = _config(1).replace(dev_subset=50, seed=seed)
         workdir = tmp_path / f"seed{seed}"
-        outcome = driver.train_run(str(workdir), config, _policy())
+        outcome = driver.train_run(str(workdir), NLITask(config, _policy()))
         assert "dev_data: a random subset of 50 of the 168 pairs" in capsys.readouterr().out
         assert json.loads((workdir / "config.json").read_text())["data"]["dev_subset"] == 50
         assert "--dev_subset=50" in (workdir / "flags.txt").read_text().split()

@@ -21,7 +21,8 @@ from dsan_tf import data
 from dsan_tf.data import planning
 from dsan_tf.core.config import ExperimentConfig, RunPolicy
 from dsan_tf.core.optimization import make_optimizer
-from dsan_tf.models import build_model, family
+from dsan_tf.models import registry
+from dsan_tf.models.registry import family
 
 
 def vocabulary_summary(training_words, added, extend_vocabulary, vocab_from_vectors):
@@ -74,6 +75,54 @@ def predict(model, batches, on_batch=None):
             on_batch(len(parts["labels"][-1]))
     return Predictions(**{name: np.concatenate(values) if values else np.zeros(0)
                           for name, values in parts.items()})
+
+
+def build_model(name=registry.DEFAULT, config=None, word_vectors=None, one_pass=False):
+    """An `NLIClassifier` on the backbone of family `name`.
+
+    Args:
+        name: a registered family (`dsan_tf.models.names()`).
+        config: the family's configuration (`model_config(name, ...)` of
+            `dsan_tf.core.config`); its paper's hyperparameters when None. An unset
+            `trainable_embeddings` trains the embeddings when no `word_vectors` are given
+            and freezes given ones; its `vocab_size` may be None when they are given.
+        word_vectors: optional float array [V, W] (row 0, padding, becomes zeros), W the
+            family's `feature_width` (the Gaussian Transformer: word vectors and character
+            5-gram vectors side by side, as `NLITask.build_model` makes them); without it
+            the embeddings start random, U(-0.05, 0.05).
+        one_pass: premise and hypothesis through the backbone in one call
+            (`NLIClassifier`'s `one_pass`; `RunPolicy.one_pass` decides it for runs).
+
+    Returns:
+        `NLIClassifier` with int32 inputs {"premise": [B, T1], "hypothesis": [B, T2]} and
+        float32 logits [B, C] in the order of `dsan_tf.common.labels.LABELS`.
+    """
+    from dsan_tf.models.nli_classifier import NLIClassifier
+
+    chosen = family(name)
+    config = config or chosen.config()
+    registry.check_config(name, config)
+    if config.trainable_embeddings is None:  # unset: random vectors must be learned
+        config = dataclasses.replace(config, trainable_embeddings=word_vectors is None)
+    vocabulary_size = config.vocab_size
+    if word_vectors is not None:
+        shape, width = np.shape(word_vectors), chosen.feature_width(config)
+        if len(shape) != 2 or shape[1] != width:
+            raise ValueError(f"word vectors have shape {shape}, expected [vocab_size, "
+                             f"{width}] (the {name} family's feature width).")
+        if vocabulary_size is not None and vocabulary_size != shape[0]:
+            raise ValueError(f"vocab_size={vocabulary_size} but the word vectors have "
+                             f"{shape[0]} rows.")
+        vocabulary_size = shape[0]
+    if vocabulary_size is None:
+        raise ValueError("give the configuration's vocab_size or word vectors.")
+    backbone = chosen.backbone(config, vocabulary_size)
+    model = NLIClassifier(backbone, num_classes=config.num_classes,
+                          layer_norm_epsilon=config.layer_norm_epsilon, name=name,
+                          one_pass=one_pass, **chosen.head(config))
+    if word_vectors is not None:
+        backbone.set_word_vectors(word_vectors)
+    return model
 
 
 class NLITask:
@@ -221,8 +270,12 @@ class NLITask:
 
         A family that makes token features from the `vocabulary` beside the word vectors
         (`Family.token_features`: the Gaussian Transformer's character 5-grams) gets
-        them; without a vocabulary (the synthetic benchmarks) they start random."""
+        them; without a vocabulary (the synthetic benchmarks) they start random. An unset
+        `trainable_embeddings` trains the word embedding when no `word_vectors` are given,
+        as `ExperimentConfig.resolved` records it (token features made here do not count)."""
         config = dataclasses.replace(self.config.model_config, vocab_size=vocabulary_size)
+        if config.trainable_embeddings is None:
+            config = dataclasses.replace(config, trainable_embeddings=word_vectors is None)
         chosen = family(self.config.model)
         if chosen.token_features and vocabulary is not None:
             word_vectors = chosen.token_features(config, vocabulary, word_vectors,

@@ -66,10 +66,14 @@ def main(argv):
     outputs = project_flags.run_outputs()
     if outputs.export_dir:
         require_tensorflow_backend("export_dir")
-    from dsan_tf.training import driver  # Keras loads here, after --help
+    from dsan_tf.core.task import NLITask  # Keras loads here, after --help
+    from dsan_tf.training import driver
 
-    try:  # the library gets the flags as objects, read here once
-        driver.train_run(FLAGS.workdir, config, policy, FLAGS.overwrite, setting, outputs,
+    # The library gets the flags as objects, read here once: the task (what is trained and
+    # how its steps run, as TF Model Garden's programs make it) for the driver to run.
+    task = NLITask(config, policy)
+    try:
+        driver.train_run(FLAGS.workdir, task, FLAGS.overwrite, setting, outputs,
                          FLAGS.stop_after_epochs)
     except KeyboardInterrupt:
         raise program.Interrupted(driver.interrupted_message(

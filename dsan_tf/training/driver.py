@@ -18,8 +18,7 @@ from dsan_tf.common.errors import UsageError, require_tensorflow_backend
 from dsan_tf.common.labels import LABELS, NON_ENTAILMENT_ID
 from dsan_tf.data import batching
 from dsan_tf.core import rundir as run_files
-from dsan_tf.core.config import RunOutputs, RunPolicy
-from dsan_tf.core.task import NLITask
+from dsan_tf.core.config import RunOutputs
 from dsan_tf.models import registry
 from dsan_tf.saving import model_card
 from dsan_tf.speed import compilation
@@ -60,24 +59,28 @@ class TrainOutcome:
                 f"{progress.clock(seconds)} of training")
 
 
-def train_run(workdir, config, policy=RunPolicy(), overwrite=False, setting=None,
-              outputs=RunOutputs(), stop_after_epochs=0):
-    """Trains `config` in the run directory `workdir`, resuming what an interrupted run of
-    the same configuration left there (its config.json is compared field by field); a
-    finished run is not trained again, unless `config` gives it more epochs, when it
-    trains on from its last one. `outputs.export_dir` exports a finished run too.
+def train_run(workdir, task, overwrite=False, setting=None, outputs=RunOutputs(),
+              stop_after_epochs=0):
+    """Trains `task` (its configuration, as its policy says) in the run directory
+    `workdir`, resuming what an interrupted run of the same configuration left there (its
+    config.json is compared field by field); a finished run is not trained again, unless
+    the configuration gives it more epochs, when it trains on from its last one.
+    `outputs.export_dir` exports a finished run too. As TF Model Garden's
+    `train_lib.run_experiment`, it runs a task that the caller made: the task builds the
+    model, the driver only hands it the data.
 
-    The data are `config.data`'s files, read and tokenized here (TensorFlow), or an
-    encoded `setting` of them: its ids and word vectors as they are, with Keras and NumPy
-    alone where TensorFlow is not installed (the run directory is the same, without
+    The data are the configuration's `data` files, read and tokenized here (TensorFlow),
+    or an encoded `setting` of them: its ids and word vectors as they are, with Keras and
+    NumPy alone where TensorFlow is not installed (the run directory is the same, without
     TensorBoard's files, which TensorFlow writes).
 
     Args:
         workdir: the run directory.
-        config: `ExperimentConfig`, what to train (`ExperimentConfig.resolved`: its
-            word vectors trained or not), recorded in config.json.
-        policy: `dsan_tf.core.config.RunPolicy`, how: resolved once for the backend and
-            device, printed in one line and recorded in config.json ("policy").
+        task: `dsan_tf.core.task.NLITask` of the `ExperimentConfig` to train, recorded in
+            config.json with its unset choices decided (`ExperimentConfig.resolved`: its
+            word vectors trained or not, as the model is built), and its `RunPolicy`:
+            resolved once for the backend and device, printed in one line and recorded in
+            config.json ("policy").
         overwrite: replace what an earlier run left in `workdir` (its files only).
         setting: `dsan_tf.training.setting.EncodedSetting` of `config.data`, or None.
         outputs: `dsan_tf.core.config.RunOutputs`, what the run logs, probes and exports;
@@ -92,15 +95,13 @@ def train_run(workdir, config, policy=RunPolicy(), overwrite=False, setting=None
         UsageError: naming the configuration fields at fault (another configuration in
             `workdir`, a probe sentence for a model that shows none, ...).
     """
-    config = config.resolved()
-    policy = policy.resolved()
-    _check(config, outputs, setting)
+    _check(task.config, outputs, setting)
     created = not os.path.isdir(workdir)
     run = run_files.RunDirectory(workdir)
     run.lock()  # released when this process ends, however it ends
     try:
-        return _train_locked(run, (config, policy, outputs, stop_after_epochs), overwrite,
-                             created, setting)
+        return _train_locked(run, (task, outputs, stop_after_epochs), overwrite, created,
+                             setting)
     finally:
         run.unlock()
 
@@ -130,11 +131,11 @@ def _check(config, outputs, setting):
 
 
 def _train_locked(run, asked, overwrite, created, setting):
-    """`train_run` in the claimed run directory, holding its lock; `asked`: (config,
-    policy, outputs, stop_after_epochs)."""
-    config, policy = asked[:2]
+    """`train_run` in the claimed run directory, holding its lock; `asked`: (task,
+    outputs, stop_after_epochs)."""
+    task = asked[0]
     try:
-        state = run.claim(config, policy, overwrite=overwrite)
+        state = run.claim(task.config.resolved(), task.policy, overwrite=overwrite)
     except BaseException:
         if created:
             run.discard(remove_directory=True)
@@ -147,7 +148,7 @@ def _train_locked(run, asked, overwrite, created, setting):
 
 def _train_claimed(run, state, asked, created, setting):
     """`_train_locked` once the run directory is claimed for `state`."""
-    config, policy, outputs, stop_after_epochs = asked
+    task, outputs, stop_after_epochs = asked
     done = run.epochs_done()
     if state == "finished":
         print(f"{run.workdir} is a finished run of this configuration: nothing trained "
@@ -156,9 +157,9 @@ def _train_claimed(run, state, asked, created, setting):
         if outputs.export_dir:
             _export_finished(run, outputs.export_dir)
         return TrainOutcome(state, run.workdir, run.read_json(run_files.RESULTS))
-    _continue(run, state, done, config.training.epochs)
+    _continue(run, state, done, task.config.training.epochs)
     try:
-        results = train(config, run, policy, setting, train_epochs=state != "evaluate",
+        results = train(task, run, setting, train_epochs=state != "evaluate",
                         outputs=outputs, stop_after_epochs=stop_after_epochs)
     except BaseException as error:
         # No epoch committed: nothing to keep, so nothing is left (an interrupted first
@@ -287,14 +288,14 @@ def interrupted_message(workdir, command):
             f"{done + 1}.")
 
 
-def train(config, run, policy, setting=None, train_epochs=True, outputs=RunOutputs(),
+def train(task, run, setting=None, train_epochs=True, outputs=RunOutputs(),
           stop_after_epochs=0):
-    """Trains `config` (`ExperimentConfig`) in the claimed `RunDirectory` `run` as
-    `policy` (`dsan_tf.core.config.RunPolicy`, resolved) says, on `config.data`'s files
-    or the encoded `setting` of them (`train_epochs` False: no epoch, the finished run's
-    best model evaluated again), writing what `outputs` asks, at most
-    `stop_after_epochs` epochs (0: to the end); returns the results dict that
-    results.json holds."""
+    """Trains `task` (`NLITask`) in the claimed `RunDirectory` `run` as its policy says,
+    on its configuration's data files or the encoded `setting` of them (`train_epochs`
+    False: no epoch, the finished run's best model evaluated again), writing what
+    `outputs` asks, at most `stop_after_epochs` epochs (0: to the end); returns the
+    results dict that results.json holds."""
+    config, policy = task.config, task.policy
     print(policy.describe())
     set_up(config)
     # Off as asked: JAX's own switch, which the model's compile then honours.
@@ -302,7 +303,6 @@ def train(config, run, policy, setting=None, train_epochs=True, outputs=RunOutpu
                                          policy.compilation_cache)
     if cache:
         print(f"JAX compilation cache: {cache}")
-    task = NLITask(config, policy)
     prepared = prepare_data(task, run, setting)
     inputs = make_inputs(task, prepared)
     padding = describe_batches(inputs, prepared.vocabulary_size, task.plan.strategy)
@@ -525,7 +525,7 @@ def write_config(run, task, prepared, model, padding, outputs):
     are the configuration's, so neither the top level nor the token counts repeat them
     (older records do; readers read `data`)."""
     run.write_json(run_files.CONFIG, {
-        **task.config.to_dict(), "policy": task.policy.to_dict(),
+        **task.config.resolved().to_dict(), "policy": task.policy.to_dict(),
         "outputs": outputs.to_dict(),
         "label_names": list(LABELS),
         "vocab_size": prepared.vocabulary_size,
@@ -539,7 +539,7 @@ def write_config(run, task, prepared, model, padding, outputs):
 def make_callbacks(run, task, prepared, inputs, log_every_steps, probe_sentence=None):
     """(the callbacks of `fit`, the `StopOnNaN` guard, the `RunState`): the last two say
     how the run ended, as objects."""
-    config = task.config
+    config = task.config.resolved()  # as config.json records it
     nan_guard = callbacks.StopOnNaN()
     keep_best = callbacks.KeepBest()
     hparams = dict(dataclasses.asdict(config.model_config), model=config.model,

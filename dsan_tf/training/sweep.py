@@ -106,6 +106,7 @@ def train_trial(params, config, policy, root):
     finished or ASHA stops the trial."""
     from ray import tune
 
+    from dsan_tf.core.task import NLITask
     from dsan_tf.training import driver
 
     workdir = os.path.join(root, TRIALS, trial_name(params))
@@ -119,7 +120,7 @@ def train_trial(params, config, policy, root):
         reported = len(rows)
         if os.path.exists(os.path.join(workdir, run_files.RESULTS)):
             return
-        driver.train_run(workdir, trial_config, policy, stop_after_epochs=1)
+        driver.train_run(workdir, NLITask(trial_config, policy), stop_after_epochs=1)
 
 
 def run_sweep(root, config, policy, searches, num_samples, scheduler, resources,

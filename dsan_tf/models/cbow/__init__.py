@@ -6,12 +6,13 @@ from dsan_tf.models.registry import Family, lazy_attributes, register
 
 
 def _backbone(config, vocabulary_size):
-    """Its backbone, given every field of `config` its constructor takes (keras-hub's
-    rule: the backbone's arguments are the configuration's fields, same names)."""
-    from dsan_tf.models.backbone import arguments_of
+    """Its backbone, each field of `config` passed on under its one name (keras-hub's
+    rule: the backbone's arguments are the configuration's fields)."""
     from dsan_tf.models.cbow.backbone import CBOWBackbone
 
-    return CBOWBackbone(vocabulary_size=vocabulary_size, **arguments_of(CBOWBackbone, config))
+    return CBOWBackbone(vocabulary_size=vocabulary_size,
+                        embedding_dim=config.embedding_dim,
+                        trainable_embeddings=config.trainable_embeddings)
 
 
 def _head(config):

@@ -9,13 +9,26 @@ from dsan_tf.models.registry import Family, lazy_attributes, register
 
 
 def _backbone(config, vocabulary_size):
-    """Its backbone, given every field of `config` its constructor takes (keras-hub's
-    rule: the backbone's arguments are the configuration's fields, same names)."""
-    from dsan_tf.models.backbone import arguments_of
+    """Its backbone, each field of `config` passed on under its one name (keras-hub's
+    rule: the backbone's arguments are the configuration's fields)."""
     from dsan_tf.models.dsan.backbone import DSANBackbone
 
     return DSANBackbone(vocabulary_size=vocabulary_size,
-                        **arguments_of(DSANBackbone, config))
+                        embedding_dim=config.embedding_dim, num_heads=config.num_heads,
+                        ffn_dim=config.ffn_dim, distance_prior=config.distance_prior,
+                        distance_alpha=config.distance_alpha,
+                        prior_max_distance=config.prior_max_distance,
+                        use_direction_mask=config.use_direction_mask, fusion=config.fusion,
+                        pooling=config.pooling, qkv_norm=config.qkv_norm,
+                        dropout=config.dropout,
+                        layer_norm_epsilon=config.layer_norm_epsilon,
+                        trainable_embeddings=config.trainable_embeddings,
+                        attention_scale=config.attention_scale,
+                        fusion_norm=config.fusion_norm,
+                        fusion_output_norm=config.fusion_output_norm,
+                        ffn_dropout=config.ffn_dropout, s2t_norm=config.s2t_norm,
+                        max_pool_padding=config.max_pool_padding,
+                        initialization=config.initialization)
 
 
 def _head(config):
@@ -44,11 +57,11 @@ FAMILY = register(Family(
     name="dsan", paper="Im & Cho (2017), Distance-based Self-Attention Network for NLI",
     config=DSANConfig,
     backbone=_backbone, head=_head, forward_flops=_flops,
-    modules=tuple(f"dsan_tf.models.dsan.{m}" for m in ("attention", "block", "encoder",
+    modules=tuple(f"dsan_tf.models.dsan.{m}" for m in ("attention", "block",
                                                        "backbone")),
     paper_parameters="4.7M", sentence_figures=True))
 
 
 __getattr__ = lazy_attributes(__name__, {
-    "DSANBackbone": "backbone", "DSANBlock": "block", "DSANEncoder": "encoder",
+    "DSANBackbone": "backbone", "DSANBlock": "block", "DSANEncoder": "backbone",
     "MaskedMultiHeadAttention": "attention"})

@@ -13,7 +13,7 @@ def layer_cases(x, mask, heads):
     [B, T] and `heads` dividing D."""
     from dsan_tf.models.dsan.attention import MaskedMultiHeadAttention
     from dsan_tf.models.dsan.block import DSANBlock
-    from dsan_tf.models.dsan.encoder import DSANEncoder
+    from dsan_tf.models.dsan.backbone import DSANEncoder
 
     (b, t, d), masked = x.shape, {"padding_mask": mask}
     return {

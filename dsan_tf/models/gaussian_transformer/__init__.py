@@ -7,12 +7,21 @@ from dsan_tf.models.registry import Family, lazy_attributes, register
 
 
 def _backbone(config, vocabulary_size):
-    """Its backbone, given every field of `config` its constructor takes (keras-hub's
-    rule: the backbone's arguments are the configuration's fields, same names)."""
-    from dsan_tf.models.backbone import arguments_of
+    """Its backbone, each field of `config` passed on under its one name (keras-hub's
+    rule: the backbone's arguments are the configuration's fields)."""
     from dsan_tf.models.gaussian_transformer.backbone import GaussianTransformerBackbone
 
-    return GaussianTransformerBackbone(vocabulary_size=vocabulary_size, **arguments_of(GaussianTransformerBackbone, config))
+    return GaussianTransformerBackbone(vocabulary_size=vocabulary_size,
+                                       embedding_dim=config.embedding_dim,
+                                       char_dim=config.char_dim,
+                                       model_dim=config.model_dim,
+                                       num_heads=config.num_heads,
+                                       num_encoder_blocks=config.num_encoder_blocks,
+                                       num_interaction_blocks=config.num_interaction_blocks,
+                                       distance_prior=config.distance_prior,
+                                       dropout=config.dropout,
+                                       layer_norm_epsilon=config.layer_norm_epsilon,
+                                       trainable_embeddings=config.trainable_embeddings)
 
 
 def _head(config):
