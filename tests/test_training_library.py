@@ -22,6 +22,7 @@ from dsan_tf.core.config import (DataConfig, ExperimentConfig, RunOutputs, RunPo
                                  TrainingConfig)
 from dsan_tf.core.task import NLITask
 from dsan_tf.training import driver
+from dsan_tf.models import registry
 from helpers import ROOT
 
 
@@ -259,8 +260,6 @@ def test_the_wheel_holds_the_library_and_console_scripts_not_experiments(tmp_pat
     assert len(test_only) >= 5 and {name for name in names if name.endswith(".py")} == \
         modules - test_only
     # Every trained preset ships whole, so that it loads by name after `pip install`.
-    from dsan_tf.models import registry
-
     for name, (folder, _) in registry.trained_presets().items():
         files = {path.relative_to(ROOT).as_posix()
                  for path in pathlib.Path(folder).rglob("*") if path.is_file()}
@@ -498,3 +497,30 @@ def test_dev_subset_scores_the_same_pairs_for_every_seed_and_is_recorded(tmp_pat
                                              [e.hypothesis for e in chosen])), axis=-1)
         right = np.mean(predicted == np.array([e.label for e in chosen]))
         assert outcome.results["dev_accuracy"] == pytest.approx(right, abs=1e-6)
+
+
+@pytest.mark.parametrize("name", registry.PACKAGES)
+@pytest.mark.parametrize("embeddings", ["random", "vectors.txt"])
+def test_the_model_a_task_builds_has_the_word_embedding_config_json_records(name, embeddings):
+    """config.json records `ExperimentConfig.resolved()` (an unset trainable_embeddings:
+    trained with random vectors, frozen with given ones); the task builds the model from
+    the unresolved configuration the caller made, with what the driver hands it (word
+    vectors for a file, none for random; the vocabulary, from which the Gaussian
+    Transformer makes its character features, which are no word vectors). Both must say
+    the same."""
+    from dsan_tf import data
+    from families import small
+
+    config = ExperimentConfig(
+        model=name, model_config=dsan_tf.model_config(name, **{**small(name),
+                                                              "embedding_dim": 8}),
+        data=DataConfig(embeddings=embeddings))
+    task = NLITask(config, log=lambda _: None)
+    vocabulary = data.Vocabulary(["a", "b", "c"])
+    vectors = np.ones((len(vocabulary), 8), "float32") if embeddings != "random" else None
+    model = task.build_model(len(vocabulary), vectors, vocabulary)
+    recorded = config.resolved().model_config.trainable_embeddings
+    if config.model_config.trainable_embeddings is None:  # AF-DMN's paper sets it
+        assert recorded is (embeddings == "random")
+    assert model.backbone.token_embedding.trainable is recorded
+    assert model.backbone.get_config()["trainable_embeddings"] is recorded

@@ -1,8 +1,8 @@
 """A training run, as functions of explicit arguments: `train_run` claims the run directory
 and calls `train`, which calls the steps in order (devices, data, model, callbacks, fit,
-results); the `NLITask` builds the parts. `dsan_tf.programs.train` parses its flags into the
-`ExperimentConfig` (what is trained), `RunPolicy` (how its steps run) and `RunOutputs`
-(what it writes; both `dsan_tf.core.config`) these take.
+results); the `NLITask` it is given builds the parts. `dsan_tf.programs.train` parses its
+flags into the `ExperimentConfig` (what is trained) and `RunPolicy` (how its steps run) of
+that task, and the `RunOutputs` (what it writes; all three `dsan_tf.core.config`).
 """
 
 import dataclasses
