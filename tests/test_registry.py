@@ -43,8 +43,8 @@ def test_a_family_outside_the_registration_list_is_refused():
 @pytest.mark.parametrize("name", registry.PACKAGES)
 def test_a_familys_configuration_holds_only_fields_its_code_reads(name):
     """Every field a family adds to `ModelConfig` is read in its own package, or taken by
-    its backbone's constructor under its name (`arguments_of`): a field no code of the
-    family reads would be another family's."""
+    its backbone's constructor under its name: a field no code of the family reads would
+    be another family's."""
     import inspect
 
     from dsan_tf import model_config
