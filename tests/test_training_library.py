@@ -524,3 +524,15 @@ def test_the_model_a_task_builds_has_the_word_embedding_config_json_records(name
         assert recorded is (embeddings == "random")
     assert model.backbone.token_embedding.trainable is recorded
     assert model.backbone.get_config()["trainable_embeddings"] is recorded
+
+
+def test_train_run_refuses_a_configuration_where_it_takes_a_task(tmp_path):
+    """`train_run(workdir, config, policy)`, as it took a configuration before, must not
+    read the policy as `overwrite` (it would replace the run): the arguments after the task
+    are keywords, and a configuration in the task's place is one sentence."""
+    with pytest.raises(TypeError, match="positional"):
+        driver.train_run(str(tmp_path / "run"), _config(), _policy())
+    with pytest.raises(TypeError, match="train_run takes the NLITask to train .* got a "
+                                       "ExperimentConfig"):
+        driver.train_run(str(tmp_path / "run"), _config())
+    assert not (tmp_path / "run").exists()

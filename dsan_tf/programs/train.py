@@ -73,8 +73,8 @@ def main(argv):
     # how its steps run, as TF Model Garden's programs make it) for the driver to run.
     task = NLITask(config, policy)
     try:
-        driver.train_run(FLAGS.workdir, task, FLAGS.overwrite, setting, outputs,
-                         FLAGS.stop_after_epochs)
+        driver.train_run(FLAGS.workdir, task, overwrite=FLAGS.overwrite, setting=setting,
+                         outputs=outputs, stop_after_epochs=FLAGS.stop_after_epochs)
     except KeyboardInterrupt:
         raise program.Interrupted(driver.interrupted_message(
             FLAGS.workdir, program.command_line())) from None

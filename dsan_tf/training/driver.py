@@ -19,6 +19,7 @@ from dsan_tf.common.labels import LABELS, NON_ENTAILMENT_ID
 from dsan_tf.data import batching
 from dsan_tf.core import rundir as run_files
 from dsan_tf.core.config import RunOutputs
+from dsan_tf.core.task import NLITask
 from dsan_tf.models import registry
 from dsan_tf.saving import model_card
 from dsan_tf.speed import compilation
@@ -59,7 +60,7 @@ class TrainOutcome:
                 f"{progress.clock(seconds)} of training")
 
 
-def train_run(workdir, task, overwrite=False, setting=None, outputs=RunOutputs(),
+def train_run(workdir, task, *, overwrite=False, setting=None, outputs=RunOutputs(),
               stop_after_epochs=0):
     """Trains `task` (its configuration, as its policy says) in the run directory
     `workdir`, resuming what an interrupted run of the same configuration left there (its
@@ -82,7 +83,8 @@ def train_run(workdir, task, overwrite=False, setting=None, outputs=RunOutputs()
             resolved once for the backend and device, printed in one line and recorded in
             config.json ("policy").
         overwrite: replace what an earlier run left in `workdir` (its files only).
-        setting: `dsan_tf.training.setting.EncodedSetting` of `config.data`, or None.
+        setting: `dsan_tf.training.setting.EncodedSetting` of the configuration's data,
+            or None.
         outputs: `dsan_tf.core.config.RunOutputs`, what the run logs, probes and exports;
             recorded in config.json ("outputs").
         stop_after_epochs: train at most this many epochs in this call, then stop as an
@@ -95,6 +97,9 @@ def train_run(workdir, task, overwrite=False, setting=None, outputs=RunOutputs()
         UsageError: naming the configuration fields at fault (another configuration in
             `workdir`, a probe sentence for a model that shows none, ...).
     """
+    if not isinstance(task, NLITask):  # an ExperimentConfig, as train_run took before
+        raise TypeError(f"train_run takes the NLITask to train (NLITask(config, policy) of "
+                        f"dsan_tf.core.task), got a {type(task).__name__}.")
     _check(task.config, outputs, setting)
     created = not os.path.isdir(workdir)
     run = run_files.RunDirectory(workdir)
