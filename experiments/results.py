@@ -236,13 +236,17 @@ def define_flags():
                         "Directory of the shared datasets and vectors (see its README).")
     flags.DEFINE_string("config", CONFIG_FILE, "The flagfile every run starts from.")
     project_flags.require_existing("config")
-    flags.DEFINE_string("output", "docs/RESULTS.md", "The table (Markdown).")
-    flags.DEFINE_string("json_output", "records/results.json", "The table, machine-readable.")
-    flags.DEFINE_string("curve_output", "records/learning_curve.png", "The learning curve.")
-    flags.DEFINE_string("history_output", "records/training_curves.png", "Train and dev accuracy "
-                        "and the learning rate against training steps, seed 0 of each SNLI "
-                        "row whose record keeps its history.")
-    flags.DEFINE_string("record_dir", "records/study", "One record per finished run (reused).")
+    flags.DEFINE_string("output", None, "The table (Markdown); default: WORKDIR/RESULTS.md "
+                        "(the committed docs/RESULTS.md only when given).")
+    flags.DEFINE_string("json_output", None, "The table, machine-readable; default: "
+                        "WORKDIR/results.json.")
+    flags.DEFINE_string("curve_output", None, "The learning curve; default: "
+                        "WORKDIR/learning_curve.png.")
+    flags.DEFINE_string("history_output", None, "Train and dev accuracy and the learning rate "
+                        "against training steps, seed 0 of each SNLI row whose record keeps "
+                        "its history; default: WORKDIR/training_curves.png.")
+    flags.DEFINE_string("record_dir", None, "One record per finished run (reused); default: "
+                        "WORKDIR/records (give records/study to reuse the committed ones).")
     flags.DEFINE_multi_string("variants", None, "Only these rows (default: all).")
     flags.DEFINE_integer("max_seeds", len(SEEDS), "At most this many seeds per row.")
     flags.DEFINE_list("curve_sizes", ["5500", "12500"], "Training-set sizes of the learning "
@@ -251,8 +255,8 @@ def define_flags():
     flags.DEFINE_boolean("report_only", False, "Rewrite the outputs from the records that "
                          "exist, training nothing.")
     flags.DEFINE_string("ray_address", None, "The Ray cluster to run on: auto (the one "
-                        "`ray start` made here), or ray://HOST:PORT; default: Ray starts on "
-                        "this machine.")
+                        "`ray start` made on this machine) or HOST:PORT of its head; default: "
+                        "Ray starts on this machine.")
     flags.DEFINE_float("cpus_per_run", 1.0, "CPUs each run's Ray task declares (its "
                        "TensorFlow thread pools are sized to them): --cpus_per_run=1 on 2 "
                        "cores trains two runs at once.")
@@ -273,6 +277,7 @@ class Settings:
     digest: str  # of `config`: run directories go under workdir/digest
     max_seeds: int = len(SEEDS)
     history_output: str = ""  # train and dev accuracy against steps (empty: none)
+    command: str = ""  # the command that made the outputs, as typed (their header)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -318,13 +323,50 @@ def member_seeds(variant, max_seeds):
 
 
 def train_command(run, shared, root, config):
+    """The run's `dsan-train` command: the study's flagfile `config` and a row's flagfiles
+    written out as their flags (a node reads no file of this clone), every path absolute."""
     data = SICK if run.task == "sick" else SNLI
     extra = ([f"--train_subset={run.task[len('curve'):]}"] if run.task.startswith("curve")
              else [])
-    return [sys.executable, "-m", "dsan_tf.programs.train", f"--flagfile={config}",
+    return [sys.executable, "-m", "dsan_tf.programs.train",
+            *inline([f"--flagfile={config}"]),
             *[f"--{name}={os.path.join(shared, spec)}" for name, spec in data.items()],
-            f"--embeddings={os.path.join(shared, GLOVE)}", *run.variant.flags, *extra,
+            f"--embeddings={os.path.join(shared, GLOVE)}", *inline(run.variant.flags), *extra,
             f"--seed={run.seed}", f"--workdir={os.path.join(root, run.name)}"]
+
+
+def inline(flags_):
+    """`flags_` with each `--flagfile=FILE` (from the clone's root, as `VARIANTS` name
+    them) replaced by its flags, and each flag that names a local path made absolute."""
+    written = []
+    for flag in flags_:
+        if flag.startswith("--flagfile="):
+            written += inline(project_flags.flagfile_flags(
+                os.path.join(ROOT, flag.split("=", 1)[1])))
+        else:
+            written.append(_absolute_flag(flag))
+    return written
+
+
+def _absolute_flag(flag):
+    """`--name=value` with the value absolute where the field `name` is a local path."""
+    from dsan_tf.core import config as config_lib
+    from dsan_tf.models import registry
+    from dsan_tf.models.config import local_path
+
+    name, _, value = flag[2:].partition("=")
+    for part in (config_lib.DataConfig, config_lib.TrainingConfig, config_lib.RunPolicy,
+                 *(registry.family(model).config for model in registry.names())):
+        field = next((f for f in dataclasses.fields(part) if f.name == name), None)
+        if field and value and local_path(field, value) and not value.startswith("~"):
+            return f"--{name}={os.path.abspath(value)}"
+    return flag
+
+
+def log_path(root, run):
+    """The run's console, beside its run directory (a program's output never lands inside
+    a run): every attempt of each of its programs, appended under its own first line."""
+    return os.path.join(root, run.name + ".log")
 
 
 def evaluation_path(root, run):
@@ -359,7 +401,9 @@ def perform_all(todo, records, settings, record_dir, resources, report):
     """Performs the runs `todo` on Ray, each as one task declaring `resources` ({"cpus",
     "gpus"} per run); an ensemble's task takes its members' tasks as arguments, so Ray
     starts it once they are done. Each run says on which node it starts and ends, and in
-    how many seconds; `report(records)` is called after every run."""
+    how many seconds, and how far the study is (also every `PROGRESS_SECONDS` while runs
+    train); `report(records)` is called after every run. Returns the failed runs'
+    {name: their first error line and log}."""
     ray = cluster.require_ray()
     task = ray.remote(perform_on_node).options(
         **cluster.task_options(resources["cpus"], resources["gpus"]))
@@ -370,15 +414,28 @@ def perform_all(todo, records, settings, record_dir, resources, report):
                    if name in made]
         made[run.name] = task.remote(run, settings, record_dir, threads, *members)
     names = {ref: name for name, ref in made.items()}
-    pending = list(made.values())
+    pending, failed = list(made.values()), {}
     while pending:
-        done, pending = ray.wait(pending, num_returns=1)
-        record, node, seconds = ray.get(done[0])
-        name = names[done[0]]
-        outcome = f"failed: {record['error']}" if "error" in record else "done"
-        print(f"{name} {outcome} on {node} in {seconds:.0f} s", flush=True)
-        records[name] = record
-        report(records)
+        done, pending = ray.wait(pending, num_returns=1, timeout=PROGRESS_SECONDS)
+        if done:
+            record, node, seconds = ray.get(done[0])
+            name = names[done[0]]
+            if "error" in record:
+                failed[name] = record["error"]
+                print(f"{name} failed on {node} in {seconds:.0f} s: {record['error']}",
+                      flush=True)
+            else:
+                print(f"{name} done on {node} in {seconds:.0f} s", flush=True)
+                records[name] = record
+                report(records)
+        finished = len(made) - len(pending)
+        print(f"study: {finished} of {len(made)} runs done ({len(failed)} failed), "
+              f"{len(pending)} to go", flush=True)
+    return failed
+
+
+# How often the study says how far it is while no run ends (a run can take an hour).
+PROGRESS_SECONDS = 300
 
 
 def perform_on_node(run, settings, record_dir, threads, *members):
@@ -439,14 +496,14 @@ def perform(run, settings, record_dir, threads=None):
     # Only the main SNLI runs need predictions (paired tests) and MultiNLI; SICK and the
     # learning curve read train's own results.json.
     evaluate = evaluate_command(run, shared, root) if run.task == "snli" else None
-    steps = [(train, "train.log", os.path.join(workdir, rundir.RESULTS))]
+    steps = [(train, os.path.join(workdir, rundir.RESULTS))]
     if evaluate:
-        steps.append((evaluate, "evaluate.log", evaluation_path(root, run)))
+        steps.append((evaluate, evaluation_path(root, run)))
     started, trained_here = time.perf_counter(), False
-    for argv, log, done in steps:
+    for argv, done in steps:
         if not os.path.exists(done):
             trained_here |= argv is train
-            error = cluster.run_program(argv, os.path.join(workdir, log), threads)
+            error = cluster.run_program(argv, log_path(root, run), threads)
             if error:
                 return {"error": error, "command": shown(argv)}
     record = summarize(run, workdir, shared, evaluation_path(root, run))
@@ -482,7 +539,7 @@ def perform_ensemble(run, settings, record_path, root, workdir, digest):
             "--save_predictions", f"--output={output}"]
     started = time.perf_counter()
     if not os.path.exists(output):
-        error = cluster.run_program(argv, os.path.join(workdir, "ensemble.log"))
+        error = cluster.run_program(argv, log_path(root, run))
         if error:
             return {"error": error, "command": shown(argv)}
     sources = read_json(output)["sources"]
@@ -531,15 +588,28 @@ def summarize(run, workdir, shared, evaluation):
 
 def check_inputs(shared, chosen):
     """Every shared file the study needs exists, and every --variants row is known."""
-    specs = [GLOVE, MULTINLI, *SNLI.values(), *SICK.values()]
-    for spec in specs:
-        if not os.path.exists(os.path.join(shared, spec)):
-            raise program.UsageError(f"{os.path.join(shared, spec)} does not exist: point "
-                                     "--shared_data at the shared data directory.")
+    for path in study_inputs(shared):
+        if not os.path.exists(path):
+            raise program.UsageError(f"{path} does not exist: point --shared_data at the "
+                                     "shared data directory.")
     known = [v.key for v in VARIANTS]
     unknown = sorted(set(chosen) - set(known))
     if unknown:
         raise program.UsageError(f"unknown --variants {unknown}; choose from {known}.")
+
+
+def resolved_paths(values):
+    """The study's folders and files from the flags `values`, absolute (a run reads and
+    writes them on whichever node Ray puts it, whose folder is not this one); the outputs
+    default under --workdir, never onto the committed docs."""
+    workdir = os.path.abspath(values.workdir)
+    defaults = {"output": "RESULTS.md", "json_output": "results.json",
+                "curve_output": "learning_curve.png", "history_output": "training_curves.png",
+                "record_dir": "records"}
+    paths = {name: os.path.abspath(values[name].value or os.path.join(workdir, default))
+             for name, default in defaults.items()}
+    return dict(paths, workdir=workdir, shared_data=os.path.abspath(values.shared_data),
+                config=os.path.abspath(values.config))
 
 
 @program.main
@@ -557,13 +627,16 @@ def main(argv):
     cluster.task_options(resources["cpus"], resources["gpus"])  # a mistake: before Ray starts
     from experiments import study_report  # NumPy and matplotlib load here, not for --help
 
-    settings = Settings(FLAGS.workdir, FLAGS.shared_data, FLAGS.config, FLAGS.output,
-                        FLAGS.json_output, FLAGS.curve_output, config_digest(FLAGS.config),
-                        FLAGS.max_seeds, FLAGS.history_output)
+    paths = resolved_paths(FLAGS)
+    settings = Settings(paths["workdir"], paths["shared_data"], paths["config"], paths["output"],
+                        paths["json_output"], paths["curve_output"],
+                        config_digest(paths["config"]), FLAGS.max_seeds,
+                        paths["history_output"], program.command_line())
+    record_dir = paths["record_dir"]
     variants = [v for v in VARIANTS if v.key in chosen]
     runs = plan(variants, FLAGS.max_seeds, sizes, FLAGS.sick)
     # The table shows every recorded run from the start, not only those reached so far.
-    recorded = {run.name: os.path.join(FLAGS.record_dir, run.name + ".json") for run in runs}
+    recorded = {run.name: os.path.join(record_dir, run.name + ".json") for run in runs}
     records = {run.name: current_record(recorded[run.name], run_digest(run, settings),
                                         bool(run.variant.kept))
                for run in runs}
@@ -575,6 +648,7 @@ def main(argv):
     records = {name: record for name, record in records.items() if record}
     started = time.perf_counter()
     study_report.write(records, variants, sizes, settings, 0.0)
+    failed = {}
     if not FLAGS.report_only:
         # Recorded runs are reused as they are; the table is rewritten after each new one.
         todo = [run for run in runs if run.name not in records and not run.variant.kept]
@@ -583,12 +657,26 @@ def main(argv):
               f"{FLAGS.gpus_per_run:g} GPU(s).", flush=True)
         if todo:
             seconds = cluster.connect(FLAGS.ray_address)
-            nodes = cluster.check_shared([FLAGS.workdir, FLAGS.record_dir])
+            cluster.check_resources(resources["cpus"], resources["gpus"])
+            nodes = cluster.check_nodes(
+                [settings.workdir, record_dir],
+                reads=study_inputs(settings.shared_data))
             print(f"Ray: {nodes} node(s), ready in {seconds:.1f} s", flush=True)
-            perform_all(todo, records, settings, FLAGS.record_dir, resources,
-                        lambda done: study_report.write(done, variants, sizes, settings,
-                                                        time.perf_counter() - started))
-    print(f"table: {FLAGS.output}; {FLAGS.json_output}; {FLAGS.curve_output}")
+            failed = perform_all(todo, records, settings, record_dir, resources,
+                                 lambda done: study_report.write(done, variants, sizes, settings,
+                                                                 time.perf_counter() - started))
+    print(f"table: {settings.output}; {settings.json_output}; {settings.curve_output}")
+    if failed:
+        for name, error in failed.items():
+            print(f"failed: {name}: {error}")
+        program.fail(f"{len(failed)} of {len(todo)} runs failed (each above, with its log); "
+                     "the same command trains them again once their cause is fixed.")
+
+
+def study_inputs(shared):
+    """The shared files a study's runs read (absolute from `shared`)."""
+    return [os.path.join(shared, spec)
+            for spec in (GLOVE, MULTINLI, *SNLI.values(), *SICK.values())]
 
 
 def cli():

@@ -286,8 +286,8 @@ def typed(command):
 
 
 def markdown(rows, points, records, settings, sizes, elapsed, variants):
-    command = (f"python -m experiments.results --workdir={settings.workdir} "
-               f"--shared_data={settings.shared_data}")
+    command = settings.command or (f"python -m experiments.results --workdir="
+                                   f"{settings.workdir} --shared_data={settings.shared_data}")
     finished = [r for r in records.values() if "error" not in r]
     patience, epochs = schedule(settings.config)
     stopping = (f"early stopping (patience {patience}, at most {epochs} epochs)" if patience

@@ -9,8 +9,8 @@ import dataclasses
 from dsan_tf.common.choices import CACHE_DIR
 from dsan_tf.models import registry
 from dsan_tf.models.config import (
-    BATCH_SIZE, LEARNING_RATE, ModelConfig, check_fields, documented, hyperparameter,
-    typed_value)
+    BATCH_SIZE, LEARNING_RATE, ModelConfig, absolute_paths, check_fields, documented,
+    hyperparameter, local_files, typed_value)
 
 MODELS = registry.names()  # the model families (dsan_tf.models.registry.PACKAGES)
 OOV_INITS = ("random", "zeros")
@@ -52,7 +52,7 @@ class DataConfig:
         "and the run's dev accuracy), the same whatever the seed and model; 0: all.",
         lower_bound=0)
     tfds_data_dir: str | None = hyperparameter(
-        None, "TFDS data directory (unset: TFDS's own).")
+        None, "TFDS data directory (unset: TFDS's own).", path="folder")
     lowercase: bool = hyperparameter(
         False, "Lower-case text before tokenizing (GloVe 840B is cased: keep false).")
     min_count: int = hyperparameter(
@@ -82,7 +82,7 @@ class DataConfig:
         exists="file", prefixes=("glove:",), values=("random",))
     embeddings_cache_dir: str = hyperparameter(
         CACHE_DIR, "Cache of embedding matrices read from vector files (and JAX's "
-        "compiled steps).")
+        "compiled steps).", path="folder")
     extend_vocabulary: bool = hyperparameter(
         True, "Give ids to the dev/test words that the embeddings have a vector for (they "
         "would otherwise all be the one unknown word).")
@@ -298,6 +298,19 @@ class ExperimentConfig:
         for family in MODELS:
             names += [f.name for f in dataclasses.fields(registry.family(family).config)]
         return list(dict.fromkeys(names))
+
+    def absolute(self, base=None):
+        """This configuration with every local path (data, word vectors, caches) absolute
+        from `base` (default: this process's folder), as a run on another node must read
+        them: a named configuration's `../shared/data` is relative to where it is used."""
+        return dataclasses.replace(
+            self, model_config=absolute_paths(self.model_config, base),
+            data=absolute_paths(self.data, base), training=absolute_paths(self.training, base))
+
+    def local_files(self):
+        """The files on this machine that a run of this configuration reads."""
+        return [*local_files(self.model_config), *local_files(self.data),
+                *local_files(self.training)]
 
     def resolved(self):
         """This configuration with `trainable_embeddings` decided where it is unset:

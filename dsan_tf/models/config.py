@@ -6,6 +6,7 @@ from these without loading Keras.
 
 import dataclasses
 import json
+import os
 import textwrap
 import types
 
@@ -57,6 +58,35 @@ def typed_value(field, value):
 def described_fields(config_class):
     """The fields of `config_class` declared with `hyperparameter` (they are flags)."""
     return [field for field in dataclasses.fields(config_class) if "help" in field.metadata]
+
+
+def local_path(field, value):
+    """Whether `value` of `field` names a file or folder on this machine: the field is one
+    (its `exists`, or `path="folder"` for one that need not exist yet) and the value is
+    not one of its `prefixes` (tfds:, synthetic:, glove:) or named `values` (random)."""
+    limits = field.metadata
+    return (("exists" in limits or "path" in limits) and isinstance(value, str)
+            and value not in limits.get("values", ())
+            and not value.startswith(tuple(limits.get("prefixes", ()))))
+
+
+def absolute_paths(config, base=None):
+    """`config` (a configuration dataclass) with each local path made absolute from `base`
+    (default: this process's folder): the value a run on another node, whose folder differs,
+    reads as this machine does. "~" is left to each node (a cache is each machine's own)."""
+    changes = {}
+    for field in described_fields(type(config)):
+        value = getattr(config, field.name)
+        if local_path(field, value) and not value.startswith("~"):
+            changes[field.name] = os.path.abspath(os.path.join(base or os.getcwd(), value))
+    return dataclasses.replace(config, **changes)
+
+
+def local_files(config):
+    """The local files `config` reads (its `exists="file"` fields' values)."""
+    return [getattr(config, field.name) for field in described_fields(type(config))
+            if field.metadata.get("exists") == "file"
+            and local_path(field, getattr(config, field.name))]
 
 
 def check_fields(config):

@@ -9,16 +9,22 @@ retried by Ray. A retry resumes the run directory exactly (its crash-safe record
 training process dies with the task that started it (`run_program`), so a retry never
 waits on the lock of a dead attempt.
 
-With no address Ray starts on this machine; `address="auto"` or "ray://HOST:PORT" joins
-a cluster started with Ray's own `ray start`. The folders runs write must be reachable
-from every node: `check_shared` has each node read a probe the driver wrote and write its
-own, before any run starts.
+A cluster is not this machine. With no address Ray starts here; `address="auto"` or
+"HOST:PORT" joins a cluster started with Ray's own `ray start`, and `connect` ships the
+code (this package, and the clone's `experiments` and `benchmarks`) to every node in the
+job's `runtime_env`, so that a node needs Ray and the requirements, not a clone. Every path
+a run reads or writes is made absolute here (a node's folder is wherever its `ray start`
+ran), and `check_nodes` has each node read each input file and write each output folder,
+and `check_resources` finds a node that can hold one run, before any run starts.
 """
 
 import ctypes
+import datetime
+import importlib.util
 import math
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -29,6 +35,10 @@ from dsan_tf.common.errors import UsageError
 # How often Ray retries a run whose worker or node died (its directory resumes each time).
 RETRIES = 3
 _PR_SET_PDEATHSIG = 1
+# The modules a run's code imports, shipped to every node (those this process finds).
+SHIPPED = ("dsan_tf", "experiments", "benchmarks")
+# How long the address of a cluster may take to answer before it is said to answer none.
+CONNECT_SECONDS = 10
 
 
 def require_ray():
@@ -44,48 +54,105 @@ def require_ray():
     return ray
 
 
+def runtime_env():
+    """The job's `runtime_env`: the code of the runs as this process imports it
+    (`py_modules`: each folder of `SHIPPED` found, uploaded once and unpacked on each
+    node, on the runs' `sys.path` and their programs' PYTHONPATH)."""
+    folders = []
+    for name in SHIPPED:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.submodule_search_locations:
+            folders.append(os.path.abspath(list(spec.submodule_search_locations)[0]))
+    return {"py_modules": folders, "excludes": ["__pycache__", "*.pyc"]}
+
+
 def connect(address=None):
     """Starts Ray on this machine (`address` None) or joins the cluster at `address`
-    ("auto", "ray://HOST:PORT"); returns the seconds it took. One sentence where no
-    cluster answers there."""
+    ("auto": the one `ray start` made on this machine, or "HOST:PORT"), shipping the code
+    (`runtime_env`); returns the seconds it took. One sentence, within `CONNECT_SECONDS`,
+    where no cluster answers there (Ray itself would retry for minutes)."""
     ray = require_ray()
     started = time.perf_counter()
     if ray.is_initialized():
         return 0.0
+    if address:
+        _check_answers(ray, address)
     try:
         # "local": a Ray of its own, not the latest one `ray start` left on this machine
         # (which ray.init() without an address would join).
         ray.init(address=address or "local", include_dashboard=False,
-                 logging_level="warning", configure_logging=True)
+                 runtime_env=runtime_env(), logging_level="warning", configure_logging=True)
     except (ConnectionError, RuntimeError, ValueError) as error:
-        said = " ".join(str(error).split())[:300]
-        raise UsageError(f"no Ray cluster answers at ray_address={address} ({said}); start "
-                         "one with `ray start --head`, or leave ray_address out to run on "
-                         "this machine.", fields=("ray_address",)) from None
+        raise _no_cluster(address, " ".join(str(error).split())[:300]) from None
     return time.perf_counter() - started
 
 
-def check_shared(paths):
-    """Checks that every alive node of the cluster reads and writes each folder of
-    `paths` as this process does: the driver writes a probe file in each, a task on each
-    node reads it and writes its own beside it, the driver reads those. `UsageError`, one
-    sentence naming the folder and the node, where one does not."""
+def _check_answers(ray, address):
+    """`UsageError` unless something listens at the cluster's address (Ray's own
+    `ray start` file for "auto"), within `CONNECT_SECONDS`."""
+    if address.startswith("ray://"):
+        raise UsageError(f"ray_address={address}: Ray Client addresses are not supported "
+                         "(the runs' files would land on this machine); run the command on "
+                         "a node of the cluster with --ray_address=auto, or submit it with "
+                         "`ray job submit --working-dir . -- COMMAND`.",
+                         fields=("ray_address",))
+    try:
+        from ray._private.services import canonicalize_bootstrap_address
+        resolved = canonicalize_bootstrap_address(address) or address
+        host, port = resolved.rsplit(":", 1)
+        socket.create_connection((host, int(port)), timeout=CONNECT_SECONDS).close()
+    except (ConnectionError, OSError, ValueError) as error:
+        raise _no_cluster(address, " ".join(str(error).split())[:200]) from None
+
+
+def _no_cluster(address, said):
+    where = f"ray_address={address}" if address else "this machine"
+    return UsageError(f"no Ray cluster answers at {where} ({said}); start one with `ray start "
+                      "--head`, or leave ray_address out to run on this machine.",
+                      fields=("ray_address",))
+
+
+def alive_nodes():
+    """The cluster's nodes that are alive (Ray's `ray.nodes()` entries)."""
+    return [node for node in require_ray().nodes() if node["Alive"]]
+
+
+def check_resources(cpus, gpus, flags=("cpus_per_run", "gpus_per_run")):
+    """`UsageError` naming `flags` unless one alive node has `cpus` CPUs and `gpus` GPUs
+    (Ray would otherwise wait for such a node for ever, saying only that none fits)."""
+    nodes = [node["Resources"] for node in alive_nodes()]
+    if any(n.get("CPU", 0) >= cpus and n.get("GPU", 0) >= gpus for n in nodes):
+        return
+    most_cpus = max((n.get("CPU", 0) for n in nodes), default=0)
+    most_gpus = max((n.get("GPU", 0) for n in nodes), default=0)
+    raise UsageError(f"{flags[0]}={cpus:g} and {flags[1]}={gpus:g}: no node of the cluster "
+                     f"has that much (its {len(nodes)} node(s) have at most {most_cpus:g} "
+                     f"CPUs and {most_gpus:g} GPUs); ask for less per run.", fields=flags)
+
+
+def check_nodes(writes, reads=()):
+    """Checks that every alive node of the cluster reads each file of `reads` and reads
+    and writes each folder of `writes` as this process does: the driver writes a probe
+    file in each folder, a task on each node reads the files and the probe and writes its
+    own beside it, the driver reads those. `UsageError`, one sentence naming the path and
+    the node, where one cannot. Every path must be absolute (a node's folder is not this
+    process's). Returns the number of nodes."""
     ray = require_ray()
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     token = uuid.uuid4().hex[:12]
     probes = []
-    for path in paths:
+    for path in writes:
         os.makedirs(path, exist_ok=True)
         probe = os.path.join(os.path.abspath(path), f".ray-probe-{token}")
         with open(probe, "w", encoding="utf-8") as stream:
             stream.write(token)
         probes.append(probe)
-    nodes = [node for node in ray.nodes() if node["Alive"]]
+    nodes = alive_nodes()
     try:
         probe_node = ray.remote(num_cpus=0)(_probe)
         answers = ray.get([probe_node.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
-            node["NodeID"], soft=False)).remote(probes, token, node["NodeID"])
+            node["NodeID"], soft=False)).remote(probes, token, node["NodeID"], list(reads))
             for node in nodes])
         for node, (fault, address) in zip(nodes, answers):
             if fault is None:  # it wrote: is that what this machine reads there?
@@ -94,8 +161,8 @@ def check_shared(paths):
                               if not os.path.exists(f"{probe}-{node['NodeID']}")), None)
             if fault:
                 raise UsageError(f"{fault}: the node {address} does not share this "
-                                 "machine's folders; give --workdir and --record_dir folders "
-                                 "every node reaches (a shared file system, as NFS).",
+                                 "machine's files; give folders and files every node reaches "
+                                 "at the same path (a shared file system, as NFS).",
                                  fields=("workdir", "record_dir"))
     finally:
         for probe in probes:
@@ -105,11 +172,17 @@ def check_shared(paths):
     return len(nodes)
 
 
-def _probe(probes, token, node_id):
+def _probe(probes, token, node_id, reads):
     """On one node: (what it could not read or write, or None; its address)."""
     import ray
 
     address = ray.util.get_node_ip_address()
+    for path in reads:
+        try:
+            with open(path, "rb") as stream:
+                stream.read(1)
+        except OSError as error:
+            return f"{path} cannot be read there ({error.strerror})", address
     for probe in probes:
         try:
             with open(probe, encoding="utf-8") as stream:
@@ -131,15 +204,26 @@ def _remove(path):
 
 
 def task_options(cpus, gpus):
-    """The options of a run's task: its CPUs and GPUs (fractions share a device), and
-    Ray's retries of a task whose worker or node died (its exceptions are not retried: a
-    run's own error is reported, not repeated)."""
+    """The options of a run's task: its CPUs and GPUs (fractions share a device), Ray's
+    retries of a task whose worker or node died (its exceptions are not retried: a run's
+    own error is reported, not repeated), and its share of a GPU's memory (`gpu_memory`)."""
     if cpus <= 0 or gpus < 0:
         raise UsageError(f"cpus_per_run={cpus}, gpus_per_run={gpus}: a run needs a positive "
                          "number of CPUs and no negative number of GPUs.",
                          fields=("cpus_per_run", "gpus_per_run"))
-    return {"num_cpus": cpus, "num_gpus": gpus, "max_retries": RETRIES,
-            "retry_exceptions": False}
+    options = {"num_cpus": cpus, "num_gpus": gpus, "max_retries": RETRIES,
+               "retry_exceptions": False}
+    if gpus:
+        options["runtime_env"] = {"env_vars": gpu_memory(gpus)}
+    return options
+
+
+def gpu_memory(gpus):
+    """The environment that keeps a run to its share `gpus` of one GPU's memory: JAX
+    preallocates 75% of a GPU in each process, and TensorFlow all of it, unless told."""
+    share = min(gpus, 1.0)
+    return {"XLA_PYTHON_CLIENT_MEM_FRACTION": f"{0.9 * share:.3f}",  # 10% for the others' contexts
+            "TF_FORCE_GPU_ALLOW_GROWTH": "true"}
 
 
 def threads_for(cpus):
@@ -156,26 +240,37 @@ def _die_with_parent():
 
 
 def run_program(argv, log_path, threads=None):
-    """Runs a program (its output into `log_path`), dying with this process on Linux;
-    with `threads`, TensorFlow's and OpenMP's thread pools sized to them (a run's share
-    of the node's cores). Returns None, or one line saying how it failed."""
+    """Runs a program, dying with this process on Linux; with `threads`, TensorFlow's and
+    OpenMP's thread pools sized to them (a run's share of the node's cores). Its output is
+    appended to `log_path` under a line that starts the attempt (a retry's log follows the
+    failed attempt's, never over it). Returns None, or one line saying how it failed: the
+    program's first `error:` line (else its last line) and the log's path."""
     env = dict(os.environ)
     if threads:
         env.update(TF_NUM_INTRAOP_THREADS=str(threads), TF_NUM_INTEROP_THREADS=str(threads),
                    OMP_NUM_THREADS=str(threads))
     preexec = _die_with_parent if sys.platform.startswith("linux") else None
-    with open(log_path, "w", encoding="utf-8") as log:
+    os.makedirs(os.path.dirname(os.path.abspath(log_path)), exist_ok=True)
+    with open(log_path, "a", encoding="utf-8") as log:
+        now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+        log.write(f"== attempt started {now} on {node_address()}: {' '.join(argv[1:])}\n")
+        log.flush()
+        start = log.tell()
         result = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, text=True,
                                 env=env, preexec_fn=preexec)
     if result.returncode:
-        with open(log_path, encoding="utf-8") as log:
-            last = [line for line in log.read().splitlines() if line.strip()][-1:]
-        return f"failed ({last[0] if last else 'no output'}); log: {log_path}"
+        with open(log_path, encoding="utf-8", errors="replace") as log:
+            log.seek(start)
+            lines = [line.strip() for line in log.read().splitlines() if line.strip()]
+        said = next((line for line in lines if line.startswith("error:")),
+                    lines[-1] if lines else f"exit status {result.returncode}, no output")
+        return f"{said} (log: {log_path})"
     return None
 
 
 def node_address():
-    """The address of the node this task runs on."""
-    import ray
-
+    """The address of the node this task runs on (this machine's, outside Ray)."""
+    ray = require_ray()
+    if not ray.is_initialized():
+        return socket.gethostname()
     return ray.util.get_node_ip_address()
