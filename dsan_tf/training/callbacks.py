@@ -38,6 +38,24 @@ class EpochLog(keras.callbacks.Callback):
         logs["steps"] = int(keras.ops.convert_to_numpy(optimizer.iterations))
 
 
+class ReportEpochs(keras.callbacks.Callback):
+    """Calls `report(epoch, logs)` at each epoch's end (`epoch` counted from 1): placed
+    after the run's own callbacks, once the epoch is committed to the record, so that
+    what it reports (a sweep's dev accuracy to Ray Tune's scheduler) is what a resumed run
+    has.
+
+    Args:
+        report: a function of (epoch, {metric: value}).
+    """
+
+    def __init__(self, report):
+        super().__init__()
+        self.report = report
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.report(epoch + 1, dict(logs or {}))
+
+
 class Interruptible(keras.callbacks.Callback):
     """Stops at the end of the batch a Ctrl-C came in, where a finalizer swallowed its
     KeyboardInterrupt (`dsan_tf.common.interrupt`)."""

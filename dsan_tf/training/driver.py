@@ -61,7 +61,7 @@ class TrainOutcome:
 
 
 def train_run(workdir, task, *, overwrite=False, setting=None, outputs=RunOutputs(),
-              stop_after_epochs=0):
+              stop_after_epochs=0, callbacks=()):
     """Trains `task` (its configuration, as its policy says) in the run directory
     `workdir`, resuming what an interrupted run of the same configuration left there (its
     config.json is compared field by field); a finished run is not trained again, unless
@@ -89,6 +89,8 @@ def train_run(workdir, task, *, overwrite=False, setting=None, outputs=RunOutput
             recorded in config.json ("outputs").
         stop_after_epochs: train at most this many epochs in this call, then stop as an
             interrupted run stops (its epochs kept; the same call resumes it); 0: to the end.
+        callbacks: Keras callbacks called after the run's own, each epoch's end once the
+            epoch is committed to the record (a sweep's report to Ray Tune).
 
     Returns:
         `TrainOutcome`.
@@ -105,8 +107,8 @@ def train_run(workdir, task, *, overwrite=False, setting=None, outputs=RunOutput
     run = run_files.RunDirectory(workdir)
     run.lock()  # released when this process ends, however it ends
     try:
-        return _train_locked(run, (task, outputs, stop_after_epochs), overwrite, created,
-                             setting)
+        return _train_locked(run, (task, outputs, stop_after_epochs, tuple(callbacks)),
+                             overwrite, created, setting)
     finally:
         run.unlock()
 
@@ -137,7 +139,7 @@ def _check(config, outputs, setting):
 
 def _train_locked(run, asked, overwrite, created, setting):
     """`train_run` in the claimed run directory, holding its lock; `asked`: (task,
-    outputs, stop_after_epochs)."""
+    outputs, stop_after_epochs, callbacks)."""
     task = asked[0]
     try:
         state = run.claim(task.config.resolved(), task.policy, overwrite=overwrite)
@@ -153,7 +155,7 @@ def _train_locked(run, asked, overwrite, created, setting):
 
 def _train_claimed(run, state, asked, created, setting):
     """`_train_locked` once the run directory is claimed for `state`."""
-    task, outputs, stop_after_epochs = asked
+    task, outputs, stop_after_epochs, extra = asked
     done = run.epochs_done()
     if state == "finished":
         print(f"{run.workdir} is a finished run of this configuration: nothing trained "
@@ -165,7 +167,7 @@ def _train_claimed(run, state, asked, created, setting):
     _continue(run, state, done, task.config.training.epochs)
     try:
         results = train(task, run, setting, train_epochs=state != "evaluate",
-                        outputs=outputs, stop_after_epochs=stop_after_epochs)
+                        outputs=outputs, stop_after_epochs=stop_after_epochs, callbacks=extra)
     except BaseException as error:
         # No epoch committed: nothing to keep, so nothing is left (an interrupted first
         # epoch would leave config.json, which then refused a new configuration).
@@ -294,12 +296,12 @@ def interrupted_message(workdir, command):
 
 
 def train(task, run, setting=None, train_epochs=True, outputs=RunOutputs(),
-          stop_after_epochs=0):
+          stop_after_epochs=0, callbacks=()):
     """Trains `task` (`NLITask`) in the claimed `RunDirectory` `run` as its policy says,
     on its configuration's data files or the encoded `setting` of them (`train_epochs`
     False: no epoch, the finished run's best model evaluated again), writing what
-    `outputs` asks, at most `stop_after_epochs` epochs (0: to the end); returns the
-    results dict that results.json holds."""
+    `outputs` asks, at most `stop_after_epochs` epochs (0: to the end), calling
+    `callbacks` after its own; returns the results dict that results.json holds."""
     config, policy = task.config, task.policy
     print(policy.describe())
     set_up(config)
@@ -322,7 +324,7 @@ def train(task, run, setting=None, train_epochs=True, outputs=RunOutputs(),
         run, task, prepared, inputs, outputs.log_every_steps, outputs.probe_sentence)
     epochs = config.training.epochs
     last = min(epochs, done + stop_after_epochs) if stop_after_epochs else epochs
-    fit(model, inputs, shared, run_state, last if train_epochs else done)
+    fit(model, inputs, [*shared, *callbacks], run_state, last if train_epochs else done)
     del skipped
     if train_epochs and last < epochs and not model.stop_training and not nan_guard.stopped:
         # Stopped as asked (stop_after_epochs), not by early stopping: no results yet.

@@ -1,12 +1,19 @@
 """A sweep over configuration fields on Ray Tune (`dsan-tune`): each trial is an ordinary
-run directory (config.json, history.csv, TensorBoard, best.keras: every program reads it),
-trained one epoch at a time by `driver.train_run` so that ASHA can stop it between epochs
-on its dev accuracy; a sweep killed and started again goes on where it stopped (Tune's
+run directory (config.json, history.csv, TensorBoard, best.keras: every program reads it)
+named by its Tune trial id and values, trained by one `driver.train_run` whose Keras
+callback reports each committed epoch's dev accuracy to Tune, so that ASHA can stop it
+between epochs; a sweep killed and started again goes on where it stopped (Tune's
 experiment state, and each trial's run directory resumed from its record).
 
     dsan-tune --config=demo --workdir=/tmp/sweep \
         --search=learning_rate:loguniform:1e-4:3e-3 \
         --search=distance_alpha:choice:0,1,1.5,2 --num_samples=8
+
+A cluster is not this machine: the configuration's paths are made absolute here, every
+node is checked to read its files and write the sweep's folder, and the code reaches the
+nodes in Ray's `runtime_env` (`cluster.connect`). A trial's own mistake (a `UsageError`,
+a `DataError`) is not retried: its sentence is kept beside its run directory and shown in
+the table; a trial whose worker or node died is retried by Tune.
 """
 
 import dataclasses
@@ -15,12 +22,16 @@ import re
 
 from dsan_tf.common.errors import UsageError
 from dsan_tf.core import rundir as run_files
+from dsan_tf.models.config import absolute_paths, local_files
 from dsan_tf.training import cluster
 
 # The kinds of --search and how many values each takes after the field's name.
 KINDS = {"loguniform": 2, "uniform": 2, "choice": 1, "grid": 1}
+# How trials are drawn: Tune's random and grid variants, or Optuna's TPE (`OptunaSearch`).
+SEARCH_ALGS = ("random", "optuna")
 METRIC = "dev_accuracy"
 TRIALS, TUNE = "trials", "tune"  # under the sweep's folder: run directories, Tune's state
+ERROR = ".error"  # beside a trial's run directory: the sentence of its own mistake
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,115 +99,215 @@ def _typed(text, default, spec):
     return text
 
 
-def trial_name(params):
-    """A trial's folder name: its searched values, in the fields' order."""
+def trial_name(trial_id, params):
+    """A trial's folder name: Tune's trial id, then its searched values in the fields'
+    order (two trials of the same values are two folders)."""
     text = ",".join(f"{name}={_shown(value)}" for name, value in sorted(params.items()))
-    return re.sub(r"[^A-Za-z0-9_.,=+-]", "_", text)
+    return re.sub(r"[^A-Za-z0-9_.,=+-]", "_", f"{trial_id}-{text}")
 
 
 def _shown(value):
     return f"{value:.6g}" if isinstance(value, float) else str(value)
 
 
-def train_trial(params, config, policy, root):
-    """A Tune trial (its function): the run of `config` with the searched `params`, in
-    ROOT/trials/<trial_name>, trained one epoch at a time (`train_run`'s
-    `stop_after_epochs`, each call resuming the run's record) and reported to Tune after
-    each epoch (the epochs a run already had, after a restart, first), until the run is
-    finished or ASHA stops the trial."""
+def trial_values(trial_id, params, config, replicates):
+    """The fields a trial sets: its searched `params`, and where the sweep draws
+    `replicates` (--num_samples above 1) and no seed is searched, its own seed (the
+    configuration's plus the trial's number), so that repeats are replicates."""
+    values = dict(params)
+    if replicates and "seed" not in values:
+        values["seed"] = config.data.seed + int(trial_id.rsplit("_", 1)[-1])
+    return values
+
+
+def train_trial(params, config, policy, root, replicates):
+    """A Tune trial (its function): the run of `config` with the searched `params` in
+    ROOT/trials/<trial_name>, trained by one `train_run` whose `ReportEpochs` callback
+    reports each committed epoch to Tune (the epochs a run already has, after a restart,
+    first), until the run is finished or ASHA stops the trial. A `UsageError` or
+    `DataError` is the trial's own mistake: its sentence is written beside the run
+    directory (ERROR) and the trial ends, not retried."""
     from ray import tune
 
     from dsan_tf.core.task import NLITask
-    from dsan_tf.training import driver
+    from dsan_tf.data.examples import DataError
+    from dsan_tf.training import callbacks, driver
 
-    workdir = os.path.join(root, TRIALS, trial_name(params))
-    trial_config = config.replace(**params)
-    reported = 0
-    while True:
-        rows = run_files.read_history(os.path.join(workdir, run_files.HISTORY))
-        for row in rows[reported:]:
-            tune.report({METRIC: row.get("val_accuracy", 0.0), "epoch": row["epoch"],
-                         "workdir": workdir})
-        reported = len(rows)
-        if os.path.exists(os.path.join(workdir, run_files.RESULTS)):
+    trial_id = tune.get_context().get_trial_id()
+    workdir = os.path.join(root, TRIALS, trial_name(trial_id, params))
+    values = trial_values(trial_id, params, config, replicates)
+    reported = []
+
+    def report(epoch, logs, last=False):
+        # The last epoch is reported once the run is finished: ASHA ends a trial that
+        # reaches its max_t at once, before the run would write its results.
+        if epoch in reported or (epoch >= config.training.epochs and not last):
             return
-        driver.train_run(workdir, NLITask(trial_config, policy), stop_after_epochs=1)
+        reported.append(epoch)
+        tune.report({METRIC: float(logs.get("val_accuracy", 0.0)), "epoch": epoch,
+                     "seed": values.get("seed", config.data.seed), "workdir": workdir})
+
+    history = os.path.join(workdir, run_files.HISTORY)
+    for row in run_files.read_history(history):  # a restarted trial's epochs
+        report(row["epoch"], row)
+    try:
+        driver.train_run(workdir, NLITask(config.replace(**values), policy),
+                         callbacks=[callbacks.ReportEpochs(report)])
+    except (UsageError, DataError) as error:
+        with open(workdir + ERROR, "w", encoding="utf-8") as stream:
+            stream.write(" ".join(str(error).split()))
+        return
+    for row in run_files.read_history(history):
+        report(row["epoch"], row, last=True)
 
 
-def run_sweep(root, config, policy, searches, num_samples, scheduler, resources,
-              address=None):
-    """Runs (or, where ROOT/tune holds a sweep's state, resumes) the sweep; returns the
-    trials' rows (`table_rows`)."""
+def check_search_alg(search_alg, searches):
+    """`UsageError` where `search_alg` cannot draw `searches` (Optuna draws no grid)."""
+    if search_alg not in SEARCH_ALGS:
+        raise UsageError(f"search_alg={search_alg}: choose one of {', '.join(SEARCH_ALGS)}.",
+                         fields=("search_alg",))
+    grids = [s.field for s in searches if s.kind == "grid"]
+    if search_alg == "optuna" and grids:
+        raise UsageError(f"search_alg=optuna draws no grid ({', '.join(grids)}): give those "
+                         "fields as FIELD:choice:V1,V2,... or use --search_alg=random.",
+                         fields=("search_alg", "search"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Sweep:
+    """What a sweep is: the configuration and policy its trials share, the `Search`es,
+    how many trials are drawn and how, ASHA's settings and each trial's resources."""
+
+    config: object  # ExperimentConfig
+    policy: object  # RunPolicy
+    searches: tuple
+    num_samples: int
+    search_alg: str
+    scheduler: dict  # ASHA's grace_period and reduction_factor
+    resources: dict  # {"cpus", "gpus"} per trial
+
+
+def run_sweep(root, sweep, address=None):
+    """Runs (or, where ROOT/tune holds a sweep's state, resumes) the `Sweep` on Ray
+    (this machine's, or the cluster at `address`); returns (its rows, `table_rows`, and
+    whether it was interrupted before every trial ended)."""
     ray = cluster.require_ray()
+    root = os.path.abspath(root)
+    # Read on the nodes, whose folders are not this process's.
+    config, policy = sweep.config.absolute(), absolute_paths(sweep.policy)
     ours = not ray.is_initialized()
     cluster.connect(address)
     try:
-        _fit(root, config, policy, searches, num_samples, scheduler, resources)
+        cluster.check_resources(sweep.resources["cpus"], sweep.resources["gpus"],
+                                ("cpus_per_trial", "gpus_per_trial"))
+        os.makedirs(os.path.join(root, TRIALS), exist_ok=True)
+        cluster.check_nodes([root], reads=[*config.local_files(), *local_files(policy)])
+        grid = _fit(root, dataclasses.replace(sweep, config=config, policy=policy))
     finally:
         if ours:  # the trials' last lines would otherwise print after the sweep's table;
             ray.shutdown()  # each trial's train.log keeps them all
-    return table_rows(root, config.training.epochs)
+    return table_rows(root, grid, config.training.epochs)
 
 
-def _fit(root, config, policy, searches, num_samples, scheduler, resources):
-    """Builds (or restores) the Tuner of the sweep and fits it."""
+def _fit(root, sweep):
+    """Builds (or restores) the Tuner of the sweep, fits it and returns its `ResultGrid`."""
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler
 
-    os.makedirs(os.path.join(root, TRIALS), exist_ok=True)
-    cluster.check_shared([root])
     trainable = tune.with_resources(
-        tune.with_parameters(_trial_function, config=config, policy=policy,
-                             root=os.path.abspath(root)),
-        {"cpu": resources["cpus"], "gpu": resources["gpus"]})
-    path = os.path.join(os.path.abspath(root), TUNE)
+        tune.with_parameters(_trial_function, config=sweep.config, policy=sweep.policy,
+                             root=root, replicates=sweep.num_samples > 1),
+        {"cpu": sweep.resources["cpus"], "gpu": sweep.resources["gpus"]})
+    path = os.path.join(root, TUNE)
     if tune.Tuner.can_restore(path):
         print(f"resuming the sweep in {path}", flush=True)
         tuner = tune.Tuner.restore(path, trainable=trainable, resume_unfinished=True,
                                    restart_errored=True)
     else:
         tuner = tune.Tuner(
-            trainable, param_space={s.field: s.space() for s in searches},
+            trainable, param_space={s.field: s.space() for s in sweep.searches},
             tune_config=tune.TuneConfig(
-                num_samples=num_samples,
+                num_samples=sweep.num_samples, search_alg=_search_alg(sweep),
                 scheduler=ASHAScheduler(metric=METRIC, mode="max", time_attr="epoch",
-                                        max_t=config.training.epochs, **scheduler)),
+                                        max_t=sweep.config.training.epochs,
+                                        **sweep.scheduler)),
             run_config=tune.RunConfig(
-                storage_path=os.path.abspath(root), name=TUNE, verbose=0,
+                storage_path=root, name=TUNE, verbose=0,
                 # A trial whose worker or node died starts again: its run directory resumes.
                 failure_config=tune.FailureConfig(max_failures=cluster.RETRIES)))
-    tuner.fit()
+    return tuner.fit()
 
 
-def _trial_function(params, config, policy, root):
-    train_trial(params, config, policy, root)
+def _search_alg(sweep):
+    """Tune's search algorithm for `sweep.search_alg` (None: its random and grid draws)."""
+    if sweep.search_alg != "optuna":
+        return None
+    from ray.tune.search.optuna import OptunaSearch
+
+    return OptunaSearch(metric=METRIC, mode="max", seed=sweep.config.data.seed)
 
 
-def table_rows(root, epochs):
-    """A row per trial folder: its searched values (folder name), epochs trained, best dev
-    accuracy and its epoch, whether it finished or was stopped early; best first."""
+def _trial_function(params, config, policy, root, replicates):
+    train_trial(params, config, policy, root, replicates)
+
+
+# A trial's state in the table, from Tune's status and its run directory.
+FINISHED, STOPPED, INTERRUPTED, ERRORED, PENDING = (
+    "finished", "stopped early (ASHA)", "interrupted", "errored", "pending")
+
+
+def table_rows(root, grid, epochs):
+    """(a row per trial of the `ResultGrid` `grid`, best dev accuracy first, whether the
+    sweep was interrupted). A row: the trial's folder name and run directory, epochs
+    trained, best dev accuracy and its epoch (the grid's DataFrame: each trial's best
+    report), seed, state (`FINISHED`, ...) and, for an errored trial, its first error line."""
+    frame = grid.get_dataframe(filter_metric=METRIC, filter_mode="max") if any(
+        result.metrics for result in grid) else None
+    best = {} if frame is None else {row["trial_id"]: row
+                                      for row in frame.to_dict("records")}
+    trials = grid._experiment_analysis.trials  # Tune's statuses (its Results hold none)
+    interrupted = any(t.status in ("RUNNING", "PAUSED", "PENDING") for t in trials)
     rows = []
-    folder = os.path.join(root, TRIALS)
-    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
-        workdir = os.path.join(folder, name)
-        history = run_files.read_history(os.path.join(workdir, run_files.HISTORY))
-        if not history:
-            continue
-        best = max(history, key=lambda row: row.get("val_accuracy", 0.0))
-        rows.append({"trial": name, "workdir": workdir, "epochs": len(history),
-                     "dev_accuracy": best.get("val_accuracy", 0.0), "best_epoch": best["epoch"],
-                     "finished": os.path.exists(os.path.join(workdir, run_files.RESULTS)),
-                     "of": epochs})
-    return sorted(rows, key=lambda row: -row["dev_accuracy"])
+    for trial, result in zip(trials, grid):
+        params = {k: v for k, v in trial.config.items()}
+        workdir = os.path.join(root, TRIALS, trial_name(trial.trial_id, params))
+        done = len(run_files.read_history(os.path.join(workdir, run_files.HISTORY)))
+        found = best.get(trial.trial_id, {})
+        state, error = _state(trial.status, workdir, done, result.error)
+        rows.append({"trial": os.path.basename(workdir), "workdir": workdir, "epochs": done,
+                     "of": epochs, "dev_accuracy": found.get(METRIC),
+                     "best_epoch": found.get("epoch"), "seed": found.get("seed"),
+                     "state": state, "error": error})
+    rows.sort(key=lambda row: -(row["dev_accuracy"] if row["dev_accuracy"] is not None
+                                else -1.0))
+    return rows, interrupted
+
+
+def _state(status, workdir, done, error):
+    """(the trial's state, its first error line or None)."""
+    if os.path.exists(workdir + ERROR):
+        with open(workdir + ERROR, encoding="utf-8") as stream:
+            return ERRORED, stream.read().strip()
+    if status == "ERROR" or error is not None:
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        return ERRORED, (lines[-1] if lines else "failed") + f" (Tune's log under {workdir})"
+    if os.path.exists(os.path.join(workdir, run_files.RESULTS)):
+        return FINISHED, None
+    if status == "TERMINATED":
+        return STOPPED, None
+    return (INTERRUPTED if done else PENDING), None
 
 
 def table(rows):
     """The sweep's table (Markdown), best dev accuracy first."""
-    lines = ["| trial | dev accuracy | best epoch | epochs | |", "|---|---|---|---|---|"]
+    lines = ["| trial | dev accuracy | best epoch | epochs | seed | state |",
+             "|---|---|---|---|---|---|"]
     for row in rows:
-        state = "finished" if row["finished"] else "stopped early (ASHA)"
-        lines.append(f"| {row['trial']} | {row['dev_accuracy']:.4f} | {row['best_epoch']} | "
-                     f"{row['epochs']} of {row['of']} | {state} |")
+        accuracy = "–" if row["dev_accuracy"] is None else f"{row['dev_accuracy']:.4f}"
+        state = f"{row['state']}: {row['error']}" if row["error"] else row["state"]
+        lines.append(f"| {row['trial']} | {accuracy} | {row['best_epoch'] or '–'} | "
+                     f"{row['epochs']} of {row['of']} | "
+                     f"{'–' if row['seed'] is None else row['seed']} | {state} |")
     return "\n".join(lines)
 
 
