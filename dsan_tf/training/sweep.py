@@ -19,6 +19,7 @@ the table; a trial whose worker or node died is retried by Tune.
 import dataclasses
 import os
 import re
+import signal
 
 from dsan_tf.common.errors import UsageError
 from dsan_tf.core import rundir as run_files
@@ -151,7 +152,11 @@ def train_trial(params, config, policy, root, replicates):
     for row in run_files.read_history(history):  # a restarted trial's epochs
         report(row["epoch"], row)
     try:
-        driver.train_run(workdir, NLITask(config.replace(**values), policy),
+        try:
+            trial_config = config.replace(**values)
+        except ValueError as error:  # values that do not go together (num_heads, embedding_dim)
+            raise UsageError(str(error)) from None
+        driver.train_run(workdir, NLITask(trial_config, policy),
                          callbacks=[callbacks.ReportEpochs(report)])
     except (UsageError, DataError) as error:
         with open(workdir + ERROR, "w", encoding="utf-8") as stream:
@@ -189,8 +194,8 @@ class Sweep:
 
 def run_sweep(root, sweep, address=None):
     """Runs (or, where ROOT/tune holds a sweep's state, resumes) the `Sweep` on Ray
-    (this machine's, or the cluster at `address`); returns (its rows, `table_rows`, and
-    whether it was interrupted before every trial ended)."""
+    (this machine's, or the cluster at `address`); returns (its rows, `table_rows`;
+    whether a Ctrl-C interrupted it)."""
     ray = cluster.require_ray()
     root = os.path.abspath(root)
     # Read on the nodes, whose folders are not this process's.
@@ -202,15 +207,17 @@ def run_sweep(root, sweep, address=None):
                                 ("cpus_per_trial", "gpus_per_trial"))
         os.makedirs(os.path.join(root, TRIALS), exist_ok=True)
         cluster.check_nodes([root], reads=[*config.local_files(), *local_files(policy)])
-        grid = _fit(root, dataclasses.replace(sweep, config=config, policy=policy))
+        grid, interrupted = _fit(root, dataclasses.replace(sweep, config=config,
+                                                           policy=policy))
     finally:
         if ours:  # the trials' last lines would otherwise print after the sweep's table;
             ray.shutdown()  # each trial's train.log keeps them all
-    return table_rows(root, grid, config.training.epochs)
+    return table_rows(root, grid, config.training.epochs, interrupted), interrupted
 
 
 def _fit(root, sweep):
-    """Builds (or restores) the Tuner of the sweep, fits it and returns its `ResultGrid`."""
+    """Builds (or restores) the Tuner of the sweep, fits it and returns (its `ResultGrid`,
+    whether a Ctrl-C interrupted it)."""
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler
 
@@ -235,7 +242,13 @@ def _fit(root, sweep):
                 storage_path=root, name=TUNE, verbose=0,
                 # A trial whose worker or node died starts again: its run directory resumes.
                 failure_config=tune.FailureConfig(max_failures=cluster.RETRIES)))
-    return tuner.fit()
+    # Tune saves the sweep's state on a Ctrl-C and returns; its handler puts back the one
+    # it found only then (Ray Tune's `_setup_signal_catching`), which tells the two apart.
+    before = signal.getsignal(signal.SIGINT)
+    grid = tuner.fit()
+    interrupted = signal.getsignal(signal.SIGINT) is before and before is not None
+    signal.signal(signal.SIGINT, before)
+    return grid, interrupted
 
 
 def _search_alg(sweep):
@@ -256,41 +269,51 @@ FINISHED, STOPPED, INTERRUPTED, ERRORED, PENDING = (
     "finished", "stopped early (ASHA)", "interrupted", "errored", "pending")
 
 
-def table_rows(root, grid, epochs):
-    """(a row per trial of the `ResultGrid` `grid`, best dev accuracy first, whether the
-    sweep was interrupted). A row: the trial's folder name and run directory, epochs
-    trained, best dev accuracy and its epoch (the grid's DataFrame: each trial's best
-    report), seed, state (`FINISHED`, ...) and, for an errored trial, its first error line."""
+def table_rows(root, grid, epochs, interrupted=False):
+    """A row per trial of the `ResultGrid` `grid`, best dev accuracy first: the trial's
+    folder name and run directory, epochs trained, best dev accuracy and its epoch (the
+    grid's DataFrame: each trial's best report), seed, state (`FINISHED`, ...) and, for an
+    errored trial, its first error line. After a Ctrl-C (`interrupted`) Tune has ended
+    every running trial: their statuses are read from the state it saved."""
+    from ray.tune import ExperimentAnalysis
+
     frame = grid.get_dataframe(filter_metric=METRIC, filter_mode="max") if any(
         result.metrics for result in grid) else None
     best = {} if frame is None else {row["trial_id"]: row
                                       for row in frame.to_dict("records")}
     trials = grid._experiment_analysis.trials  # Tune's statuses (its Results hold none)
-    interrupted = any(t.status in ("RUNNING", "PAUSED", "PENDING") for t in trials)
+    saved = ({t.trial_id: t.status for t in ExperimentAnalysis(
+        os.path.join(root, TUNE)).trials} if interrupted else {})
     rows = []
     for trial, result in zip(trials, grid):
         params = {k: v for k, v in trial.config.items()}
         workdir = os.path.join(root, TRIALS, trial_name(trial.trial_id, params))
-        done = len(run_files.read_history(os.path.join(workdir, run_files.HISTORY)))
-        found = best.get(trial.trial_id, {})
-        state, error = _state(trial.status, workdir, done, result.error)
+        history = run_files.read_history(os.path.join(workdir, run_files.HISTORY))
+        done = len(history)
+        found = best.get(trial.trial_id)
+        if found is None and history:  # epochs committed that Tune had not yet received
+            row = max(history, key=lambda row: row.get("val_accuracy", 0.0))
+            found = {METRIC: row.get("val_accuracy", 0.0), "epoch": row["epoch"]}
+        found = found or {}
+        state, error = _state(saved.get(trial.trial_id, trial.status), workdir, done, result)
         rows.append({"trial": os.path.basename(workdir), "workdir": workdir, "epochs": done,
                      "of": epochs, "dev_accuracy": found.get(METRIC),
                      "best_epoch": found.get("epoch"), "seed": found.get("seed"),
                      "state": state, "error": error})
     rows.sort(key=lambda row: -(row["dev_accuracy"] if row["dev_accuracy"] is not None
                                 else -1.0))
-    return rows, interrupted
+    return rows
 
 
-def _state(status, workdir, done, error):
-    """(the trial's state, its first error line or None)."""
+def _state(status, workdir, done, result):
+    """(the trial's state, its first error line or None) from Tune's `status`, the run
+    directory `workdir` with `done` epochs, and Tune's `Result` of the trial."""
     if os.path.exists(workdir + ERROR):
         with open(workdir + ERROR, encoding="utf-8") as stream:
             return ERRORED, stream.read().strip()
-    if status == "ERROR" or error is not None:
-        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-        return ERRORED, (lines[-1] if lines else "failed") + f" (Tune's log under {workdir})"
+    if status == "ERROR" or result.error is not None:
+        lines = [line.strip() for line in str(result.error).splitlines() if line.strip()]
+        return ERRORED, f"{lines[-1] if lines else 'failed'} (Tune's log: {result.path})"
     if os.path.exists(os.path.join(workdir, run_files.RESULTS)):
         return FINISHED, None
     if status == "TERMINATED":
