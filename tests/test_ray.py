@@ -5,6 +5,7 @@ finished. Ray is an optional extra (requirements-ray.txt): these skip without it
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -186,9 +187,9 @@ def test_a_folder_a_node_cannot_reach_is_refused_in_one_sentence(tmp_path, no_ra
             assert time.time() < deadline, "the second node did not join"
             time.sleep(0.5)
         with pytest.raises(UsageError) as refused:
-            cluster.check_shared([str(shared)])
+            cluster.check_nodes([str(shared)])
         said = str(refused.value)
-        assert said.startswith(f"{shared} ") and "does not share this machine's folders" in said
+        assert said.startswith(f"{shared} ") and "does not share this machine's files" in said
         assert said.count(". ") == 0 and said.endswith("(a shared file system, as NFS).")
     finally:
         ray.shutdown()
@@ -197,45 +198,59 @@ def test_a_folder_a_node_cannot_reach_is_refused_in_one_sentence(tmp_path, no_ra
         head.shutdown()
 
 
-def test_a_sweep_stops_trials_early_is_killed_restored_and_finished(tmp_path):
+def test_a_sweep_stops_trials_early_is_interrupted_resumed_and_finished(tmp_path):
     """dsan-tune with 4 demo trials over learning rates, 2 at a time: ASHA stops at least
-    one before its last epoch; the sweep is killed mid-way and the same command finishes
-    it; every trial is a run directory that dsan-evaluate reads, and the table ends with
-    the best trial's dsan-train command."""
+    one before its last epoch; Ctrl-C mid-way ends it with its table (each trial's state),
+    "interrupted" and 130, and the same command finishes it, each trial's history that of
+    an uninterrupted run; every trial is a run directory that dsan-evaluate reads, and the
+    table ends with the best trial's dsan-train command."""
     sweep = tmp_path / "sweep"
     command = [sys.executable, "-m", "dsan_tf.programs.tune", f"--workdir={sweep}", *DEMO,
                "--epochs=4", "--search=learning_rate:grid:0.01,0.003,0.00001,0.000001",
                "--num_samples=1", "--grace_period=1", "--reduction_factor=2"]
     first = subprocess.Popen(command, cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                             stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 600
     trials = sweep / "trials"
     while not (trials.is_dir() and any(
             rundir.RunDirectory(str(p)).epochs_done() >= 2 for p in trials.iterdir())):
         assert first.poll() is None and time.time() < deadline, first.stdout.read()[-3000:]
         time.sleep(0.5)
-    os.killpg(first.pid, signal.SIGKILL)  # the driver and the Ray it started
-    first.wait()
+    os.killpg(first.pid, signal.SIGINT)  # Ctrl-C: to the driver and the Ray it started
+    said = first.communicate(timeout=300)[0]
+    assert first.returncode == 130, said[-3000:]
+    assert said.strip().splitlines()[-1] == "interrupted: the same command resumes the sweep."
+    states = [line.rsplit("|", 2)[-2].strip() for line in said.splitlines()
+              if re.match(r"\| \w+_\d+-learning_rate", line)]
+    assert len(states) == 4 and "interrupted" in states, said[-3000:]
+    assert "best: " not in said
     again = subprocess.run(command, cwd=ROOT, env=ENV, capture_output=True, text=True,
                            timeout=900)
     assert again.returncode == 0, again.stderr[-3000:] + again.stdout[-3000:]
     assert f"resuming the sweep in {sweep / 'tune'}" in again.stdout
-    table = [line for line in again.stdout.splitlines() if line.startswith("| learning_rate")]
+    table = [line for line in again.stdout.splitlines()
+             if re.match(r"\| \w+_\d+-learning_rate", line)]
     assert len(table) == 4
     accuracies = [float(line.split("|")[2]) for line in table]
     assert accuracies == sorted(accuracies, reverse=True)
     assert any("stopped early (ASHA)" in line for line in table)
     assert any("finished" in line for line in table)
-    best = again.stdout.strip().splitlines()[-1]
-    assert best.startswith("best: learning_rate=") and "train it again: dsan-train " in best
-    assert "--stop_after_epochs" not in best
-    for folder in trials.iterdir():
+    assert not any("interrupted" in line or "pending" in line for line in table)
+    best = [line for line in again.stdout.splitlines() if line.startswith("best: ")][0]
+    assert "train it again: dsan-train " in best and "--stop_after_epochs" not in best
+    for folder in (p for p in trials.iterdir() if p.is_dir()):
         assert (folder / "config.json").exists() and (folder / "best.keras").exists()
         # The trial's own console, whole (its lines after the table are not printed).
         log = (folder / "train.log").read_text()
         assert "epoch 1/4: accuracy" in log and log.count("== started ") >= 1
-    finished = next(p for p in trials.iterdir() if (p / "results.json").exists())
-    ok(cli("evaluate", f"--workdir={finished}", "--data=synthetic:word_order/dev"))
+    # The interrupted trials resumed to what an uninterrupted run of their values gives.
+    finished = [p for p in trials.iterdir() if (p / "results.json").exists()]
+    rate = finished[0].name.split("learning_rate=")[1]
+    reference = tmp_path / "reference"
+    ok(cli("train", f"--workdir={reference}", *DEMO, "--epochs=4", f"--learning_rate={rate}"))
+    assert _history(finished[0]) == _history(reference)
+    ok(cli("evaluate", f"--workdir={finished[0]}", "--data=synthetic:word_order/dev"))
 
 
 def test_ray_without_an_address_starts_its_own_not_the_one_ray_start_left(tmp_path):

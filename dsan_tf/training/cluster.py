@@ -83,7 +83,11 @@ def connect(address=None):
         ray.init(address=address or "local", include_dashboard=False,
                  runtime_env=runtime_env(), logging_level="warning", configure_logging=True)
     except (ConnectionError, RuntimeError, ValueError) as error:
-        raise _no_cluster(address, " ".join(str(error).split())[:300]) from None
+        said = " ".join(str(error).split())[:300]
+        if address and os.environ.get("RAY_AUTH_MODE") != "token":
+            said += ("; a cluster whose head has an auth token admits a driver that has its "
+                     "copy in ~/.ray/auth_token and RAY_AUTH_MODE=token")
+        raise _no_cluster(address, said) from None
     return time.perf_counter() - started
 
 
@@ -92,10 +96,10 @@ def _check_answers(ray, address):
     `ray start` file for "auto"), within `CONNECT_SECONDS`."""
     if address.startswith("ray://"):
         raise UsageError(f"ray_address={address}: Ray Client addresses are not supported "
-                         "(the runs' files would land on this machine); run the command on "
-                         "a node of the cluster with --ray_address=auto, or submit it with "
-                         "`ray job submit --working-dir . -- COMMAND`.",
-                         fields=("ray_address",))
+                         "(this program would read and write its folders on this machine, "
+                         "its runs theirs on the cluster's nodes); run the command on a node "
+                         "of the cluster with --ray_address=auto, or submit it with `ray job "
+                         "submit --working-dir . -- COMMAND`.", fields=("ray_address",))
     try:
         from ray._private.services import canonicalize_bootstrap_address
         resolved = canonicalize_bootstrap_address(address) or address
@@ -154,13 +158,14 @@ def check_nodes(writes, reads=()):
         answers = ray.get([probe_node.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
             node["NodeID"], soft=False)).remote(probes, token, node["NodeID"], list(reads))
             for node in nodes])
-        for node, (fault, address) in zip(nodes, answers):
+        for node, (fault, _) in zip(nodes, answers):
             if fault is None:  # it wrote: is that what this machine reads there?
                 fault = next((f"{os.path.dirname(probe)} does not hold the probe it wrote "
                               "there" for probe in probes
                               if not os.path.exists(f"{probe}-{node['NodeID']}")), None)
             if fault:
-                raise UsageError(f"{fault}: the node {address} does not share this "
+                raise UsageError(f"{fault}: the node {node['NodeManagerAddress']} does not "
+                                 "share this "
                                  "machine's files; give folders and files every node reaches "
                                  "at the same path (a shared file system, as NFS).",
                                  fields=("workdir", "record_dir"))
