@@ -656,7 +656,7 @@ def main(argv):
               f"{len(todo)} on Ray, each with {FLAGS.cpus_per_run:g} CPU(s) and "
               f"{FLAGS.gpus_per_run:g} GPU(s).", flush=True)
         if todo:
-            seconds = cluster.connect(FLAGS.ray_address)
+            seconds = cluster.connect(FLAGS.ray_address, resources["gpus"])
             cluster.check_resources(resources["cpus"], resources["gpus"])
             nodes = cluster.check_nodes(
                 [settings.workdir, record_dir],

@@ -285,3 +285,48 @@ def test_ray_without_an_address_starts_its_own_not_the_one_ray_start_left(tmp_pa
         assert done.stdout.strip().splitlines()[-1] != found[0]
     finally:
         os.killpg(head.pid, signal.SIGKILL)  # its session: no other Ray on this machine
+
+
+def test_a_fraction_of_a_gpu_is_a_fraction_of_its_memory_in_each_run(no_ray):
+    """--gpus_per_run=0.25: each run's process is told its share of the GPU's memory (JAX
+    would preallocate 75% in each of four, TensorFlow all of it), by the job's runtime_env
+    (a Ray of one declared GPU stands in for a GPU: Ray schedules by what is declared)."""
+    from dsan_tf.training import cluster
+
+    ray.init(address="local", num_cpus=1, num_gpus=1, include_dashboard=False,
+             runtime_env=cluster.runtime_env(0.25))
+
+    def environment():
+        return {key: os.environ.get(key) for key in
+                ("XLA_PYTHON_CLIENT_MEM_FRACTION", "TF_FORCE_GPU_ALLOW_GROWTH")}
+
+    seen = ray.get(ray.remote(environment).options(
+        **cluster.task_options(0.5, 0.25)).remote())
+    assert seen == {"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.225", "TF_FORCE_GPU_ALLOW_GROWTH": "true"}
+
+
+def test_optunas_tpe_draws_the_trials_and_draws_no_grid(tmp_path, no_ray):
+    """--search_alg=optuna: Optuna's TPE (Ray Tune's OptunaSearch) draws the learning
+    rates from their range, each trial a run directory; a grid it cannot draw is refused
+    in one sentence before Ray starts."""
+    sweep = tmp_path / "sweep"
+    done = subprocess.run(
+        [sys.executable, "-m", "dsan_tf.programs.tune", f"--workdir={sweep}", *DEMO,
+         "--epochs=2", "--search=learning_rate:loguniform:1e-4:1e-2", "--num_samples=3",
+         "--search_alg=optuna"], cwd=ROOT, env=ENV, capture_output=True, text=True,
+        timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-3000:]
+    trials = [p for p in (sweep / "trials").iterdir() if p.is_dir()]
+    rates = sorted(json.loads((p / "config.json").read_text())["training"]["learning_rate"]
+                   for p in trials)
+    assert len(rates) == 3 and len(set(rates)) == 3 and 1e-4 <= rates[0] < rates[-1] <= 1e-2
+    # The searcher's state Tune keeps to resume it (the random draws keep none).
+    assert list((sweep / "tune").glob("searcher-state-*.pkl"))
+    refused = subprocess.run(
+        [sys.executable, "-m", "dsan_tf.programs.tune", f"--workdir={tmp_path / 'grid'}",
+         *DEMO, "--search=learning_rate:grid:0.01,0.001", "--search_alg=optuna"],
+        cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines()[-1] == (
+        "error: --search_alg=optuna draws no grid (--learning_rate): give those fields as "
+        "FIELD:choice:V1,V2,... or use --search_alg=random.")

@@ -54,23 +54,29 @@ def require_ray():
     return ray
 
 
-def runtime_env():
+def runtime_env(gpus=0.0):
     """The job's `runtime_env`: the code of the runs as this process imports it
     (`py_modules`: each folder of `SHIPPED` found, uploaded once and unpacked on each
-    node, on the runs' `sys.path` and their programs' PYTHONPATH)."""
+    node, on the runs' `sys.path` and their programs' PYTHONPATH), and where each run
+    takes a fraction `gpus` of a GPU, the environment that keeps it to that share of the
+    GPU's memory (`gpu_memory`)."""
     folders = []
     for name in SHIPPED:
         spec = importlib.util.find_spec(name)
         if spec is not None and spec.submodule_search_locations:
             folders.append(os.path.abspath(list(spec.submodule_search_locations)[0]))
-    return {"py_modules": folders, "excludes": ["__pycache__", "*.pyc"]}
+    env = {"py_modules": folders, "excludes": ["__pycache__", "*.pyc"]}
+    if 0 < gpus < 1:
+        env["env_vars"] = gpu_memory(gpus)
+    return env
 
 
-def connect(address=None):
+def connect(address=None, gpus=0.0):
     """Starts Ray on this machine (`address` None) or joins the cluster at `address`
     ("auto": the one `ray start` made on this machine, or "HOST:PORT"), shipping the code
-    (`runtime_env`); returns the seconds it took. One sentence, within `CONNECT_SECONDS`,
-    where no cluster answers there (Ray itself would retry for minutes)."""
+    (`runtime_env`, for runs of `gpus` GPUs each); returns the seconds it took. One
+    sentence, within `CONNECT_SECONDS`, where no cluster answers there (Ray itself would
+    retry for minutes)."""
     ray = require_ray()
     started = time.perf_counter()
     if ray.is_initialized():
@@ -81,7 +87,8 @@ def connect(address=None):
         # "local": a Ray of its own, not the latest one `ray start` left on this machine
         # (which ray.init() without an address would join).
         ray.init(address=address or "local", include_dashboard=False,
-                 runtime_env=runtime_env(), logging_level="warning", configure_logging=True)
+                 runtime_env=runtime_env(gpus), logging_level="warning",
+                 configure_logging=True)
     except (ConnectionError, RuntimeError, ValueError) as error:
         said = " ".join(str(error).split())[:300]
         if address and os.environ.get("RAY_AUTH_MODE") != "token":
@@ -209,25 +216,22 @@ def _remove(path):
 
 
 def task_options(cpus, gpus):
-    """The options of a run's task: its CPUs and GPUs (fractions share a device), Ray's
-    retries of a task whose worker or node died (its exceptions are not retried: a run's
-    own error is reported, not repeated), and its share of a GPU's memory (`gpu_memory`)."""
+    """The options of a run's task: its CPUs and GPUs (fractions share a device), and
+    Ray's retries of a task whose worker or node died (its exceptions are not retried: a
+    run's own error is reported, not repeated)."""
     if cpus <= 0 or gpus < 0:
         raise UsageError(f"cpus_per_run={cpus}, gpus_per_run={gpus}: a run needs a positive "
                          "number of CPUs and no negative number of GPUs.",
                          fields=("cpus_per_run", "gpus_per_run"))
-    options = {"num_cpus": cpus, "num_gpus": gpus, "max_retries": RETRIES,
-               "retry_exceptions": False}
-    if gpus:
-        options["runtime_env"] = {"env_vars": gpu_memory(gpus)}
-    return options
+    return {"num_cpus": cpus, "num_gpus": gpus, "max_retries": RETRIES,
+            "retry_exceptions": False}
 
 
 def gpu_memory(gpus):
-    """The environment that keeps a run to its share `gpus` of one GPU's memory: JAX
-    preallocates 75% of a GPU in each process, and TensorFlow all of it, unless told."""
-    share = min(gpus, 1.0)
-    return {"XLA_PYTHON_CLIENT_MEM_FRACTION": f"{0.9 * share:.3f}",  # 10% for the others' contexts
+    """The environment that keeps a run to its share `gpus` (below 1) of one GPU's
+    memory: JAX preallocates 75% of a GPU in each process and TensorFlow all of it, unless
+    told; 10% is left for the processes' own contexts."""
+    return {"XLA_PYTHON_CLIENT_MEM_FRACTION": f"{0.9 * gpus:.3f}",
             "TF_FORCE_GPU_ALLOW_GROWTH": "true"}
 
 

@@ -17,6 +17,7 @@ the table; a trial whose worker or node died is retried by Tune.
 """
 
 import dataclasses
+import hashlib
 import os
 import re
 import signal
@@ -113,11 +114,16 @@ def _shown(value):
 
 def trial_values(trial_id, params, config, replicates):
     """The fields a trial sets: its searched `params`, and where the sweep draws
-    `replicates` (--num_samples above 1) and no seed is searched, its own seed (the
-    configuration's plus the trial's number), so that repeats are replicates."""
+    `replicates` (--num_samples above 1) and no seed is searched, its own seed, so that
+    repeats are replicates: the configuration's plus the trial's number (Tune's random
+    and grid draws number their trials, "5ca93_00003"), or plus a number drawn from its id
+    (a search algorithm's trials are not numbered)."""
     values = dict(params)
     if replicates and "seed" not in values:
-        values["seed"] = config.data.seed + int(trial_id.rsplit("_", 1)[-1])
+        number = trial_id.rsplit("_", 1)[-1]
+        values["seed"] = config.data.seed + (
+            int(number) if number.isdigit() and "_" in trial_id
+            else int(hashlib.sha256(trial_id.encode()).hexdigest()[:6], 16))
     return values
 
 
@@ -201,7 +207,7 @@ def run_sweep(root, sweep, address=None):
     # Read on the nodes, whose folders are not this process's.
     config, policy = sweep.config.absolute(), absolute_paths(sweep.policy)
     ours = not ray.is_initialized()
-    cluster.connect(address)
+    cluster.connect(address, sweep.resources["gpus"])
     try:
         cluster.check_resources(sweep.resources["cpus"], sweep.resources["gpus"],
                                 ("cpus_per_trial", "gpus_per_trial"))
