@@ -66,8 +66,9 @@ def _ray_start(args, home, folder, hidden=()):
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    """(the head's address, the driver's folder, the driver's environment): a 2-node
-    cluster whose only CPU is on the worker that cannot see this clone."""
+    """(the head's address, the driver's folder, the driver's environment, the test's
+    folder, the dashboard's URL): a 2-node cluster whose only CPU is on the worker that
+    cannot see this clone."""
     if os.geteuid() != 0:
         pytest.skip("a node with its own mount namespace needs root (unshare, mount)")
     root = tmp_path_factory.mktemp("cluster")
@@ -77,7 +78,7 @@ def cluster(tmp_path_factory):
     _shared_data(root / "driver" / "shared")
     (root / "driver" / "tiny.cfg").write_text(TINY)
     temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # Ray's socket paths must stay short
-    port = _free_port()
+    port, dashboard = _free_port(), _free_port()
     address = f"127.0.0.1:{port}"
     common = [f"--temp-dir={temp}"]
     # The suite's Ray tests run one at a time (conftest's `ray_alone` takes the same lock).
@@ -86,8 +87,8 @@ def cluster(tmp_path_factory):
     nodes = []
     try:
         nodes.append(_ray_start(["--head", f"--port={port}", "--num-cpus=0",
-                                 "--node-ip-address=127.0.0.1", "--include-dashboard=false",
-                                 *common],
+                                 "--node-ip-address=127.0.0.1", "--dashboard-host=127.0.0.1",
+                                 f"--dashboard-port={dashboard}", *common],
                                 root / "head_home", root / "head"))
         _wait_for_nodes(address, 1, nodes)
         nodes.append(_ray_start([f"--address={address}", "--num-cpus=1",
@@ -97,7 +98,7 @@ def cluster(tmp_path_factory):
         _wait_for_nodes(address, 2, nodes)
         env = {k: v for k, v in ENV.items() if not k.startswith("RAY_")}
         env.update(PYTHONPATH=str(ROOT), HOME=str(root / "driver_home"))
-        yield address, root / "driver", env, root
+        yield address, root / "driver", env, root, f"http://127.0.0.1:{dashboard}"
     finally:
         for node in nodes:  # each node's session: no other Ray on this machine is touched
             try:
@@ -148,7 +149,7 @@ def test_the_docs_study_trains_every_run_on_a_node_that_has_no_clone(cluster):
     trains on the worker (which sees neither this clone nor the driver's folder as its
     own), its console kept beside its run directory under the attempt's first line, the
     outputs under --workdir with the command that made them."""
-    address, driver, env, _ = cluster
+    address, driver, env, *_ = cluster
     status, out = _run(_study("--workdir=study", "--variants=cbow", "--variants=dsan",
                               f"--ray_address={address}"), driver, env)
     assert status == 0, out[-4000:]
@@ -165,10 +166,25 @@ def test_the_docs_study_trains_every_run_on_a_node_that_has_no_clone(cluster):
     assert "python -m experiments.results " in table and "--variants=cbow" in table
 
 
+def test_ray_job_submit_runs_the_docs_study_from_an_uploaded_copy_of_the_clone(cluster):
+    """The docs' other form: `ray job submit --working-dir .` from the clone; the driver
+    runs on the head in Ray's copy of it, the run on the worker; the job's status is the
+    study's."""
+    address, driver, env, root, dashboard = cluster
+    status, out = _run(["ray", "job", "submit", f"--address={dashboard}", "--working-dir", ".",
+                        "--", "python", "-m", "experiments.results",
+                        f"--workdir={root / 'job_study'}",
+                        f"--shared_data={driver / 'shared'}", f"--config={driver / 'tiny.cfg'}",
+                        *STUDY[2:], "--variants=cbow", "--ray_address=auto"], ROOT, env)
+    assert status == 0, out[-4000:]
+    assert "snli/cbow/seed0 done on " in out and "Job 'raysubmit_" in out
+    assert (root / "job_study" / "records" / "snli" / "cbow" / "seed0.json").exists()
+
+
 def test_a_failing_run_is_counted_and_the_study_exits_1_with_its_first_error(cluster):
     """A run whose flags dsan-train refuses: the study goes on with the others, then says
     how many failed, each one's first error line and log, and exits 1."""
-    address, driver, env, _ = cluster
+    address, driver, env, *_ = cluster
     (driver / "bad.cfg").write_text(TINY.replace("--num_heads=2", "--num_heads=3"))
     status, out = _run([sys.executable, "-m", "experiments.results",
                         *[f for f in STUDY if not f.startswith("--config")], "--config=bad.cfg",
@@ -186,7 +202,7 @@ def test_a_wrong_address_and_resources_no_node_has_are_one_sentence(cluster):
     """Nothing listens at the address: one sentence, exit 1 (Ray alone retried for
     minutes). --cpus_per_run above every node's CPUs: one sentence before any task (Ray
     alone waited for ever)."""
-    address, driver, env, _ = cluster
+    address, driver, env, *_ = cluster
     wrong = f"127.0.0.1:{_free_port()}"
     status, out = _run(_study("--workdir=wrong", "--variants=cbow", f"--ray_address={wrong}"),
                        driver, env, timeout=120)
@@ -204,7 +220,7 @@ def test_a_wrong_address_and_resources_no_node_has_are_one_sentence(cluster):
 def test_an_input_a_node_cannot_read_is_refused_before_any_run(cluster):
     """The shared data in a folder the worker does not see: one sentence naming the file
     and the node, exit 1, no run started."""
-    address, driver, env, root = cluster
+    address, driver, env, root, _ = cluster
     _shared_data(root / "driver_only" / "shared")
     status, out = _run(_study("--workdir=unshared", "--variants=cbow",
                               f"--ray_address={address}",
@@ -220,7 +236,7 @@ def test_an_input_a_node_cannot_read_is_refused_before_any_run(cluster):
 def test_the_docs_sweep_gives_replicates_their_own_directories_and_seeds(cluster):
     """dsan-tune with relative data paths, a 1-value grid drawn twice: two trials, two run
     directories named by Tune's trial ids, two seeds, both trained on the worker."""
-    address, driver, env, _ = cluster
+    address, driver, env, *_ = cluster
     status, out = _run([sys.executable, "-m", "dsan_tf.programs.tune", "--workdir=sweep",
                         "--model=cbow", "--embedding_dim=10", "--lowercase",
                         "--train_data=shared/snli/snli_1.0_train_25k.jsonl.gz",
