@@ -635,17 +635,7 @@ def main(argv):
     record_dir = paths["record_dir"]
     variants = [v for v in VARIANTS if v.key in chosen]
     runs = plan(variants, FLAGS.max_seeds, sizes, FLAGS.sick)
-    # The table shows every recorded run from the start, not only those reached so far.
-    recorded = {run.name: os.path.join(record_dir, run.name + ".json") for run in runs}
-    records = {run.name: current_record(recorded[run.name], run_digest(run, settings),
-                                        bool(run.variant.kept))
-               for run in runs}
-    stale = [name for name, record in records.items()
-             if record is None and os.path.exists(recorded[name])]
-    if stale:
-        print(f"{len(stale)} records were made under another {settings.config}; their runs "
-              "are trained again.", flush=True)
-    records = {name: record for name, record in records.items() if record}
+    records = recorded_runs(runs, settings, record_dir)
     started = time.perf_counter()
     study_report.write(records, variants, sizes, settings, 0.0)
     failed = {}
@@ -671,6 +661,22 @@ def main(argv):
             print(f"failed: {name}: {error}")
         program.fail(f"{len(failed)} of {len(todo)} runs failed (each above, with its log); "
                      "the same command trains them again once their cause is fixed.")
+
+
+def recorded_runs(runs, settings, record_dir):
+    """{run name: record} of the `runs` recorded under this configuration (the table shows
+    them from the start, not only those reached so far); says how many records were made
+    under another."""
+    recorded = {run.name: os.path.join(record_dir, run.name + ".json") for run in runs}
+    records = {run.name: current_record(recorded[run.name], run_digest(run, settings),
+                                        bool(run.variant.kept))
+               for run in runs}
+    stale = [name for name, record in records.items()
+             if record is None and os.path.exists(recorded[name])]
+    if stale:
+        print(f"{len(stale)} records were made under another {settings.config}; their runs "
+              "are trained again.", flush=True)
+    return {name: record for name, record in records.items() if record}
 
 
 def study_inputs(shared):

@@ -17,27 +17,18 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 import pytest
 
 from helpers import ENV, ROOT
+from test_results import TINY_CONFIG, _shared_data
 
 ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install -r "
                                         "requirements-ray.txt")
 pytestmark = [pytest.mark.slow, pytest.mark.tensorflow]
 
-TINY = """--lowercase
---notrainable_embeddings
---embedding_dim=10
---num_heads=2
---ffn_dim=20
---classifier_units=16
---batch_size=16
---epochs=2
---seed=0
-"""
+TINY = TINY_CONFIG  # the study's miniature configuration (tests/test_results.py)
 STUDY = ["--shared_data=shared", "--config=tiny.cfg", "--max_seeds=1", "--nosick",
          "--curve_sizes=", "--cpus_per_run=1"]
 NOISE = re.compile(r"^(I0000|WARNING: All log|To enable the following|.*cpu_feature_guard)")
@@ -122,13 +113,6 @@ def _wait_for_nodes(address, count, nodes, seconds=120):
             return
         time.sleep(1)
     raise AssertionError(f"{count} node(s) did not come up at {address}")
-
-
-def _shared_data(root):
-    """A miniature ../shared/data, as the study reads it (tests/test_results.py's)."""
-    from test_results import _shared_data as make
-
-    make(root)
 
 
 def _run(command, cwd, env, timeout=600):

@@ -89,8 +89,7 @@ def train_run(workdir, task, *, overwrite=False, setting=None, outputs=RunOutput
             recorded in config.json ("outputs").
         stop_after_epochs: train at most this many epochs in this call, then stop as an
             interrupted run stops (its epochs kept; the same call resumes it); 0: to the end.
-        callbacks: Keras callbacks called after the run's own, each epoch's end once the
-            epoch is committed to the record (a sweep's report to Ray Tune).
+        callbacks: Keras callbacks called after the run's, once each epoch is committed.
 
     Returns:
         `TrainOutcome`.
