@@ -330,3 +330,28 @@ def test_optunas_tpe_draws_the_trials_and_draws_no_grid(tmp_path, no_ray):
     assert refused.stderr.strip().splitlines()[-1] == (
         "error: --search_alg=optuna draws no grid (--learning_rate): give those fields as "
         "FIELD:choice:V1,V2,... or use --search_alg=random.")
+
+
+def test_a_trials_own_mistake_is_shown_not_retried_and_the_sweep_exits_1(tmp_path, no_ray):
+    """A searched value that does not go with the others (4 heads of a 16-wide model fit,
+    3 do not): that trial ends at once with its sentence in the table, Tune does not retry
+    it (it ends TERMINATED, not ERROR after retries), the other trains, and the program
+    exits 1 saying how many trials errored."""
+    from ray.tune import ExperimentAnalysis
+
+    sweep = tmp_path / "sweep"
+    done = subprocess.run(
+        [sys.executable, "-m", "dsan_tf.programs.tune", f"--workdir={sweep}", *DEMO,
+         "--model=dsan", "--num_heads=4", "--epochs=1", "--search=num_heads:grid:3,4",
+         "--num_samples=1"], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 1, done.stderr[-3000:] + done.stdout[-3000:]
+    rows = [line for line in done.stdout.splitlines() if re.match(r"\| \w+_\d+-num_heads", line)]
+    errored = [row for row in rows if "num_heads=3 |" in row]
+    assert len(rows) == 2 and errored[0].endswith(
+        "| errored: embedding_dim=16 must be divisible by num_heads=3. |"), rows
+    assert any(row.endswith("| finished |") for row in rows)
+    assert done.stderr.strip().splitlines()[-1] == (
+        "error: 1 of 2 trials errored (each one's first error line in the table above).")
+    statuses = {t.config["num_heads"]: (t.status, t.num_failures)
+                for t in ExperimentAnalysis(str(sweep / "tune")).trials}
+    assert statuses[3] == ("TERMINATED", 0)

@@ -22,6 +22,7 @@ import os
 import re
 import signal
 
+from dsan_tf.common import atomic
 from dsan_tf.common.errors import UsageError
 from dsan_tf.core import rundir as run_files
 from dsan_tf.models.config import absolute_paths, local_files
@@ -165,8 +166,7 @@ def train_trial(params, config, policy, root, replicates):
         driver.train_run(workdir, NLITask(trial_config, policy),
                          callbacks=[callbacks.ReportEpochs(report)])
     except (UsageError, DataError) as error:
-        with open(workdir + ERROR, "w", encoding="utf-8") as stream:
-            stream.write(" ".join(str(error).split()))
+        atomic.write_text(workdir + ERROR, " ".join(str(error).split()))
         return
     for row in run_files.read_history(history):
         report(row["epoch"], row, last=True)
