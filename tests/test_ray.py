@@ -312,14 +312,14 @@ def test_optunas_tpe_draws_the_trials_and_draws_no_grid(tmp_path, no_ray):
     sweep = tmp_path / "sweep"
     done = subprocess.run(
         [sys.executable, "-m", "dsan_tf.programs.tune", f"--workdir={sweep}", *DEMO,
-         "--epochs=2", "--search=learning_rate:loguniform:1e-4:1e-2", "--num_samples=3",
+         "--epochs=1", "--search=learning_rate:loguniform:1e-4:1e-2", "--num_samples=2",
          "--search_alg=optuna"], cwd=ROOT, env=ENV, capture_output=True, text=True,
         timeout=900)
     assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-3000:]
     trials = [p for p in (sweep / "trials").iterdir() if p.is_dir()]
     rates = sorted(json.loads((p / "config.json").read_text())["training"]["learning_rate"]
                    for p in trials)
-    assert len(rates) == 3 and len(set(rates)) == 3 and 1e-4 <= rates[0] < rates[-1] <= 1e-2
+    assert len(rates) == 2 and 1e-4 <= rates[0] < rates[-1] <= 1e-2
     # The searcher's state Tune keeps to resume it (the random draws keep none).
     assert list((sweep / "tune").glob("searcher-state-*.pkl"))
     refused = subprocess.run(
