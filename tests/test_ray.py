@@ -1,7 +1,9 @@
 """Many runs on Ray (`dsan_tf.training.cluster`): the study's runs as Ray tasks on a local
 Ray and on a 2-node cluster that loses a node mid-run, a folder a node cannot reach refused
-in one sentence, and `dsan-tune`'s sweep stopped early by ASHA, killed, restored and
-finished. Ray is an optional extra (requirements-ray.txt): these skip without it."""
+in one sentence, a fraction of a GPU's memory per run, and `dsan-tune`'s sweep: stopped
+early by ASHA, Ctrl-C'd and resumed, drawn by Optuna, a trial's own mistake not retried.
+On a cluster started by `ray start`: tests/test_cluster.py. Ray is an optional extra
+(requirements-ray.txt): these skip without it."""
 
 import json
 import os
