@@ -150,21 +150,6 @@ def test_the_docs_study_trains_every_run_on_a_node_that_has_no_clone(cluster):
     assert "python -m experiments.results " in table and "--variants=cbow" in table
 
 
-def test_ray_job_submit_runs_the_docs_study_from_an_uploaded_copy_of_the_clone(cluster):
-    """The docs' other form: `ray job submit --working-dir .` from the clone; the driver
-    runs on the head in Ray's copy of it, the run on the worker; the job's status is the
-    study's."""
-    address, driver, env, root, dashboard = cluster
-    status, out = _run(["ray", "job", "submit", f"--address={dashboard}", "--working-dir", ".",
-                        "--", "python", "-m", "experiments.results",
-                        f"--workdir={root / 'job_study'}",
-                        f"--shared_data={driver / 'shared'}", f"--config={driver / 'tiny.cfg'}",
-                        *STUDY[2:], "--variants=cbow", "--ray_address=auto"], ROOT, env)
-    assert status == 0, out[-4000:]
-    assert "snli/cbow/seed0 done on " in out and "Job 'raysubmit_" in out
-    assert (root / "job_study" / "records" / "snli" / "cbow" / "seed0.json").exists()
-
-
 def test_a_failing_run_is_counted_and_the_study_exits_1_with_its_first_error(cluster):
     """A run whose flags dsan-train refuses: the study says how many failed, each one's
     first error line and log, and exits 1 (the docs' study above shows the others train)."""
