@@ -165,7 +165,7 @@ def check_nodes(writes, reads=()):
         answers = ray.get([probe_node.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
             node["NodeID"], soft=False)).remote(probes, token, node["NodeID"], list(reads))
             for node in nodes])
-        for node, (fault, _) in zip(nodes, answers):
+        for node, fault in zip(nodes, answers):
             if fault is None:  # it wrote: is that what this machine reads there?
                 fault = next((f"{os.path.dirname(probe)} does not hold the probe it wrote "
                               "there" for probe in probes
@@ -185,27 +185,24 @@ def check_nodes(writes, reads=()):
 
 
 def _probe(probes, token, node_id, reads):
-    """On one node: (what it could not read or write, or None; its address)."""
-    import ray
-
-    address = ray.util.get_node_ip_address()
+    """On one node: what it could not read or write, or None."""
     for path in reads:
         try:
             with open(path, "rb") as stream:
                 stream.read(1)
         except OSError as error:
-            return f"{path} cannot be read there ({error.strerror})", address
+            return f"{path} cannot be read there ({error.strerror})"
     for probe in probes:
         try:
             with open(probe, encoding="utf-8") as stream:
                 if stream.read() != token:
-                    return f"{os.path.dirname(probe)} holds another probe there", address
+                    return f"{os.path.dirname(probe)} holds another probe there"
             with open(f"{probe}-{node_id}", "w", encoding="utf-8") as stream:
                 stream.write(token)
         except OSError as error:
             return (f"{os.path.dirname(probe)} cannot be read and written there "
-                    f"({error.strerror})"), address
-    return None, address
+                    f"({error.strerror})")
+    return None
 
 
 def _remove(path):

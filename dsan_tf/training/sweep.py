@@ -292,8 +292,7 @@ def table_rows(root, grid, epochs, interrupted=False):
         os.path.join(root, TUNE)).trials} if interrupted else {})
     rows = []
     for trial, result in zip(trials, grid):
-        params = {k: v for k, v in trial.config.items()}
-        workdir = os.path.join(root, TRIALS, trial_name(trial.trial_id, params))
+        workdir = os.path.join(root, TRIALS, trial_name(trial.trial_id, trial.config))
         history = run_files.read_history(os.path.join(workdir, run_files.HISTORY))
         done = len(history)
         found = best.get(trial.trial_id)
